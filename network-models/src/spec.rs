@@ -1,0 +1,204 @@
+//! One-line network specs: `model[:key=value,key=value...]`.
+
+use crate::{AlphaBeta, Ideal, Latency, NetworkModel};
+use sim_core::units::parse_duration;
+use sim_core::{Bandwidth, SimDuration};
+use std::fmt;
+use std::str::FromStr;
+
+/// A bad `--net` spec; the message lists what is accepted.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid network spec `{spec}`: {reason}")]
+pub struct SpecError {
+    /// The spec as given.
+    pub spec: String,
+    /// What is wrong and what is accepted.
+    pub reason: String,
+}
+
+/// A parsed network model spec.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NetSpec {
+    /// `ideal`: zero time.
+    Ideal,
+    /// `latency:lat=D`.
+    Latency {
+        /// Per-message latency.
+        lat: SimDuration,
+    },
+    /// `alphabeta:lat=D,bw=B[,o_send=D][,o_recv=D]`.
+    AlphaBeta {
+        /// Latency.
+        lat: SimDuration,
+        /// Bandwidth.
+        bw: Bandwidth,
+        /// Sender CPU overhead per remote message.
+        o_send: SimDuration,
+        /// Receiver CPU overhead per remote message.
+        o_recv: SimDuration,
+    },
+}
+
+/// Help text listing every model and parameter (used by `whatif replay --help`).
+pub const NET_HELP: &str = "\
+Network models (--net MODEL[:key=value,...]; durations take ps|ns|us|ms|s, bandwidths e.g. 10GB/s):
+  ideal                                   messages arrive when sent
+  latency:lat=D                           fixed latency per remote message (default lat=0)
+  alphabeta:lat=D,bw=B[,o_send=D,o_recv=D]
+                                          lat + bytes/bw per remote message (no contention);
+                                          o_send/o_recv: CPU time per remote message on the
+                                          sending/receiving PE (default 0)
+Messages between objects on the same PE arrive when sent and pay no overheads.";
+
+impl NetSpec {
+    /// The model this spec describes.
+    pub fn build(&self) -> Box<dyn NetworkModel> {
+        match *self {
+            NetSpec::Ideal => Box::new(Ideal),
+            NetSpec::Latency { lat } => Box::new(Latency { latency: lat }),
+            NetSpec::AlphaBeta {
+                lat,
+                bw,
+                o_send,
+                o_recv,
+            } => Box::new(AlphaBeta::new(lat, bw, o_send, o_recv)),
+        }
+    }
+}
+
+fn fmt_dur(d: SimDuration) -> String {
+    d.to_string().replace(' ', "")
+}
+
+impl fmt::Display for NetSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            NetSpec::Ideal => write!(f, "ideal"),
+            NetSpec::Latency { lat } => write!(f, "latency:lat={}", fmt_dur(*lat)),
+            NetSpec::AlphaBeta {
+                lat,
+                bw,
+                o_send,
+                o_recv,
+            } => write!(
+                f,
+                "alphabeta:lat={},bw={bw},o_send={},o_recv={}",
+                fmt_dur(*lat),
+                fmt_dur(*o_send),
+                fmt_dur(*o_recv)
+            ),
+        }
+    }
+}
+
+impl FromStr for NetSpec {
+    type Err = SpecError;
+
+    fn from_str(spec: &str) -> Result<Self, SpecError> {
+        let fail = |reason: String| SpecError {
+            spec: spec.to_string(),
+            reason,
+        };
+        let (model, params) = match spec.trim().split_once(':') {
+            Some((m, p)) => (m.trim(), p.trim()),
+            None => (spec.trim(), ""),
+        };
+        let mut kv: Vec<(&str, &str)> = Vec::new();
+        for part in params.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let (k, v) = part
+                .split_once('=')
+                .ok_or_else(|| fail(format!("parameter `{part}` is not of the form key=value")))?;
+            let k = k.trim();
+            if kv.iter().any(|(seen, _)| *seen == k) {
+                return Err(fail(format!("parameter `{k}` is given twice")));
+            }
+            kv.push((k, v.trim()));
+        }
+        let allowed: &[&str] = match model {
+            "ideal" => &[],
+            "latency" => &["lat"],
+            "alphabeta" => &["lat", "bw", "o_send", "o_recv"],
+            other => {
+                return Err(fail(format!(
+                    "unknown model `{other}`; known models: ideal, latency, alphabeta (see `whatif replay --help`)"
+                )));
+            }
+        };
+        if let Some((k, _)) = kv.iter().find(|(k, _)| !allowed.contains(k)) {
+            let known = if allowed.is_empty() {
+                "none".to_string()
+            } else {
+                allowed.join(", ")
+            };
+            return Err(fail(format!(
+                "model `{model}` has no parameter `{k}`; its parameters: {known}"
+            )));
+        }
+        let get = |k: &str| kv.iter().find(|(key, _)| *key == k).map(|(_, v)| *v);
+        let dur = |k: &str| -> Result<SimDuration, SpecError> {
+            match get(k) {
+                None => Ok(SimDuration::ZERO),
+                Some(v) => parse_duration(v).map_err(|e| fail(format!("{k}: {e}"))),
+            }
+        };
+        Ok(match model {
+            "ideal" => NetSpec::Ideal,
+            "latency" => NetSpec::Latency { lat: dur("lat")? },
+            _ => {
+                let bw = get("bw").ok_or_else(|| {
+                    fail("alphabeta needs a bandwidth, e.g. `alphabeta:lat=1us,bw=10GB/s`".into())
+                })?;
+                let bw = Bandwidth::parse(bw).map_err(|e| fail(format!("bw: {e}")))?;
+                NetSpec::AlphaBeta {
+                    lat: dur("lat")?,
+                    bw,
+                    o_send: dur("o_send")?,
+                    o_recv: dur("o_recv")?,
+                }
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_and_round_trips() {
+        for s in [
+            "ideal",
+            "latency:lat=5us",
+            "alphabeta:lat=1us,bw=10GB/s",
+            "alphabeta:bw=1MB/s,o_send=2ns,o_recv=1.5us,lat=0",
+        ] {
+            let spec: NetSpec = s.parse().unwrap();
+            let canon = spec.to_string();
+            assert_eq!(canon.parse::<NetSpec>().unwrap(), spec, "{s} -> {canon}");
+        }
+        assert_eq!(
+            "alphabeta:lat=1us,bw=10GB/s"
+                .parse::<NetSpec>()
+                .unwrap()
+                .to_string(),
+            "alphabeta:lat=1us,bw=10GB/s,o_send=0ps,o_recv=0ps"
+        );
+        assert_eq!(
+            "latency:lat=1.5us".parse::<NetSpec>().unwrap().to_string(),
+            "latency:lat=1.5us"
+        );
+    }
+
+    #[test]
+    fn errors_say_what_is_accepted() {
+        let e = |s: &str| s.parse::<NetSpec>().unwrap_err().to_string();
+        assert!(e("torus").contains("known models"));
+        assert!(e("latency:latency=5us").contains("its parameters: lat"));
+        assert!(e("latency:lat=5").contains("unit is required"));
+        assert!(e("alphabeta:lat=1us").contains("needs a bandwidth"));
+        assert!(e("alphabeta:bw=fast").contains("bw:"));
+        assert!(e("latency:lat").contains("key=value"));
+        assert!(e("latency:lat=1us,lat=2us").contains("twice"));
+        assert!(e("ideal:x=1").contains("its parameters: none"));
+    }
+}

@@ -1,0 +1,129 @@
+//! What a replay is asked to do: machine size, object placement, CPU speed, scheduling policy.
+
+use crate::ReplayError;
+use sim_core::{QueueKind, Ratio, RunLimits};
+use std::str::FromStr;
+use trace::Trace;
+
+/// How objects are placed on the simulated PEs.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Mapping {
+    /// As recorded. With a different PE count P' than the recorded P, object on recorded PE p
+    /// goes to `p * P' / P` (contiguous folding or spreading of recorded PEs).
+    #[default]
+    Recorded,
+    /// Objects in id order split into P' contiguous, near-equal chunks: object i goes to
+    /// `i * P' / n_objects`.
+    Block,
+    /// Object i goes to `i mod P'`.
+    RoundRobin,
+    /// An explicit PE per object (as a load balancer computes).
+    Explicit(Vec<u32>),
+}
+
+impl FromStr for Mapping {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "recorded" => Ok(Mapping::Recorded),
+            "block" => Ok(Mapping::Block),
+            "round-robin" | "rr" => Ok(Mapping::RoundRobin),
+            other => Err(format!(
+                "unknown mapping `{other}`; expected recorded, block or round-robin"
+            )),
+        }
+    }
+}
+
+impl Mapping {
+    /// The PE of every object, for a machine of `pes` PEs.
+    pub fn resolve(&self, trace: &Trace, pes: u32) -> Result<Vec<u32>, ReplayError> {
+        let n = trace.objects.len() as u64;
+        let p = pes as u64;
+        Ok(match self {
+            Mapping::Recorded => {
+                let rec = trace.meta.recorded_pes.max(1) as u64;
+                trace
+                    .objects
+                    .iter()
+                    .map(|o| {
+                        if rec == p {
+                            o.recorded_pe.0
+                        } else {
+                            (o.recorded_pe.0 as u64 * p / rec) as u32
+                        }
+                    })
+                    .collect()
+            }
+            Mapping::Block => (0..n).map(|i| (i * p / n) as u32).collect(),
+            Mapping::RoundRobin => (0..n).map(|i| (i % p) as u32).collect(),
+            Mapping::Explicit(v) => {
+                if v.len() as u64 != n {
+                    return Err(ReplayError::Config(format!(
+                        "the mapping names {} objects but the trace has {n}",
+                        v.len()
+                    )));
+                }
+                if let Some((i, pe)) = v.iter().enumerate().find(|(_, pe)| **pe >= pes) {
+                    return Err(ReplayError::Config(format!(
+                        "the mapping puts object {i} on PE {pe}, but there are {pes} PEs"
+                    )));
+                }
+                v.clone()
+            }
+        })
+    }
+}
+
+/// The order in which a PE runs its ready blocks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SchedPolicy {
+    /// By ready time; ties by block id (trace order).
+    #[default]
+    Fifo,
+    /// By block priority (smaller first), then ready time, then block id.
+    Priority,
+}
+
+/// CPU speed of the simulated PEs, as a factor applied to recorded durations and send offsets.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CpuScale {
+    /// Every PE scales by the same factor (`0.5` = twice as fast a CPU as recorded).
+    Uniform(Ratio),
+    /// One factor per PE.
+    PerPe(Vec<Ratio>),
+}
+
+impl Default for CpuScale {
+    fn default() -> Self {
+        CpuScale::Uniform(Ratio::ONE)
+    }
+}
+
+impl CpuScale {
+    pub(crate) fn of(&self, pe: u32) -> Ratio {
+        match self {
+            CpuScale::Uniform(r) => *r,
+            CpuScale::PerPe(v) => v[pe as usize],
+        }
+    }
+}
+
+/// Everything a replay needs besides the trace and the network model.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ReplayConfig {
+    /// Simulated PEs; `None` means as recorded.
+    pub pes: Option<u32>,
+    /// Object placement.
+    pub mapping: Mapping,
+    /// CPU speed factors.
+    pub cpu_scale: CpuScale,
+    /// Ready-block order on each PE.
+    pub policy: SchedPolicy,
+    /// Event queue implementation (results are identical; speed differs).
+    pub queue: QueueKind,
+    /// Bounds on the run.
+    pub limits: RunLimits,
+    /// Record the full timeline (one record per block).
+    pub timeline: bool,
+}

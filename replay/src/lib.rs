@@ -1,0 +1,170 @@
+//! # replay: run a trace on a simulated machine
+//!
+//! Contract of this crate: given a [`Trace`], a [`NetworkModel`] and a [`ReplayConfig`],
+//! [`replay`] predicts when every execution block runs, without re-running the program.
+//!
+//! ## Semantics
+//!
+//! * **Machine.** `P` PEs (default: as recorded). Objects are placed by the [`Mapping`]
+//!   (default: as recorded); a block runs on its object's PE.
+//! * **Readiness.** A block is *ready* when its trigger message (if any) has arrived and all its
+//!   dependencies have finished. Blocks with neither are ready at time 0.
+//! * **Scheduling.** Each PE is message-driven and non-preemptive: it runs one ready block at a
+//!   time, picking the smallest `(priority, ready time, block id)`; priority is 0 for all blocks
+//!   under [`SchedPolicy::Fifo`] (the default), so the order is FIFO by ready time with ties broken
+//!   by trace order. A block starts at `max(ready time, PE free)`. Decisions at an instant are
+//!   taken after every arrival and completion at that instant ([`sim_core::EventClass::Late`]).
+//! * **Durations.** A block takes `recv_overhead + duration * cpu_scale(PE) + send_overheads`.
+//!   The receive overhead applies when its trigger came from another PE; each remote delivery
+//!   adds the model's send overhead. Scaling rounds down to the picosecond.
+//! * **Messages.** A send leaves at `start + recv_overhead + offset * cpu_scale(PE) + (send
+//!   overheads of this block's earlier-or-same remote deliveries)`. It is delivered to every block
+//!   that names it as trigger (one for point-to-point, one per receiving object for broadcasts
+//!   and groups). A delivery to a block on the same PE arrives when sent; a remote one arrives
+//!   `wire_time` later as the [`NetworkModel`] says.
+//! * **Completion.** The makespan is the end of the last block. The end of iteration `k` is the
+//!   latest end of a block marked with iteration `k`; iteration times are the differences between
+//!   successive ends (the first measured from 0).
+//! * **Failure.** If blocks remain that can never become ready, [`replay`] returns
+//!   [`ReplayError::Stuck`] naming them and what they wait for; run limits stop runaway replays.
+//! * **Determinism.** Integer time and a total event order: the same inputs give identical
+//!   results, whichever event queue is used.
+
+mod config;
+mod engine;
+mod plan;
+mod stuck;
+
+pub use config::{CpuScale, Mapping, ReplayConfig, SchedPolicy};
+pub use stuck::{StuckBlock, StuckReport, Wait};
+
+use network_models::NetworkModel;
+use sim_core::{BinaryHeapQueue, QueueKind, RadixQueue, SchedError, SimDuration, SimTime};
+use trace::Trace;
+
+/// Why a replay failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReplayError {
+    /// The configuration does not fit the trace (bad mapping, zero PEs, ...).
+    #[error("replay configuration: {0}")]
+    Config(String),
+    /// A run limit was hit, or simulated time overflowed.
+    #[error(transparent)]
+    Sched(#[from] SchedError),
+    /// Some blocks can never run.
+    #[error("{0}")]
+    Stuck(StuckReport),
+}
+
+/// Message counts. A *delivery* is one message copy reaching one consuming block.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MessageStats {
+    /// Deliveries between different PEs.
+    pub remote: u64,
+    /// Deliveries within a PE.
+    pub local: u64,
+    /// Bytes of remote deliveries.
+    pub remote_bytes: u64,
+    /// Bytes of local deliveries.
+    pub local_bytes: u64,
+    /// Sends that no block consumes (traffic with no effect on the replay).
+    pub unconsumed_sends: u64,
+}
+
+impl MessageStats {
+    /// All deliveries.
+    pub fn total(&self) -> u64 {
+        self.remote + self.local
+    }
+}
+
+/// One block's place in the predicted timeline.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TimelineRecord {
+    /// Block id.
+    pub block: u32,
+    /// PE it ran on.
+    pub pe: u32,
+    /// Start.
+    pub start: SimTime,
+    /// End.
+    pub end: SimTime,
+}
+
+/// The predicted run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReplayReport {
+    /// End of the last block.
+    pub makespan: SimTime,
+    /// Simulated PEs.
+    pub pes: u32,
+    /// Blocks executed.
+    pub blocks: u64,
+    /// `(iteration label, end time)` for each marked iteration, in label order.
+    pub iterations: Vec<(u32, SimTime)>,
+    /// Message counts.
+    pub messages: MessageStats,
+    /// Busy time of each PE in picoseconds.
+    pub pe_busy_ps: Vec<u64>,
+    /// Blocks run by each PE.
+    pub pe_blocks: Vec<u64>,
+    /// Simulator events processed (a cost figure, not a simulated result).
+    pub events: u64,
+    /// Every block's start and end, in start order, when requested.
+    pub timeline: Option<Vec<TimelineRecord>>,
+}
+
+impl ReplayReport {
+    /// Duration of each marked iteration: end of iteration minus end of the previous one.
+    pub fn iteration_times(&self) -> Vec<SimDuration> {
+        let mut prev = SimTime::ZERO;
+        self.iterations
+            .iter()
+            .map(|&(_, end)| {
+                let d = end.saturating_since(prev);
+                prev = prev.max(end);
+                d
+            })
+            .collect()
+    }
+    /// Total busy time over all PEs.
+    pub fn busy_total(&self) -> SimDuration {
+        SimDuration::from_ps(
+            self.pe_busy_ps
+                .iter()
+                .fold(0u64, |a, b| a.saturating_add(*b)),
+        )
+    }
+    /// Mean PE utilisation: busy time over `P * makespan` (0 for an empty run).
+    pub fn utilization(&self) -> f64 {
+        let denom = self.pes as f64 * self.makespan.as_ps() as f64;
+        if denom == 0.0 {
+            0.0
+        } else {
+            self.busy_total().as_ps() as f64 / denom
+        }
+    }
+}
+
+/// Replays `trace` on the machine described by `cfg` with network model `net`.
+pub fn replay(
+    trace: &Trace,
+    net: &mut dyn NetworkModel,
+    cfg: &ReplayConfig,
+) -> Result<ReplayReport, ReplayError> {
+    let mut plan = plan::Plan::build(trace, cfg)?;
+    match cfg.queue {
+        QueueKind::Radix => {
+            engine::Engine::new(&mut plan, net, RadixQueue::new(), cfg.limits, cfg.timeline).run()
+        }
+        QueueKind::Binary => engine::Engine::new(
+            &mut plan,
+            net,
+            BinaryHeapQueue::new(),
+            cfg.limits,
+            cfg.timeline,
+        )
+        .run(),
+    }
+}

@@ -1,0 +1,183 @@
+//! Compiles a trace, a mapping and CPU speeds into flat arrays the event loop walks.
+//!
+//! All per-block and per-send work that does not depend on simulated time happens here, once:
+//! PE of each block, scaled durations and send offsets, the dependents of each block
+//! (inverse of its dependency list), and the consumer blocks of each send (the blocks whose
+//! trigger it is). The loop then does no lookups, hashing or allocation per event.
+
+use crate::{ReplayConfig, ReplayError, SchedPolicy};
+use sim_core::Ratio;
+use trace::{BlockId, Trace};
+
+/// Sentinel for "no iteration".
+pub(crate) const NO_ITER: u32 = u32::MAX;
+
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct CBlock {
+    pub pe: u32,
+    pub iter_slot: u32,
+    pub dur_ps: u64,
+    pub prio: i32,
+    /// PE of the block that sends this block's trigger, or `u32::MAX` (none, or never sent).
+    pub trigger_src_pe: u32,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct CSend {
+    pub off_ps: u64,
+    pub bytes: u64,
+    pub cons_start: u32,
+    pub cons_end: u32,
+}
+
+#[derive(Debug)]
+pub(crate) struct Plan {
+    pub pes: u32,
+    pub blocks: Vec<CBlock>,
+    pub pending: Vec<u32>,
+    /// `dependents[dep_start[b]..dep_start[b+1]]` are the blocks that list `b` as a dependency.
+    pub dep_start: Vec<u32>,
+    pub dependents: Vec<u32>,
+    /// `sends[send_start[b]..send_start[b+1]]` are block `b`'s sends.
+    pub send_start: Vec<u32>,
+    pub sends: Vec<CSend>,
+    /// Consumer blocks of all sends, grouped by send.
+    pub consumers: Vec<u32>,
+    /// Sorted distinct iteration labels; a block's `iter_slot` indexes this.
+    pub iter_labels: Vec<u32>,
+    /// For each send, the index of the sending block (used by stuck diagnosis).
+    pub send_block: Vec<u32>,
+}
+
+impl Plan {
+    pub(crate) fn build(trace: &Trace, cfg: &ReplayConfig) -> Result<Plan, ReplayError> {
+        let pes = cfg.pes.unwrap_or(trace.meta.recorded_pes);
+        if pes == 0 {
+            return Err(ReplayError::Config(
+                "the machine needs at least one PE".into(),
+            ));
+        }
+        if let crate::CpuScale::PerPe(v) = &cfg.cpu_scale
+            && v.len() != pes as usize
+        {
+            return Err(ReplayError::Config(format!(
+                "{} CPU speed factors given for {pes} PEs",
+                v.len()
+            )));
+        }
+        let map = cfg.mapping.resolve(trace, pes)?;
+        let n = trace.num_blocks();
+        let index = trace.message_index();
+
+        // Iteration labels -> dense slots.
+        let mut iter_labels: Vec<u32> = trace.blocks().iter().filter_map(|b| b.iteration).collect();
+        iter_labels.sort_unstable();
+        iter_labels.dedup();
+
+        let all_sends = trace.all_sends();
+        let mut send_block = vec![0u32; all_sends.len()];
+        for id in trace.block_ids() {
+            for s in trace.send_range(id) {
+                send_block[s] = id.0;
+            }
+        }
+
+        let mut blocks = Vec::with_capacity(n);
+        let mut pending = Vec::with_capacity(n);
+        // (send index, consumer block) pairs, to group consumers by send.
+        let mut cons_count = vec![0u32; all_sends.len() + 1];
+        let mut trigger_send: Vec<u32> = Vec::with_capacity(n);
+        for id in trace.block_ids() {
+            let b = trace.block(id);
+            let pe = map[b.object.index()];
+            let scale: Ratio = cfg.cpu_scale.of(pe);
+            let sent = b.trigger.and_then(|m| index.lookup(m));
+            let trigger_src_pe = sent.map_or(u32::MAX, |s| {
+                map[trace.block(BlockId(send_block[s])).object.index()]
+            });
+            blocks.push(CBlock {
+                pe,
+                iter_slot: b.iteration.map_or(NO_ITER, |i| {
+                    iter_labels.binary_search(&i).map_or(NO_ITER, |p| p as u32)
+                }),
+                dur_ps: scale.scale(b.duration).as_ps(),
+                prio: if cfg.policy == SchedPolicy::Priority {
+                    b.priority
+                } else {
+                    0
+                },
+                trigger_src_pe,
+            });
+            pending.push(trace.deps(id).len() as u32 + b.trigger.is_some() as u32);
+            match sent {
+                Some(s) => {
+                    cons_count[s] += 1;
+                    trigger_send.push(s as u32);
+                }
+                None => trigger_send.push(u32::MAX),
+            }
+        }
+
+        // Consumers CSR (prefix sums over cons_count), filled in block order.
+        let mut cons_start = vec![0u32; all_sends.len() + 1];
+        for s in 0..all_sends.len() {
+            cons_start[s + 1] = cons_start[s] + cons_count[s];
+        }
+        let mut fill = cons_start.clone();
+        let mut consumers = vec![0u32; cons_start[all_sends.len()] as usize];
+        for (b, &s) in trigger_send.iter().enumerate() {
+            if s != u32::MAX {
+                consumers[fill[s as usize] as usize] = b as u32;
+                fill[s as usize] += 1;
+            }
+        }
+
+        let mut sends = Vec::with_capacity(all_sends.len());
+        let mut send_start = Vec::with_capacity(n + 1);
+        send_start.push(0u32);
+        for id in trace.block_ids() {
+            let scale = cfg.cpu_scale.of(blocks[id.index()].pe);
+            for si in trace.send_range(id) {
+                let s = &all_sends[si];
+                sends.push(CSend {
+                    off_ps: scale.scale(s.offset).as_ps(),
+                    bytes: s.bytes,
+                    cons_start: cons_start[si],
+                    cons_end: cons_start[si + 1],
+                });
+            }
+            send_start.push(sends.len() as u32);
+        }
+
+        // Dependents CSR: inverse of the dependency lists.
+        let mut dep_count = vec![0u32; n + 1];
+        for d in trace.all_deps() {
+            dep_count[d.index()] += 1;
+        }
+        let mut dep_start = vec![0u32; n + 1];
+        for b in 0..n {
+            dep_start[b + 1] = dep_start[b] + dep_count[b];
+        }
+        let mut fill = dep_start.clone();
+        let mut dependents = vec![0u32; dep_start[n] as usize];
+        for id in trace.block_ids() {
+            for d in trace.deps(id) {
+                dependents[fill[d.index()] as usize] = id.0;
+                fill[d.index()] += 1;
+            }
+        }
+
+        Ok(Plan {
+            pes,
+            blocks,
+            pending,
+            dep_start,
+            dependents,
+            send_start,
+            sends,
+            consumers,
+            iter_labels,
+            send_block,
+        })
+    }
+}

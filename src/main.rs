@@ -1,0 +1,389 @@
+//! `whatif`: predict how a message-driven parallel program runs on a machine you don't have, by
+//! replaying a trace of its execution blocks on a simulated one.
+
+mod bench;
+mod report;
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use network_models::{NET_HELP, NetSpec};
+use replay::{CpuScale, Mapping, ReplayConfig, ReplayError, SchedPolicy};
+use scenarios::SynthParams;
+use sim_core::units::{parse_bytes, parse_duration};
+use sim_core::{QueueKind, Ratio, RunLimits, SeedTree, SimDuration, SimTime};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+use trace::{Format, Trace, TraceSummary};
+
+#[derive(Parser)]
+#[command(
+    name = "whatif",
+    version,
+    about = "What-if performance prediction for message-driven parallel programs",
+    long_about = "whatif replays a trace of execution blocks (one non-preemptive run of an entry method, \
+with its duration, triggering message, dependencies and sends) on a simulated machine: \
+any number of PEs, any object placement, CPU speed and network model.\n\n\
+Quick start:\n  whatif run                                   # built-in 3-D halo on 512 PEs\n  \
+whatif gen ring --ranks 1000 --iters 100 --out r.trace\n  \
+whatif inspect r.trace\n  \
+whatif replay r.trace --net alphabeta:lat=1us,bw=10GB/s"
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Replay the built-in default scenario (3-D halo, 8x8x8 ranks, 20 iterations) and print the prediction.
+    Run(RunArgs),
+    /// Generate a synthetic workload trace (pingpong, ring, halo2d, halo3d, pipeline).
+    Gen(GenArgs),
+    /// Print a trace's counts, entry-method table and time range.
+    Inspect(InspectArgs),
+    /// Replay a trace on a simulated machine and report predicted timings.
+    #[command(after_help = NET_HELP)]
+    Replay(ReplayArgs),
+    /// Measure simulator speed (simulated messages per second) on 3-D halo workloads.
+    Bench(bench::BenchArgs),
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum GenKind {
+    /// Two ranks bounce a message K round trips.
+    Pingpong,
+    /// N ranks, each sends to its right neighbour every iteration.
+    Ring,
+    /// 2-D halo exchange on an X x Y grid of ranks.
+    Halo2d,
+    /// 3-D halo exchange on an X x Y x Z grid of ranks.
+    Halo3d,
+    /// MK's pipelined elimination: D stages in a chain, K items.
+    Pipeline,
+}
+
+#[derive(Args)]
+struct GenArgs {
+    /// Workload shape.
+    kind: GenKind,
+    /// Ranks (ring).
+    #[arg(long, default_value_t = 8)]
+    ranks: u32,
+    /// Grid of ranks (halo2d: XxY, halo3d: XxYxZ).
+    #[arg(long, default_value = "4x4x4")]
+    dims: String,
+    /// Wrap the halo grid around (torus neighbours).
+    #[arg(long)]
+    periodic: bool,
+    /// Stages (pipeline depth D = processors in the chain).
+    #[arg(long, default_value_t = 8)]
+    stages: u32,
+    /// Iterations (round trips for pingpong, items for pipeline).
+    #[arg(long, default_value_t = 10)]
+    iters: u32,
+    /// Compute time per block, e.g. 100us.
+    #[arg(long, default_value = "100us", value_parser = parse_duration)]
+    compute: SimDuration,
+    /// Bytes per message, e.g. 65536 or 64KiB.
+    #[arg(long, default_value = "65536", value_parser = parse_bytes)]
+    bytes: u64,
+    /// Relative compute jitter, e.g. 0.1 for +-10% (uniform, seeded).
+    #[arg(long, default_value = "0", value_parser = Ratio::parse)]
+    jitter: Ratio,
+    /// Root random seed.
+    #[arg(long, default_value_t = SeedTree::DEFAULT_ROOT)]
+    seed: u64,
+    /// Network model to record as the trace's default for replay (see `whatif replay --help`).
+    #[arg(long)]
+    net: Option<NetSpec>,
+    /// Output file; `.jsonl` writes the JSON-lines text form, anything else the binary form.
+    #[arg(long)]
+    out: PathBuf,
+}
+
+#[derive(Args)]
+struct InspectArgs {
+    /// Trace file (binary or JSON lines).
+    trace: PathBuf,
+    /// Print the summary as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args, Clone)]
+struct MachineArgs {
+    /// Network model, e.g. `latency:lat=5us` or `alphabeta:lat=1us,bw=10GB/s` [default: the
+    /// trace's recorded model, else ideal]. Models and parameters are listed below.
+    #[arg(long)]
+    net: Option<NetSpec>,
+    /// Simulated PEs [default: as recorded].
+    #[arg(long)]
+    pes: Option<u32>,
+    /// Object placement: recorded (folded/spread when --pes differs), block, round-robin.
+    #[arg(long, default_value = "recorded")]
+    map: Mapping,
+    /// Factor on recorded block durations and send offsets (0.5 = a CPU twice as fast).
+    #[arg(long, default_value = "1", value_parser = Ratio::parse)]
+    cpu_scale: Ratio,
+    /// Run ready blocks by their priority (smaller first) instead of FIFO.
+    #[arg(long)]
+    priority: bool,
+    /// Event queue (results are identical; radix is faster on large runs).
+    #[arg(long, default_value = "radix")]
+    queue: QueueKind,
+    /// Stop with an error after this many events.
+    #[arg(long)]
+    max_events: Option<u64>,
+    /// Stop with an error if simulated time passes this, e.g. 10s.
+    #[arg(long, value_parser = parse_duration)]
+    max_time: Option<SimDuration>,
+    /// Root random seed (recorded in the results; no model in this release draws from it).
+    #[arg(long, default_value_t = SeedTree::DEFAULT_ROOT)]
+    seed: u64,
+}
+
+#[derive(Args)]
+struct OutputArgs {
+    /// Print one JSON object with the simulated results instead of the human summary.
+    #[arg(long)]
+    json: bool,
+    /// Write the predicted timeline (one row per block) to this CSV file.
+    #[arg(long)]
+    timeline: Option<PathBuf>,
+    /// Write per-PE busy/idle time to this CSV file.
+    #[arg(long)]
+    per_pe: Option<PathBuf>,
+    /// Don't print the simulator's own speed to stderr.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+#[derive(Args)]
+struct ReplayArgs {
+    /// Trace file (binary or JSON lines).
+    trace: PathBuf,
+    #[command(flatten)]
+    machine: MachineArgs,
+    #[command(flatten)]
+    out: OutputArgs,
+}
+
+#[derive(Args)]
+struct RunArgs {
+    #[command(flatten)]
+    machine: MachineArgs,
+    #[command(flatten)]
+    out: OutputArgs,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match dispatch(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn dispatch(cli: Cli) -> Result<()> {
+    match cli.cmd {
+        Cmd::Run(a) => run_default(a),
+        Cmd::Gen(a) => gen_cmd(a),
+        Cmd::Inspect(a) => inspect(a),
+        Cmd::Replay(a) => {
+            let t0 = Instant::now();
+            let trace = trace::read_trace_file(&a.trace)?;
+            if !a.out.quiet {
+                eprintln!(
+                    "loaded {} ({} blocks) in {:.3} s",
+                    a.trace.display(),
+                    trace.num_blocks(),
+                    t0.elapsed().as_secs_f64()
+                );
+            }
+            replay_and_report(&trace, &a.machine, &a.out)
+        }
+        Cmd::Bench(a) => bench::run(a),
+    }
+}
+
+/// The default scenario of `whatif run`.
+fn default_scenario() -> Result<Trace> {
+    let p = SynthParams {
+        iters: 20,
+        compute: SimDuration::from_us(100),
+        bytes: 65536,
+        generator:
+            "whatif run (built-in: halo3d 8x8x8, 20 iterations, 100us compute, 64KiB messages)"
+                .into(),
+        ..SynthParams::default()
+    };
+    let mut t = scenarios::halo(&[8, 8, 8], false, &p)?;
+    t.meta.net = Some("alphabeta:lat=1us,bw=10GB/s".into());
+    Ok(t)
+}
+
+fn run_default(a: RunArgs) -> Result<()> {
+    let trace = default_scenario()?;
+    replay_and_report(&trace, &a.machine, &a.out)?;
+    if !a.out.json && !a.out.quiet {
+        eprintln!(
+            "\nTry a what-if: whatif run --net alphabeta:lat=50us,bw=10GB/s   or   whatif run --pes 64"
+        );
+    }
+    Ok(())
+}
+
+fn gen_cmd(a: GenArgs) -> Result<()> {
+    let generator = format!(
+        "whatif {}",
+        std::env::args().skip(1).collect::<Vec<_>>().join(" ")
+    );
+    let p = SynthParams {
+        iters: a.iters,
+        compute: a.compute,
+        bytes: a.bytes,
+        jitter: a.jitter,
+        seed: a.seed,
+        generator,
+    };
+    let mut t = match a.kind {
+        GenKind::Pingpong => scenarios::pingpong(&p)?,
+        GenKind::Ring => scenarios::ring(a.ranks, &p)?,
+        GenKind::Halo2d | GenKind::Halo3d => {
+            let want = if matches!(a.kind, GenKind::Halo2d) {
+                2
+            } else {
+                3
+            };
+            let dims = parse_dims(&a.dims)?;
+            if dims.len() != want {
+                bail!(
+                    "--dims `{}` has {} dimensions; {} needs {want} (e.g. {})",
+                    a.dims,
+                    dims.len(),
+                    if want == 2 { "halo2d" } else { "halo3d" },
+                    if want == 2 { "32x32" } else { "10x10x10" }
+                );
+            }
+            scenarios::halo(&dims, a.periodic, &p)?
+        }
+        GenKind::Pipeline => scenarios::pipeline(a.stages, &p)?,
+    };
+    t.meta.net = a.net.map(|n| n.to_string());
+    trace::write_trace_file(&t, &a.out, Format::from_path(&a.out))?;
+    eprintln!(
+        "wrote {} ({} objects, {} blocks, {} sends)",
+        a.out.display(),
+        t.objects.len(),
+        t.num_blocks(),
+        t.num_sends()
+    );
+    Ok(())
+}
+
+fn parse_dims(s: &str) -> Result<Vec<u32>> {
+    s.split('x')
+        .map(|d| {
+            d.trim().parse::<u32>().with_context(|| {
+                format!("--dims `{s}`: expected sizes separated by `x`, e.g. 10x10x10")
+            })
+        })
+        .collect()
+}
+
+fn inspect(a: InspectArgs) -> Result<()> {
+    let t = trace::read_trace_file(&a.trace)?;
+    let s = TraceSummary::of(&t);
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&s)?);
+    } else {
+        print!("{s}");
+    }
+    Ok(())
+}
+
+fn machine_config(m: &MachineArgs, timeline: bool) -> ReplayConfig {
+    ReplayConfig {
+        pes: m.pes,
+        mapping: m.map.clone(),
+        cpu_scale: CpuScale::Uniform(m.cpu_scale),
+        policy: if m.priority {
+            SchedPolicy::Priority
+        } else {
+            SchedPolicy::Fifo
+        },
+        queue: m.queue,
+        limits: RunLimits {
+            max_events: m.max_events,
+            max_sim_time: m
+                .max_time
+                .map(|d| SimTime::ZERO.checked_add(d).unwrap_or(SimTime::MAX)),
+        },
+        timeline,
+    }
+}
+
+fn net_for(trace: &Trace, m: &MachineArgs) -> Result<NetSpec> {
+    Ok(match (&m.net, &trace.meta.net) {
+        (Some(n), _) => *n,
+        (None, Some(rec)) => rec.parse().with_context(|| {
+            format!("the network model recorded in trace `{}`", trace.meta.name)
+        })?,
+        (None, None) => NetSpec::Ideal,
+    })
+}
+
+fn replay_and_report(trace: &Trace, m: &MachineArgs, o: &OutputArgs) -> Result<()> {
+    let spec = net_for(trace, m)?;
+    let cfg = machine_config(m, o.timeline.is_some());
+    let mut net = spec.build();
+    let t0 = Instant::now();
+    let result = replay::replay(trace, net.as_mut(), &cfg);
+    let wall = t0.elapsed().as_secs_f64();
+    let r = match result {
+        Ok(r) => r,
+        Err(e @ ReplayError::Stuck(_)) | Err(e @ ReplayError::Sched(_)) => {
+            eprint!("{e}");
+            eprintln!();
+            eprintln!(
+                "reproduce with: whatif {}",
+                std::env::args().skip(1).collect::<Vec<_>>().join(" ")
+            );
+            bail!("replay of `{}` did not complete", trace.meta.name);
+        }
+        Err(e) => return Err(e.into()),
+    };
+    if !o.quiet {
+        eprintln!(
+            "replayed {} events, {} messages in {wall:.3} s ({:.2} M events/s, {:.2} M messages/s)",
+            r.events,
+            r.messages.total(),
+            r.events as f64 / wall / 1e6,
+            r.messages.total() as f64 / wall / 1e6
+        );
+    }
+    let info = report::RunInfo {
+        trace,
+        net: spec.to_string(),
+        mapping: format!("{:?}", m.map).to_lowercase(),
+        cpu_scale: m.cpu_scale.to_string(),
+        policy: if m.priority { "priority" } else { "fifo" },
+        seed: m.seed,
+    };
+    if o.json {
+        println!("{}", report::json(&info, &r)?);
+    } else {
+        print!("{}", report::human(&info, &r));
+    }
+    if let Some(p) = &o.timeline {
+        report::write_timeline(p, trace, &r)?;
+    }
+    if let Some(p) = &o.per_pe {
+        report::write_per_pe(p, &r)?;
+    }
+    Ok(())
+}

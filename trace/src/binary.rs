@@ -1,0 +1,570 @@
+//! The binary trace format, version 1.
+//!
+//! Little-endian; integers marked *v* are unsigned LEB128 varints, *z* are zigzag varints,
+//! *str* is a *v* length followed by that many UTF-8 bytes.
+//!
+//! ```text
+//! offset 0   magic      8 bytes  "WHATIFTR"
+//!        8   version    u16      1
+//! header     name str, generator str, description str, recorded_pes v,
+//!            has_net u8 (0|1) [net str], has_seed u8 (0|1) [seed v],
+//!            n_entries v  then per entry:  name str
+//!            n_objects v  then per object: name str, recorded_pe v
+//!            n_groups v   then per group:  n_members v, member object v ...
+//!            n_blocks v
+//! blocks     n_blocks times:
+//!            flags u8: bit0 trigger, bit1 iteration, bit2 lb_sync, bit3 priority,
+//!                      bit4 recorded_start (other bits must be 0)
+//!            object v, entry v, duration_ps v,
+//!            [trigger msg v] [iteration v] [priority z] [recorded_start_ps v]
+//!            n_deps v, then per dep: (this block id - dep block id) v   (>= 1)
+//!            n_sends v, then per send: msg v, offset_ps v,
+//!                       dest kind u8 (0 object, 1 group, 2 all, 3 all-except) [dest id v],
+//!                       bytes v, entry v
+//! trailer    4 bytes "WEND", then end of file
+//! ```
+//!
+//! The block count is in the header and every block is self-delimiting, so a reader can stream
+//! blocks one at a time ([`BinaryReader`]). Every decoding error names the byte offset at which
+//! the format was violated.
+
+use crate::error::TraceError;
+use crate::ids::{BlockId, EntryId, GroupId, MsgId, ObjectId, PeId};
+use crate::model::{Block, Destination, EntryMethod, Group, ObjectInfo, Send, Trace, TraceMeta};
+use sim_core::{SimDuration, SimTime};
+use std::io::{self, Read, Write};
+
+/// The 8 bytes every binary trace starts with.
+pub const MAGIC: &[u8; 8] = b"WHATIFTR";
+/// The format version this build writes and reads.
+pub const VERSION: u16 = 1;
+const TRAILER: &[u8; 4] = b"WEND";
+const MAX_STRING: u64 = 1 << 20;
+
+const F_TRIGGER: u8 = 1;
+const F_ITERATION: u8 = 2;
+const F_LB_SYNC: u8 = 4;
+const F_PRIORITY: u8 = 8;
+const F_RECORDED_START: u8 = 16;
+const F_ALL: u8 = 31;
+
+struct Out<W: Write> {
+    w: W,
+}
+
+impl<W: Write> Out<W> {
+    fn bytes(&mut self, b: &[u8]) -> io::Result<()> {
+        self.w.write_all(b)
+    }
+    fn u8(&mut self, v: u8) -> io::Result<()> {
+        self.w.write_all(&[v])
+    }
+    fn v(&mut self, mut v: u64) -> io::Result<()> {
+        let mut buf = [0u8; 10];
+        let mut n = 0;
+        loop {
+            let byte = (v & 0x7f) as u8;
+            v >>= 7;
+            if v == 0 {
+                buf[n] = byte;
+                n += 1;
+                break;
+            }
+            buf[n] = byte | 0x80;
+            n += 1;
+        }
+        self.w.write_all(&buf[..n])
+    }
+    fn z(&mut self, v: i64) -> io::Result<()> {
+        self.v(((v << 1) ^ (v >> 63)) as u64)
+    }
+    fn str(&mut self, s: &str) -> io::Result<()> {
+        self.v(s.len() as u64)?;
+        self.bytes(s.as_bytes())
+    }
+}
+
+/// Writes `trace` in the binary format.
+pub fn write_binary<W: Write>(trace: &Trace, w: W) -> io::Result<()> {
+    let mut o = Out { w };
+    o.bytes(MAGIC)?;
+    o.bytes(&VERSION.to_le_bytes())?;
+    let m = &trace.meta;
+    o.str(&m.name)?;
+    o.str(&m.generator)?;
+    o.str(&m.description)?;
+    o.v(m.recorded_pes as u64)?;
+    match &m.net {
+        Some(n) => {
+            o.u8(1)?;
+            o.str(n)?;
+        }
+        None => o.u8(0)?,
+    }
+    match m.seed {
+        Some(s) => {
+            o.u8(1)?;
+            o.v(s)?;
+        }
+        None => o.u8(0)?,
+    }
+    o.v(trace.entries.len() as u64)?;
+    for e in &trace.entries {
+        o.str(&e.name)?;
+    }
+    o.v(trace.objects.len() as u64)?;
+    for ob in &trace.objects {
+        o.str(&ob.name)?;
+        o.v(ob.recorded_pe.0 as u64)?;
+    }
+    o.v(trace.groups.len() as u64)?;
+    for g in &trace.groups {
+        o.v(g.members.len() as u64)?;
+        for mem in &g.members {
+            o.v(mem.0 as u64)?;
+        }
+    }
+    o.v(trace.num_blocks() as u64)?;
+    for id in trace.block_ids() {
+        let b = trace.block(id);
+        let mut flags = 0;
+        if b.trigger.is_some() {
+            flags |= F_TRIGGER;
+        }
+        if b.iteration.is_some() {
+            flags |= F_ITERATION;
+        }
+        if b.lb_sync {
+            flags |= F_LB_SYNC;
+        }
+        if b.priority != 0 {
+            flags |= F_PRIORITY;
+        }
+        if b.recorded_start.is_some() {
+            flags |= F_RECORDED_START;
+        }
+        o.u8(flags)?;
+        o.v(b.object.0 as u64)?;
+        o.v(b.entry.0 as u64)?;
+        o.v(b.duration.as_ps())?;
+        if let Some(t) = b.trigger {
+            o.v(t.0)?;
+        }
+        if let Some(i) = b.iteration {
+            o.v(i as u64)?;
+        }
+        if b.priority != 0 {
+            o.z(b.priority as i64)?;
+        }
+        if let Some(s) = b.recorded_start {
+            o.v(s.as_ps())?;
+        }
+        let deps = trace.deps(id);
+        o.v(deps.len() as u64)?;
+        for d in deps {
+            o.v((id.0 - d.0) as u64)?;
+        }
+        let sends = trace.sends(id);
+        o.v(sends.len() as u64)?;
+        for s in sends {
+            o.v(s.msg.0)?;
+            o.v(s.offset.as_ps())?;
+            match s.dest {
+                Destination::Object(x) => {
+                    o.u8(0)?;
+                    o.v(x.0 as u64)?;
+                }
+                Destination::Group(g) => {
+                    o.u8(1)?;
+                    o.v(g.0 as u64)?;
+                }
+                Destination::All => o.u8(2)?,
+                Destination::AllExcept(x) => {
+                    o.u8(3)?;
+                    o.v(x.0 as u64)?;
+                }
+            }
+            o.v(s.bytes)?;
+            o.v(s.entry.0 as u64)?;
+        }
+    }
+    o.bytes(TRAILER)?;
+    o.w.flush()
+}
+
+/// Everything in a binary trace before the blocks.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Header {
+    /// Trace metadata.
+    pub meta: TraceMeta,
+    /// Entry methods.
+    pub entries: Vec<EntryMethod>,
+    /// Objects.
+    pub objects: Vec<ObjectInfo>,
+    /// Groups.
+    pub groups: Vec<Group>,
+    /// How many blocks follow.
+    pub num_blocks: u64,
+}
+
+/// Streams a binary trace: [`BinaryReader::header`] first, then [`BinaryReader::next_block`]
+/// until it returns `None`.
+#[derive(Debug)]
+pub struct BinaryReader<R: Read> {
+    r: R,
+    path: String,
+    offset: u64,
+    blocks_left: u64,
+    next_block: u32,
+    header_read: bool,
+}
+
+impl<R: Read> BinaryReader<R> {
+    /// A reader over `r`; `path` names the source in errors.
+    pub fn new(r: R, path: impl Into<String>) -> Self {
+        BinaryReader {
+            r,
+            path: path.into(),
+            offset: 0,
+            blocks_left: 0,
+            next_block: 0,
+            header_read: false,
+        }
+    }
+
+    fn fail<T>(
+        &self,
+        at: u64,
+        expected: impl Into<String>,
+        found: impl Into<String>,
+    ) -> Result<T, TraceError> {
+        Err(TraceError::Binary {
+            path: self.path.clone(),
+            offset: at,
+            expected: expected.into(),
+            found: found.into(),
+        })
+    }
+
+    fn fill(&mut self, buf: &mut [u8], what: &str) -> Result<(), TraceError> {
+        let at = self.offset;
+        let mut got = 0;
+        while got < buf.len() {
+            match self.r.read(&mut buf[got..]) {
+                Ok(0) => {
+                    return self.fail(
+                        at,
+                        what,
+                        format!("found end of file after {got} of {} bytes", buf.len()),
+                    );
+                }
+                Ok(n) => got += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return self.fail(at, what, format!("read error: {e}")),
+            }
+        }
+        self.offset += buf.len() as u64;
+        Ok(())
+    }
+
+    fn u8(&mut self, what: &str) -> Result<u8, TraceError> {
+        let mut b = [0u8; 1];
+        self.fill(&mut b, what)?;
+        Ok(b[0])
+    }
+
+    fn v(&mut self, what: &str) -> Result<u64, TraceError> {
+        let at = self.offset;
+        let mut v: u64 = 0;
+        for i in 0..10 {
+            let b = self.u8(what)?;
+            let bits = (b & 0x7f) as u64;
+            if i == 9 && (b & 0x7e) != 0 {
+                return self.fail(at, what, "found a varint longer than 64 bits");
+            }
+            v |= bits << (7 * i);
+            if b & 0x80 == 0 {
+                return Ok(v);
+            }
+        }
+        self.fail(at, what, "found a varint longer than 10 bytes")
+    }
+
+    fn v32(&mut self, what: &str) -> Result<u32, TraceError> {
+        let at = self.offset;
+        let v = self.v(what)?;
+        match u32::try_from(v) {
+            Ok(x) => Ok(x),
+            Err(_) => self.fail(at, format!("{what} (32-bit)"), format!("found {v}")),
+        }
+    }
+
+    fn z(&mut self, what: &str) -> Result<i64, TraceError> {
+        let u = self.v(what)?;
+        Ok(((u >> 1) as i64) ^ -((u & 1) as i64))
+    }
+
+    fn str(&mut self, what: &str) -> Result<String, TraceError> {
+        let at = self.offset;
+        let len = self.v(what)?;
+        if len > MAX_STRING {
+            return self.fail(
+                at,
+                format!("{what} (string of at most {MAX_STRING} bytes)"),
+                format!("found length {len}"),
+            );
+        }
+        let mut buf = vec![0u8; len as usize];
+        self.fill(&mut buf, what)?;
+        match String::from_utf8(buf) {
+            Ok(s) => Ok(s),
+            Err(_) => self.fail(at, format!("{what} (UTF-8)"), "found invalid UTF-8"),
+        }
+    }
+
+    fn flag(&mut self, what: &str) -> Result<bool, TraceError> {
+        let at = self.offset;
+        match self.u8(what)? {
+            0 => Ok(false),
+            1 => Ok(true),
+            x => self.fail(at, format!("{what} (0 or 1)"), format!("found {x}")),
+        }
+    }
+
+    /// Reads the header. Must be called once, before any block.
+    pub fn header(&mut self) -> Result<Header, TraceError> {
+        let mut magic = [0u8; 8];
+        self.fill(&mut magic, "the magic bytes \"WHATIFTR\"")?;
+        if &magic != MAGIC {
+            return self.fail(
+                0,
+                "the magic bytes \"WHATIFTR\" (a whatif binary trace)",
+                format!("found {:?}", String::from_utf8_lossy(&magic)),
+            );
+        }
+        let mut ver = [0u8; 2];
+        self.fill(&mut ver, "format version")?;
+        let version = u16::from_le_bytes(ver);
+        if version != VERSION {
+            return self.fail(
+                8,
+                format!("format version {VERSION}"),
+                format!("found version {version} (this build reads only version {VERSION})"),
+            );
+        }
+        let name = self.str("trace name")?;
+        let generator = self.str("generator")?;
+        let description = self.str("description")?;
+        let recorded_pes = self.v32("recorded PE count")?;
+        let net = if self.flag("network-spec presence flag")? {
+            Some(self.str("network spec")?)
+        } else {
+            None
+        };
+        let seed = if self.flag("seed presence flag")? {
+            Some(self.v("seed")?)
+        } else {
+            None
+        };
+        let n = self.v("entry count")?;
+        let mut entries = Vec::with_capacity(n.min(1 << 16) as usize);
+        for _ in 0..n {
+            entries.push(EntryMethod {
+                name: self.str("entry name")?,
+            });
+        }
+        let n = self.v("object count")?;
+        let mut objects = Vec::with_capacity(n.min(1 << 16) as usize);
+        for _ in 0..n {
+            let name = self.str("object name")?;
+            let pe = self.v32("object recorded PE")?;
+            objects.push(ObjectInfo {
+                name,
+                recorded_pe: PeId(pe),
+            });
+        }
+        let n = self.v("group count")?;
+        let mut groups = Vec::with_capacity(n.min(1 << 16) as usize);
+        for _ in 0..n {
+            let m = self.v("group member count")?;
+            let mut members = Vec::with_capacity(m.min(1 << 16) as usize);
+            for _ in 0..m {
+                members.push(ObjectId(self.v32("group member")?));
+            }
+            groups.push(Group { members });
+        }
+        let at = self.offset;
+        let num_blocks = self.v("block count")?;
+        if num_blocks > u32::MAX as u64 {
+            return self.fail(
+                at,
+                "a block count below 2^32",
+                format!("found {num_blocks}"),
+            );
+        }
+        self.blocks_left = num_blocks;
+        self.header_read = true;
+        Ok(Header {
+            meta: TraceMeta {
+                name,
+                generator,
+                description,
+                recorded_pes,
+                net,
+                seed,
+            },
+            entries,
+            objects,
+            groups,
+            num_blocks,
+        })
+    }
+
+    /// Reads the next block into `deps` and `sends` (cleared first); `None` after the last block
+    /// (the trailer has then been checked).
+    pub fn next_block(
+        &mut self,
+        deps: &mut Vec<BlockId>,
+        sends: &mut Vec<Send>,
+    ) -> Result<Option<Block>, TraceError> {
+        assert!(
+            self.header_read,
+            "BinaryReader::header must be called first"
+        );
+        deps.clear();
+        sends.clear();
+        if self.blocks_left == 0 {
+            let at = self.offset;
+            let mut t = [0u8; 4];
+            self.fill(&mut t, "the trailer \"WEND\"")?;
+            if &t != TRAILER {
+                return self.fail(
+                    at,
+                    "the trailer \"WEND\" after the last block",
+                    format!("found {t:?}"),
+                );
+            }
+            let mut extra = [0u8; 1];
+            match self.r.read(&mut extra) {
+                Ok(0) => {}
+                Ok(_) => {
+                    return self.fail(
+                        self.offset,
+                        "end of file after the trailer",
+                        "found more bytes",
+                    );
+                }
+                Err(e) => return self.fail(self.offset, "end of file", format!("read error: {e}")),
+            }
+            self.blocks_left = u64::MAX; // done; further calls return None
+            return Ok(None);
+        }
+        if self.blocks_left == u64::MAX {
+            return Ok(None);
+        }
+        let id = BlockId(self.next_block);
+        let at = self.offset;
+        let flags = self.u8("block flags")?;
+        if flags & !F_ALL != 0 {
+            return self.fail(
+                at,
+                format!("block flags for {id} (bits 0-4 only)"),
+                format!("found {flags:#04x}"),
+            );
+        }
+        let object = ObjectId(self.v32("block object")?);
+        let entry = EntryId(self.v32("block entry")?);
+        let duration = SimDuration::from_ps(self.v("block duration")?);
+        let trigger = if flags & F_TRIGGER != 0 {
+            Some(MsgId(self.v("trigger message")?))
+        } else {
+            None
+        };
+        let iteration = if flags & F_ITERATION != 0 {
+            Some(self.v32("iteration")?)
+        } else {
+            None
+        };
+        let priority = if flags & F_PRIORITY != 0 {
+            let at = self.offset;
+            let p = self.z("priority")?;
+            match i32::try_from(p) {
+                Ok(p) => p,
+                Err(_) => return self.fail(at, "a 32-bit priority", format!("found {p}")),
+            }
+        } else {
+            0
+        };
+        let recorded_start = if flags & F_RECORDED_START != 0 {
+            Some(SimTime::from_ps(self.v("recorded start")?))
+        } else {
+            None
+        };
+        let n = self.v("dependency count")?;
+        for _ in 0..n {
+            let at = self.offset;
+            let back = self.v("dependency distance")?;
+            if back == 0 || back > id.0 as u64 {
+                return self.fail(
+                    at,
+                    format!("a dependency distance in 1..={} for {id}", id.0),
+                    format!("found {back}"),
+                );
+            }
+            deps.push(BlockId(id.0 - back as u32));
+        }
+        let n = self.v("send count")?;
+        for _ in 0..n {
+            let msg = MsgId(self.v("send message label")?);
+            let offset = SimDuration::from_ps(self.v("send offset")?);
+            let at = self.offset;
+            let dest = match self.u8("destination kind")? {
+                0 => Destination::Object(ObjectId(self.v32("destination object")?)),
+                1 => Destination::Group(GroupId(self.v32("destination group")?)),
+                2 => Destination::All,
+                3 => Destination::AllExcept(ObjectId(self.v32("excluded object")?)),
+                k => return self.fail(at, "a destination kind 0-3", format!("found {k}")),
+            };
+            let bytes = self.v("send size")?;
+            let entry = EntryId(self.v32("send entry")?);
+            sends.push(Send {
+                msg,
+                offset,
+                dest,
+                bytes,
+                entry,
+            });
+        }
+        self.blocks_left -= 1;
+        self.next_block += 1;
+        Ok(Some(Block {
+            object,
+            entry,
+            duration,
+            trigger,
+            iteration,
+            lb_sync: flags & F_LB_SYNC != 0,
+            priority,
+            recorded_start,
+        }))
+    }
+}
+
+/// Reads a whole binary trace and validates it. `path` names the source in errors.
+pub fn read_binary<R: Read>(r: R, path: &str) -> Result<Trace, TraceError> {
+    let mut reader = BinaryReader::new(r, path);
+    let h = reader.header()?;
+    let mut trace = Trace::new(h.meta);
+    trace.entries = h.entries;
+    trace.objects = h.objects;
+    trace.groups = h.groups;
+    let (mut deps, mut sends) = (Vec::new(), Vec::new());
+    while let Some(b) = reader.next_block(&mut deps, &mut sends)? {
+        trace.push_block(b, &deps, &sends);
+    }
+    trace.validate().map_err(|source| TraceError::Invalid {
+        path: path.to_string(),
+        source,
+    })?;
+    Ok(trace)
+}

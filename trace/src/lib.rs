@@ -1,0 +1,116 @@
+//! # trace: the execution-block IR every whatif input is converted to
+//!
+//! Contract of this crate:
+//!
+//! * A [`Trace`] is a set of **objects** (chares, array elements or ranks, each with the PE it
+//!   was recorded on), an **entry-method** table, optional multicast **groups**, and
+//!   **execution blocks** in the sense of BigSim's sequential execution blocks: one
+//!   non-preemptive run of an entry method on an object, with
+//!   - its recorded `duration`;
+//!   - the message that triggers it (`trigger`, or none);
+//!   - backward dependencies on *earlier* blocks (which must finish before it starts);
+//!   - the messages it sends, each at an `offset` from the block's start, to an object, a group,
+//!     all objects or all but one, with a size in bytes and a target entry method;
+//!   - markers: the iteration it belongs to and whether it is a load-balancing sync point.
+//! * A block may start once its trigger has arrived and its dependencies have finished; what
+//!   "arrived" means (network, mapping, CPU speed) is the replay's business, not this crate's.
+//! * Every decoder and the [`TraceBuilder`] validate the invariants listed on [`Trace`]; a
+//!   [`Trace`] you get from this crate is consistent.
+//! * Two serialisations, both versioned: a compact [`binary`] format (magic `WHATIFTR`,
+//!   streamable block by block) and a [`text`] JSON-lines form for people and scripts.
+//!   [`read_trace_file`] tells them apart by content, not by file name.
+//! * Decoding never panics on bad input: errors name the file and the byte offset (binary) or
+//!   line (text) and say what was expected.
+
+pub mod binary;
+mod error;
+mod ids;
+mod model;
+mod summary;
+pub mod text;
+
+pub use error::{TraceError, ValidationError};
+pub use ids::{BlockId, EntryId, GroupId, MsgId, ObjectId, PeId};
+pub use model::{
+    Block, Destination, EntryMethod, Group, MessageIndex, ObjectInfo, Send, Trace, TraceBuilder,
+    TraceMeta,
+};
+pub use summary::{EntrySummary, TraceSummary};
+
+use std::fs::File;
+use std::io::{BufReader, BufWriter, Read};
+use std::path::Path;
+
+/// Which serialisation to write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// The compact binary format ([`binary`]).
+    Binary,
+    /// JSON lines ([`text`]).
+    Text,
+}
+
+impl Format {
+    /// `Text` for names ending in `.jsonl` or `.json`, `Binary` otherwise.
+    pub fn from_path(path: &Path) -> Format {
+        match path.extension().and_then(|e| e.to_str()) {
+            Some("jsonl") | Some("json") => Format::Text,
+            _ => Format::Binary,
+        }
+    }
+}
+
+fn io_err(path: &Path, source: std::io::Error) -> TraceError {
+    TraceError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// Reads a trace file in either format (detected from its first bytes) and validates it.
+pub fn read_trace_file(path: &Path) -> Result<Trace, TraceError> {
+    let file = File::open(path).map_err(|e| io_err(path, e))?;
+    let mut r = BufReader::with_capacity(1 << 16, file);
+    let name = path.display().to_string();
+    let mut first = [0u8; 8];
+    let mut got = 0;
+    while got < first.len() {
+        match r.read(&mut first[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) => return Err(io_err(path, e)),
+        }
+    }
+    let head = &first[..got];
+    let rest = std::io::Cursor::new(head.to_vec()).chain(r);
+    if head == binary::MAGIC {
+        return binary::read_binary(rest, &name);
+    }
+    match head.iter().find(|b| !b.is_ascii_whitespace()) {
+        Some(b'{') => text::read_text(BufReader::new(rest), &name),
+        _ => Err(TraceError::Binary {
+            path: name,
+            offset: 0,
+            expected: "a whatif trace: the magic bytes \"WHATIFTR\" (binary) or a JSON-lines header starting with '{'".into(),
+            found: if got == 0 {
+                "found an empty file".into()
+            } else {
+                format!("found {:?}", String::from_utf8_lossy(head))
+            },
+        }),
+    }
+}
+
+/// Writes a trace file in `format`.
+pub fn write_trace_file(trace: &Trace, path: &Path, format: Format) -> Result<(), TraceError> {
+    let file = File::create(path).map_err(|e| io_err(path, e))?;
+    let w = BufWriter::with_capacity(1 << 16, file);
+    match format {
+        Format::Binary => binary::write_binary(trace, w),
+        Format::Text => text::write_text(trace, w),
+    }
+    .map_err(|e| io_err(path, e))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,222 @@
+//! What `whatif inspect` prints: counts, the entry table and time ranges.
+
+use crate::model::{Destination, Trace};
+use serde::Serialize;
+use sim_core::{SimDuration, SimTime};
+use std::fmt;
+
+/// Per-entry-method totals.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct EntrySummary {
+    /// Entry id.
+    pub id: u32,
+    /// Entry name.
+    pub name: String,
+    /// Blocks that ran it.
+    pub blocks: u64,
+    /// Sum of their recorded durations in picoseconds.
+    pub total_ps: u64,
+    /// Messages sent to it.
+    pub messages_in: u64,
+}
+
+/// Counts and ranges describing a trace.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct TraceSummary {
+    /// Trace name.
+    pub name: String,
+    /// Producer.
+    pub generator: String,
+    /// PEs at recording.
+    pub recorded_pes: u32,
+    /// Network spec assumed at recording.
+    pub net: Option<String>,
+    /// Objects.
+    pub objects: u64,
+    /// Entry methods.
+    pub entries: u64,
+    /// Groups.
+    pub groups: u64,
+    /// Execution blocks.
+    pub blocks: u64,
+    /// Blocks started by a message.
+    pub triggered_blocks: u64,
+    /// Dependency edges.
+    pub dependencies: u64,
+    /// Message entries (sends).
+    pub sends: u64,
+    /// Sends to a single object.
+    pub point_to_point: u64,
+    /// Sends to a group.
+    pub multicast: u64,
+    /// Sends to all objects.
+    pub broadcast: u64,
+    /// Sends to all objects but one.
+    pub broadcast_except: u64,
+    /// Bytes over all sends (each send counted once).
+    pub bytes: u64,
+    /// Number of iterations marked (highest iteration + 1), if any block is marked.
+    pub iterations: Option<u32>,
+    /// Blocks marked as load-balancing sync points.
+    pub lb_sync_blocks: u64,
+    /// Sum of all block durations in picoseconds.
+    pub total_block_ps: u64,
+    /// Earliest recorded start, if the trace records start times.
+    pub recorded_start_ps: Option<u64>,
+    /// Latest recorded end (start + duration), if the trace records start times.
+    pub recorded_end_ps: Option<u64>,
+    /// Entry table with per-entry totals.
+    pub entry_table: Vec<EntrySummary>,
+}
+
+impl TraceSummary {
+    /// Summarises `trace`.
+    pub fn of(trace: &Trace) -> Self {
+        let mut entry_table: Vec<EntrySummary> = trace
+            .entries
+            .iter()
+            .enumerate()
+            .map(|(i, e)| EntrySummary {
+                id: i as u32,
+                name: e.name.clone(),
+                blocks: 0,
+                total_ps: 0,
+                messages_in: 0,
+            })
+            .collect();
+        let (mut triggered, mut iterations, mut lb, mut total) = (0u64, None::<u32>, 0u64, 0u64);
+        let (mut start, mut end) = (None::<u64>, None::<u64>);
+        for b in trace.blocks() {
+            let e = &mut entry_table[b.entry.index()];
+            e.blocks += 1;
+            e.total_ps = e.total_ps.saturating_add(b.duration.as_ps());
+            total = total.saturating_add(b.duration.as_ps());
+            triggered += b.trigger.is_some() as u64;
+            lb += b.lb_sync as u64;
+            if let Some(i) = b.iteration {
+                iterations = Some(iterations.map_or(i + 1, |m| m.max(i + 1)));
+            }
+            if let Some(s) = b.recorded_start {
+                let s = s.as_ps();
+                let e = s.saturating_add(b.duration.as_ps());
+                start = Some(start.map_or(s, |x| x.min(s)));
+                end = Some(end.map_or(e, |x| x.max(e)));
+            }
+        }
+        let (mut p2p, mut mc, mut bc, mut bce, mut bytes) = (0, 0, 0, 0, 0u64);
+        for s in trace.all_sends() {
+            match s.dest {
+                Destination::Object(_) => p2p += 1,
+                Destination::Group(_) => mc += 1,
+                Destination::All => bc += 1,
+                Destination::AllExcept(_) => bce += 1,
+            }
+            bytes = bytes.saturating_add(s.bytes);
+            entry_table[s.entry.index()].messages_in += 1;
+        }
+        TraceSummary {
+            name: trace.meta.name.clone(),
+            generator: trace.meta.generator.clone(),
+            recorded_pes: trace.meta.recorded_pes,
+            net: trace.meta.net.clone(),
+            objects: trace.objects.len() as u64,
+            entries: trace.entries.len() as u64,
+            groups: trace.groups.len() as u64,
+            blocks: trace.num_blocks() as u64,
+            triggered_blocks: triggered,
+            dependencies: trace.all_deps().len() as u64,
+            sends: trace.num_sends() as u64,
+            point_to_point: p2p,
+            multicast: mc,
+            broadcast: bc,
+            broadcast_except: bce,
+            bytes,
+            iterations,
+            lb_sync_blocks: lb,
+            total_block_ps: total,
+            recorded_start_ps: start,
+            recorded_end_ps: end,
+            entry_table,
+        }
+    }
+}
+
+impl fmt::Display for TraceSummary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "trace         {}", self.name)?;
+        if !self.generator.is_empty() {
+            writeln!(f, "generator     {}", self.generator)?;
+        }
+        writeln!(f, "recorded PEs  {}", self.recorded_pes)?;
+        writeln!(
+            f,
+            "network       {}",
+            self.net
+                .as_deref()
+                .unwrap_or("(none recorded; replay defaults to ideal)")
+        )?;
+        writeln!(f, "objects       {}", self.objects)?;
+        writeln!(
+            f,
+            "blocks        {} ({} triggered by a message, {} dependency edges)",
+            self.blocks, self.triggered_blocks, self.dependencies
+        )?;
+        writeln!(
+            f,
+            "messages      {} sends: {} point-to-point, {} multicast, {} broadcast, {} broadcast-except; {} bytes",
+            self.sends,
+            self.point_to_point,
+            self.multicast,
+            self.broadcast,
+            self.broadcast_except,
+            self.bytes
+        )?;
+        match self.iterations {
+            Some(n) => writeln!(f, "iterations    {n} marked")?,
+            None => writeln!(f, "iterations    none marked")?,
+        }
+        writeln!(f, "lb sync       {} blocks", self.lb_sync_blocks)?;
+        writeln!(
+            f,
+            "block time    {} total",
+            SimDuration::from_ps(self.total_block_ps)
+        )?;
+        match (self.recorded_start_ps, self.recorded_end_ps) {
+            (Some(s), Some(e)) => writeln!(
+                f,
+                "time range    {} .. {} (recorded)",
+                SimTime::from_ps(s),
+                SimTime::from_ps(e)
+            )?,
+            _ => writeln!(
+                f,
+                "time range    not recorded (synthetic trace; replay it to get times)"
+            )?,
+        }
+        writeln!(f, "entry methods {}", self.entries)?;
+        let w = self
+            .entry_table
+            .iter()
+            .map(|e| e.name.len())
+            .max()
+            .unwrap_or(4)
+            .max(4);
+        writeln!(
+            f,
+            "  {:>4}  {:<w$}  {:>10}  {:>10}  {:>14}",
+            "id", "name", "blocks", "msgs in", "total time"
+        )?;
+        for e in &self.entry_table {
+            writeln!(
+                f,
+                "  {:>4}  {:<w$}  {:>10}  {:>10}  {:>14}",
+                e.id,
+                e.name,
+                e.blocks,
+                e.messages_in,
+                SimDuration::from_ps(e.total_ps).to_string()
+            )?;
+        }
+        Ok(())
+    }
+}

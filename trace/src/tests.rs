@@ -1,0 +1,317 @@
+//! Round trips, validation and robustness against malformed input.
+
+use super::*;
+use sim_core::rng::below;
+use sim_core::{SeedTree, SimDuration, SimTime};
+
+/// A small trace that uses every feature of the format.
+pub(crate) fn sample() -> Trace {
+    let mut b = TraceBuilder::new(TraceMeta {
+        name: "sample".into(),
+        generator: "unit test".into(),
+        description: "every feature once".into(),
+        recorded_pes: 2,
+        net: Some("latency:lat=5us".into()),
+        seed: Some(7),
+    });
+    let work = b.entry("work");
+    let recv = b.entry("recv");
+    let o: Vec<ObjectId> = (0..3)
+        .map(|i| b.object(format!("o{i}"), PeId(i % 2)))
+        .collect();
+    let g = b.group(vec![o[1], o[2]]);
+    let (m0, m1, m2) = (b.new_msg(), b.new_msg(), b.new_msg());
+    let first = Block {
+        iteration: Some(0),
+        recorded_start: Some(SimTime::from_ps(10)),
+        ..Block::new(o[0], work, SimDuration::from_ps(1000))
+    };
+    let s = |msg, off, dest, bytes| Send {
+        msg,
+        offset: SimDuration::from_ps(off),
+        dest,
+        bytes,
+        entry: recv,
+    };
+    let b0 = b.block(
+        first,
+        &[],
+        &[
+            s(m0, 100, Destination::Group(g), 64),
+            s(m1, 900, Destination::AllExcept(o[0]), 8),
+            s(m2, 1000, Destination::Object(o[0]), 1 << 40),
+        ],
+    );
+    let r1 = Block {
+        trigger: Some(m0),
+        priority: -3,
+        ..Block::new(o[1], recv, SimDuration::from_ps(5))
+    };
+    b.block(r1, &[], &[]);
+    let r2 = Block {
+        trigger: Some(m0),
+        lb_sync: true,
+        ..Block::new(o[2], recv, SimDuration::ZERO)
+    };
+    let b2 = b.block(r2, &[], &[]);
+    let r3 = Block {
+        trigger: Some(m1),
+        iteration: Some(u32::MAX - 1),
+        ..Block::new(o[1], recv, SimDuration::ZERO)
+    };
+    b.block(r3, &[], &[]);
+    let last = Block {
+        trigger: Some(m2),
+        priority: i32::MIN,
+        ..Block::new(o[0], recv, SimDuration::from_ps(u64::MAX))
+    };
+    b.block(last, &[b0, b2], &[]);
+    b.finish().expect("sample is valid")
+}
+
+fn encode(t: &Trace) -> Vec<u8> {
+    let mut v = Vec::new();
+    binary::write_binary(t, &mut v).unwrap();
+    v
+}
+
+#[test]
+fn binary_round_trip() {
+    let t = sample();
+    let bytes = encode(&t);
+    assert_eq!(&bytes[..8], binary::MAGIC);
+    let back = binary::read_binary(&bytes[..], "mem").unwrap();
+    assert_eq!(back, t);
+}
+
+#[test]
+fn text_round_trip() {
+    let t = sample();
+    let mut v = Vec::new();
+    text::write_text(&t, &mut v).unwrap();
+    let s = String::from_utf8(v).unwrap();
+    assert_eq!(s.lines().count(), 1 + 2 + 3 + 1 + 5);
+    let back = text::read_text(s.as_bytes(), "mem").unwrap();
+    assert_eq!(back, t);
+}
+
+#[test]
+fn files_are_detected_by_content() {
+    let dir = std::env::temp_dir().join(format!("whatif-trace-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let t = sample();
+    // A binary file with a .jsonl name and a text file with a .trace name both read back.
+    let a = dir.join("a.jsonl");
+    let b = dir.join("b.trace");
+    write_trace_file(&t, &a, Format::Binary).unwrap();
+    write_trace_file(&t, &b, Format::Text).unwrap();
+    assert_eq!(read_trace_file(&a).unwrap(), t);
+    assert_eq!(read_trace_file(&b).unwrap(), t);
+    let c = dir.join("c.txt");
+    std::fs::write(&c, b"hello world").unwrap();
+    let e = read_trace_file(&c).unwrap_err().to_string();
+    assert!(
+        e.contains("c.txt") && e.contains("offset 0") && e.contains("WHATIFTR"),
+        "{e}"
+    );
+    let missing = read_trace_file(&dir.join("nope")).unwrap_err().to_string();
+    assert!(missing.contains("nope"), "{missing}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn truncation_is_reported_with_offset() {
+    let bytes = encode(&sample());
+    for cut in 0..bytes.len() {
+        let err = binary::read_binary(&bytes[..cut], "cut.trace").unwrap_err();
+        let msg = err.to_string();
+        assert!(
+            msg.starts_with("cut.trace: byte offset "),
+            "cut at {cut}: {msg}"
+        );
+        match err {
+            TraceError::Binary { offset, .. } => {
+                assert!(offset <= cut as u64, "cut at {cut}: {msg}")
+            }
+            other => panic!("cut at {cut}: unexpected {other}"),
+        }
+    }
+    let mut extra = bytes.clone();
+    extra.push(0);
+    assert!(
+        binary::read_binary(&extra[..], "x")
+            .unwrap_err()
+            .to_string()
+            .contains("end of file after the trailer")
+    );
+}
+
+#[test]
+fn random_and_mutated_bytes_never_panic() {
+    let valid = encode(&sample());
+    let mut rng = SeedTree::new(99).stream("fuzz");
+    for case in 0..20_000u64 {
+        let input: Vec<u8> = match case % 3 {
+            0 => {
+                let n = below(&mut rng, 200) as usize;
+                (0..n).map(|_| below(&mut rng, 256) as u8).collect()
+            }
+            1 => {
+                // Valid header, random tail.
+                let mut v = valid[..below(&mut rng, valid.len() as u64) as usize].to_vec();
+                let n = below(&mut rng, 64) as usize;
+                v.extend((0..n).map(|_| below(&mut rng, 256) as u8));
+                v
+            }
+            _ => {
+                let mut v = valid.clone();
+                for _ in 0..1 + below(&mut rng, 4) {
+                    let i = below(&mut rng, v.len() as u64) as usize;
+                    v[i] = below(&mut rng, 256) as u8;
+                }
+                v
+            }
+        };
+        // Must return (Ok or Err), never panic; reproduce with case number.
+        let r = std::panic::catch_unwind(|| binary::read_binary(&input[..], "fuzz").map(|_| ()));
+        assert!(r.is_ok(), "binary decoder panicked on case {case}");
+        let text = String::from_utf8_lossy(&input).into_owned();
+        let r = std::panic::catch_unwind(|| text::read_text(text.as_bytes(), "fuzz").map(|_| ()));
+        assert!(r.is_ok(), "text decoder panicked on case {case}");
+    }
+}
+
+#[test]
+fn text_errors_name_the_line() {
+    let mut v = Vec::new();
+    text::write_text(&sample(), &mut v).unwrap();
+    let s = String::from_utf8(v).unwrap();
+    let mut lines: Vec<&str> = s.lines().collect();
+    lines[3] = "{\"object\":{\"id\":0,\"name\":\"x\"}}";
+    let bad = lines.join("\n");
+    let e = text::read_text(bad.as_bytes(), "t.jsonl")
+        .unwrap_err()
+        .to_string();
+    assert!(e.starts_with("t.jsonl: line 4:") && e.contains("pe"), "{e}");
+    let e = text::read_text(&b""[..], "t.jsonl")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("empty file"), "{e}");
+}
+
+#[test]
+fn validation_rejects_inconsistent_traces() {
+    let base = || {
+        let mut b = TraceBuilder::new(TraceMeta {
+            recorded_pes: 1,
+            ..Default::default()
+        });
+        let e = b.entry("e");
+        let o = b.object("o", PeId(0));
+        (b, e, o)
+    };
+    let expect = |b: TraceBuilder, needle: &str| {
+        let e = b.finish().unwrap_err().to_string();
+        assert!(e.contains(needle), "expected `{needle}` in `{e}`");
+    };
+    let (mut b, e, o) = base();
+    let b0 = b.block(Block::new(o, e, SimDuration::ZERO), &[], &[]);
+    b.block(
+        Block::new(o, e, SimDuration::ZERO),
+        &[BlockId(b0.0 + 1)],
+        &[],
+    );
+    expect(b, "not an earlier block");
+
+    let (mut b, e, o) = base();
+    let m = b.new_msg();
+    let s = Send {
+        msg: m,
+        offset: SimDuration::from_ps(2),
+        dest: Destination::Object(o),
+        bytes: 1,
+        entry: e,
+    };
+    b.block(Block::new(o, e, SimDuration::from_ps(1)), &[], &[s]);
+    expect(b, "after its end");
+
+    let (mut b, e, o) = base();
+    let s = Send {
+        msg: MsgId(5),
+        offset: SimDuration::ZERO,
+        dest: Destination::Object(o),
+        bytes: 1,
+        entry: e,
+    };
+    b.block(Block::new(o, e, SimDuration::ZERO), &[], &[s, s]);
+    expect(b, "sent more than once");
+
+    let (mut b, e, o) = base();
+    let o2 = b.object("o2", PeId(0));
+    let m = b.new_msg();
+    let s = Send {
+        msg: m,
+        offset: SimDuration::ZERO,
+        dest: Destination::Object(o2),
+        bytes: 1,
+        entry: e,
+    };
+    b.block(Block::new(o, e, SimDuration::ZERO), &[], &[s]);
+    b.block(
+        Block {
+            trigger: Some(m),
+            ..Block::new(o, e, SimDuration::ZERO)
+        },
+        &[],
+        &[],
+    );
+    expect(b, "addressed to");
+
+    let (mut b, e, o) = base();
+    b.block(
+        Block {
+            trigger: Some(MsgId(9)),
+            ..Block::new(o, e, SimDuration::ZERO)
+        },
+        &[],
+        &[],
+    );
+    b.block(
+        Block {
+            trigger: Some(MsgId(9)),
+            ..Block::new(o, e, SimDuration::ZERO)
+        },
+        &[],
+        &[],
+    );
+    expect(b, "both triggered by");
+
+    let (mut b, _e, _o) = base();
+    b.object("far", PeId(3));
+    expect(b, "only 1 PEs");
+}
+
+#[test]
+fn summary_counts() {
+    let s = TraceSummary::of(&sample());
+    assert_eq!((s.objects, s.blocks, s.sends), (3, 5, 3));
+    assert_eq!(
+        (
+            s.point_to_point,
+            s.multicast,
+            s.broadcast,
+            s.broadcast_except
+        ),
+        (1, 1, 0, 1)
+    );
+    assert_eq!(s.iterations, Some(u32::MAX));
+    assert_eq!(s.recorded_start_ps, Some(10));
+    assert_eq!(s.recorded_end_ps, Some(1010));
+    assert_eq!(s.entry_table[1].blocks, 4);
+    assert_eq!(s.entry_table[1].messages_in, 3);
+    let text = s.to_string();
+    assert!(
+        text.contains("recv") && text.contains("5 (4 triggered"),
+        "{text}"
+    );
+}
