@@ -238,10 +238,7 @@ fn run_default(a: RunArgs) -> Result<()> {
 }
 
 fn gen_cmd(a: GenArgs) -> Result<()> {
-    let generator = format!(
-        "whatif {}",
-        std::env::args().skip(1).collect::<Vec<_>>().join(" ")
-    );
+    let generator = canonical_gen_command(&a);
     let p = SynthParams {
         iters: a.iters,
         compute: a.compute,
@@ -283,6 +280,28 @@ fn gen_cmd(a: GenArgs) -> Result<()> {
         t.num_sends()
     );
     Ok(())
+}
+
+/// The generator recorded in the trace: every parameter that shapes it, in a fixed form, and
+/// nothing else (not the output path), so equal inputs give byte-identical traces.
+fn canonical_gen_command(a: &GenArgs) -> String {
+    let shape = match a.kind {
+        GenKind::Pingpong => "pingpong".to_string(),
+        GenKind::Ring => format!("ring --ranks {}", a.ranks),
+        GenKind::Halo2d | GenKind::Halo3d => {
+            let k = if matches!(a.kind, GenKind::Halo2d) { "halo2d" } else { "halo3d" };
+            format!("{k} --dims {}{}", a.dims, if a.periodic { " --periodic" } else { "" })
+        }
+        GenKind::Pipeline => format!("pipeline --stages {}", a.stages),
+    };
+    format!(
+        "whatif gen {shape} --iters {} --compute {} --bytes {} --jitter {} --seed {}",
+        a.iters,
+        a.compute.to_string().replace(' ', ""),
+        a.bytes,
+        a.jitter,
+        a.seed
+    )
 }
 
 fn parse_dims(s: &str) -> Result<Vec<u32>> {

@@ -4,7 +4,7 @@ use crate::queue::{EventClass, EventKey, EventQueue};
 use crate::time::SimTime;
 
 /// Bounds that stop a runaway simulation with an error.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct RunLimits {
     /// Stop after this many events (default: unlimited).
     pub max_events: Option<u64>,
@@ -12,14 +12,6 @@ pub struct RunLimits {
     pub max_sim_time: Option<SimTime>,
 }
 
-impl Default for RunLimits {
-    fn default() -> Self {
-        RunLimits {
-            max_events: None,
-            max_sim_time: None,
-        }
-    }
-}
 
 /// Why the scheduler refused to go on.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -1,1 +1,28 @@
+//! Workspace-level integration tests: one binary, one module per topic.
 
+mod cli;
+mod closed_forms;
+mod determinism;
+mod engine;
+
+use network_models::NetSpec;
+use replay::{ReplayConfig, ReplayReport};
+use sim_core::SimDuration;
+use trace::Trace;
+
+/// Replays `trace` on the network given by a `--net` spec with default settings.
+pub fn run(trace: &Trace, net: &str) -> ReplayReport {
+    run_with(trace, net, &ReplayConfig::default())
+}
+
+/// Replays with a given config; panics with the replay error otherwise.
+pub fn run_with(trace: &Trace, net: &str, cfg: &ReplayConfig) -> ReplayReport {
+    let spec: NetSpec = net.parse().expect("valid net spec");
+    let mut model = spec.build();
+    replay::replay(trace, model.as_mut(), cfg).unwrap_or_else(|e| panic!("replay failed: {e}"))
+}
+
+/// `x` microseconds.
+pub fn us(x: u64) -> SimDuration {
+    SimDuration::from_us(x)
+}

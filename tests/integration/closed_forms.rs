@@ -1,0 +1,119 @@
+//! Exact closed forms, to the picosecond.
+
+use crate::{run, run_with, us};
+use replay::{CpuScale, ReplayConfig};
+use scenarios::SynthParams;
+use sim_core::{Bandwidth, Ratio, SimDuration};
+
+fn params(iters: u32, compute: SimDuration, bytes: u64) -> SynthParams {
+    SynthParams { iters, compute, bytes, ..SynthParams::default() }
+}
+
+/// lat + S/bw in picoseconds.
+fn l(lat: SimDuration, bw: &str, bytes: u64) -> u64 {
+    lat.as_ps() + Bandwidth::parse(bw).unwrap().transfer_time(bytes).as_ps()
+}
+
+#[test]
+fn pingpong_is_2k_times_transfer_plus_compute() {
+    for (k, c, s, lat, bw) in [(1, 0, 8, 1, "10GB/s"), (10, 7, 65536, 2, "10GB/s"), (25, 3, 1_000_001, 5, "3GB/s")] {
+        let t = scenarios::pingpong(&params(k, us(c), s)).unwrap();
+        let r = run(&t, &format!("alphabeta:lat={lat}us,bw={bw}"));
+        let expect = 2 * k as u64 * (l(us(lat), bw, s) + us(c).as_ps());
+        assert_eq!(r.makespan.as_ps(), expect, "K={k} C={c}us S={s} lat={lat}us bw={bw}");
+        assert_eq!(r.messages.remote, 2 * k as u64);
+    }
+}
+
+#[test]
+fn ring_and_halo_are_k_times_compute_plus_transfer() {
+    let (k, c, s) = (7u32, us(100), 65536u64);
+    let p = params(k, c, s);
+    let lt = l(us(1), "10GB/s", s);
+    let expect = k as u64 * (c.as_ps() + lt);
+    let net = "alphabeta:lat=1us,bw=10GB/s";
+    for t in [
+        scenarios::ring(16, &p).unwrap(),
+        scenarios::ring(2, &p).unwrap(),
+        scenarios::halo(&[5, 4], false, &p).unwrap(),
+        scenarios::halo(&[3, 4, 5], false, &p).unwrap(),
+        scenarios::halo(&[4, 4, 4], true, &p).unwrap(),
+    ] {
+        let r = run(&t, net);
+        assert_eq!(r.makespan.as_ps(), expect, "{}", t.meta.name);
+        let its = r.iteration_times();
+        assert_eq!(its.len(), k as usize, "{}", t.meta.name);
+        assert!(its.iter().all(|d| d.as_ps() == c.as_ps() + lt), "{}: {its:?}", t.meta.name);
+    }
+}
+
+#[test]
+fn halo_message_counts_match_the_grid() {
+    // 3x4x5 non-periodic: each axis of size n contributes 2(n-1) directed edges per line.
+    let t = scenarios::halo(&[3, 4, 5], false, &params(2, us(1), 8)).unwrap();
+    let edges = 2 * (2 * 4 * 5 + 3 * 3 * 5 + 4 * 3 * 4);
+    let r = run(&t, "ideal");
+    assert_eq!(r.messages.total(), 2 * edges);
+    // Periodic 4x4x4: six neighbours each.
+    let t = scenarios::halo(&[4, 4, 4], true, &params(3, us(1), 8)).unwrap();
+    assert_eq!(run(&t, "ideal").messages.total(), 3 * 64 * 6);
+}
+
+#[test]
+fn latency_model_adds_latency_only() {
+    let t = scenarios::ring(8, &params(5, us(10), 1 << 20)).unwrap();
+    assert_eq!(run(&t, "latency:lat=3us").makespan.as_ps(), 5 * us(13).as_ps());
+    assert_eq!(run(&t, "ideal").makespan.as_ps(), 5 * us(10).as_ps());
+}
+
+#[test]
+fn mk_pipeline_fill_plus_steady_state() {
+    // (D-1)(tau + W) + B*W with D = processors in the chain, tau = lat + S/bw.
+    for (d, b, w, s) in [(2u64, 1u32, 5u64, 100u64), (8, 20, 50, 4096), (16, 3, 1, 1 << 16), (1, 10, 10, 8)] {
+        let t = scenarios::pipeline(d as u32, &params(b, us(w), s)).unwrap();
+        let tau = l(us(2), "1GB/s", s);
+        let r = run(&t, "alphabeta:lat=2us,bw=1GB/s");
+        let expect = (d - 1) * (tau + us(w).as_ps()) + b as u64 * us(w).as_ps();
+        assert_eq!(r.makespan.as_ps(), expect, "D={d} B={b} W={w}us S={s}");
+    }
+}
+
+#[test]
+fn cpu_scale_scales_compute_only() {
+    let t = scenarios::ring(4, &params(6, us(100), 65536)).unwrap();
+    let cfg = ReplayConfig { cpu_scale: CpuScale::Uniform(Ratio::parse("0.5").unwrap()), ..Default::default() };
+    let r = run_with(&t, "alphabeta:lat=1us,bw=10GB/s", &cfg);
+    assert_eq!(r.makespan.as_ps(), 6 * (us(50).as_ps() + l(us(1), "10GB/s", 65536)));
+}
+
+#[test]
+fn per_message_overheads_add_to_each_iteration() {
+    // Each iteration: compute C, send overhead o_s (sender CPU), wire L, receive overhead o_r.
+    let (k, c) = (9u32, us(20));
+    let t = scenarios::ring(5, &params(k, c, 1000)).unwrap();
+    let r = run(&t, "alphabeta:lat=1us,bw=1GB/s,o_send=300ns,o_recv=700ns");
+    let per = c.as_ps() + 300_000 + l(us(1), "1GB/s", 1000) + 700_000;
+    assert_eq!(r.makespan.as_ps(), k as u64 * per);
+    // Busy time includes the overheads: per rank and iteration C + o_s + o_r.
+    assert_eq!(r.pe_busy_ps[0], k as u64 * (c.as_ps() + 1_000_000));
+}
+
+#[test]
+fn folding_onto_fewer_pes_makes_messages_local() {
+    // Ring of 8 on 4 PEs (recorded mapping folds 2 ranks per PE): ranks 2i and 2i+1 share a PE,
+    // so half the ring messages are local. The local ones cost no network time, but two ranks now
+    // share each CPU: per iteration a PE computes 2C and the remote message adds L once.
+    let (k, c, s) = (4u32, us(10), 65536u64);
+    let t = scenarios::ring(8, &params(k, c, s)).unwrap();
+    let cfg = ReplayConfig { pes: Some(4), ..Default::default() };
+    let r = run_with(&t, "alphabeta:lat=1us,bw=10GB/s", &cfg);
+    assert_eq!(r.pes, 4);
+    assert_eq!(r.messages.local, 4 * k as u64);
+    assert_eq!(r.messages.remote, 4 * k as u64);
+    assert!(r.makespan.as_ps() >= k as u64 * 2 * c.as_ps());
+    // One PE: everything local, pure compute.
+    let cfg = ReplayConfig { pes: Some(1), ..Default::default() };
+    let r = run_with(&t, "alphabeta:lat=1us,bw=10GB/s", &cfg);
+    assert_eq!(r.messages.remote, 0);
+    assert_eq!(r.makespan.as_ps(), 8 * k as u64 * c.as_ps());
+}
