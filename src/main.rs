@@ -289,8 +289,16 @@ fn canonical_gen_command(a: &GenArgs) -> String {
         GenKind::Pingpong => "pingpong".to_string(),
         GenKind::Ring => format!("ring --ranks {}", a.ranks),
         GenKind::Halo2d | GenKind::Halo3d => {
-            let k = if matches!(a.kind, GenKind::Halo2d) { "halo2d" } else { "halo3d" };
-            format!("{k} --dims {}{}", a.dims, if a.periodic { " --periodic" } else { "" })
+            let k = if matches!(a.kind, GenKind::Halo2d) {
+                "halo2d"
+            } else {
+                "halo3d"
+            };
+            format!(
+                "{k} --dims {}{}",
+                a.dims,
+                if a.periodic { " --periodic" } else { "" }
+            )
         }
         GenKind::Pipeline => format!("pipeline --stages {}", a.stages),
     };

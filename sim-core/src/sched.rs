@@ -12,7 +12,6 @@ pub struct RunLimits {
     pub max_sim_time: Option<SimTime>,
 }
 
-
 /// Why the scheduler refused to go on.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -41,8 +40,8 @@ pub enum SchedError {
         /// Current time.
         now: SimTime,
     },
-    /// Simulated time overflowed 2^64 ps (about 213 days). Fatal.
-    #[error("simulated time overflowed (more than 2^64 ps)")]
+    /// Simulated time passed 2^63 ps (about 106 days). Fatal.
+    #[error("simulated time overflowed (more than 2^63 ps, about 106 days)")]
     Overflow,
 }
 
@@ -97,6 +96,9 @@ impl<E, Q: EventQueue<E>> Scheduler<E, Q> {
     pub fn schedule(&mut self, at: SimTime, class: EventClass, event: E) -> Result<(), SchedError> {
         if at < self.now {
             return Err(SchedError::Past { at, now: self.now });
+        }
+        if at.as_ps() > crate::queue::RADIX_MAX_TIME_PS {
+            return Err(SchedError::Overflow);
         }
         let class = if at == self.now && self.current.class() == EventClass::Late {
             EventClass::Late

@@ -4,7 +4,10 @@ use std::path::PathBuf;
 use std::process::{Command, Output};
 
 pub fn whatif(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_whatif")).args(args).output().expect("run whatif")
+    Command::new(env!("CARGO_BIN_EXE_whatif"))
+        .args(args)
+        .output()
+        .expect("run whatif")
 }
 
 pub fn tmpdir(name: &str) -> PathBuf {
@@ -25,25 +28,63 @@ fn issue_examples_gen_inspect_replay() {
     let dir = tmpdir("examples");
     let h = dir.join("h.trace");
     let r = dir.join("r.jsonl");
-    let o = whatif(&["gen", "halo3d", "--dims", "4x4x4", "--iters", "10", "--compute", "100us", "--bytes", "65536", "--out", h.to_str().unwrap()]);
+    let o = whatif(&[
+        "gen",
+        "halo3d",
+        "--dims",
+        "4x4x4",
+        "--iters",
+        "10",
+        "--compute",
+        "100us",
+        "--bytes",
+        "65536",
+        "--out",
+        h.to_str().unwrap(),
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
-    let o = whatif(&["gen", "ring", "--ranks", "100", "--iters", "10", "--compute", "100us", "--bytes", "65536", "--out", r.to_str().unwrap()]);
+    let o = whatif(&[
+        "gen",
+        "ring",
+        "--ranks",
+        "100",
+        "--iters",
+        "10",
+        "--compute",
+        "100us",
+        "--bytes",
+        "65536",
+        "--out",
+        r.to_str().unwrap(),
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     // The text form is really JSON lines.
     let text = std::fs::read_to_string(&r).unwrap();
-    assert!(text.lines().all(|l| serde_json::from_str::<serde_json::Value>(l).is_ok()));
+    assert!(
+        text.lines()
+            .all(|l| serde_json::from_str::<serde_json::Value>(l).is_ok())
+    );
 
     let o = whatif(&["inspect", h.to_str().unwrap()]);
     assert!(o.status.success(), "{}", stderr(&o));
     let s = stdout(&o);
-    assert!(s.contains("objects       64") && s.contains("compute") && s.contains("recv"), "{s}");
+    assert!(
+        s.contains("objects       64") && s.contains("compute") && s.contains("recv"),
+        "{s}"
+    );
     let o = whatif(&["inspect", r.to_str().unwrap(), "--json"]);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["objects"], 100);
     assert_eq!(v["sends"], 1000);
     assert_eq!(v["iterations"], 10);
 
-    let o = whatif(&["replay", r.to_str().unwrap(), "--net", "alphabeta:lat=1us,bw=10GB/s", "--json"]);
+    let o = whatif(&[
+        "replay",
+        r.to_str().unwrap(),
+        "--net",
+        "alphabeta:lat=1us,bw=10GB/s",
+        "--json",
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     // K(C + lat + S/bw) = 10 * (100us + 1us + 6.5536us)
@@ -52,8 +93,14 @@ fn issue_examples_gen_inspect_replay() {
     assert_eq!(v["pes"], 100);
     assert_eq!(v["messages"], 1000);
     assert_eq!(v["blocks"], 2000);
-    assert!(stderr(&o).contains("events/s"), "speed figures go to stderr");
-    assert!(!stdout(&o).contains("events/s"), "stdout holds simulated results only");
+    assert!(
+        stderr(&o).contains("events/s"),
+        "speed figures go to stderr"
+    );
+    assert!(
+        !stdout(&o).contains("events/s"),
+        "stdout holds simulated results only"
+    );
 }
 
 #[test]
@@ -61,9 +108,44 @@ fn net_defaults_to_the_recorded_model_else_ideal() {
     let dir = tmpdir("netdefault");
     let a = dir.join("a.trace");
     let b = dir.join("b.trace");
-    assert!(whatif(&["gen", "pingpong", "--iters", "3", "--compute", "1us", "--bytes", "0", "--net", "latency:lat=5us", "--out", a.to_str().unwrap()]).status.success());
-    assert!(whatif(&["gen", "pingpong", "--iters", "3", "--compute", "1us", "--bytes", "0", "--out", b.to_str().unwrap()]).status.success());
-    let get = |p: &PathBuf| -> serde_json::Value { serde_json::from_slice(&whatif(&["replay", p.to_str().unwrap(), "--json", "-q"]).stdout).unwrap() };
+    assert!(
+        whatif(&[
+            "gen",
+            "pingpong",
+            "--iters",
+            "3",
+            "--compute",
+            "1us",
+            "--bytes",
+            "0",
+            "--net",
+            "latency:lat=5us",
+            "--out",
+            a.to_str().unwrap()
+        ])
+        .status
+        .success()
+    );
+    assert!(
+        whatif(&[
+            "gen",
+            "pingpong",
+            "--iters",
+            "3",
+            "--compute",
+            "1us",
+            "--bytes",
+            "0",
+            "--out",
+            b.to_str().unwrap()
+        ])
+        .status
+        .success()
+    );
+    let get = |p: &PathBuf| -> serde_json::Value {
+        serde_json::from_slice(&whatif(&["replay", p.to_str().unwrap(), "--json", "-q"]).stdout)
+            .unwrap()
+    };
     let va = get(&a);
     assert_eq!(va["net"], "latency:lat=5us");
     assert_eq!(va["makespan_ps"], 6 * 6_000_000u64);
@@ -76,37 +158,87 @@ fn net_defaults_to_the_recorded_model_else_ideal() {
 fn bad_input_gets_clear_errors() {
     let dir = tmpdir("bad");
     let good = dir.join("g.trace");
-    assert!(whatif(&["gen", "ring", "--ranks", "3", "--out", good.to_str().unwrap()]).status.success());
+    assert!(
+        whatif(&[
+            "gen",
+            "ring",
+            "--ranks",
+            "3",
+            "--out",
+            good.to_str().unwrap()
+        ])
+        .status
+        .success()
+    );
     let bytes = std::fs::read(&good).unwrap();
     let cut = dir.join("cut.trace");
     std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
     let o = whatif(&["replay", cut.to_str().unwrap()]);
     assert!(!o.status.success());
     let e = stderr(&o);
-    assert!(e.contains("cut.trace") && e.contains("byte offset") && e.contains("expected"), "{e}");
+    assert!(
+        e.contains("cut.trace") && e.contains("byte offset") && e.contains("expected"),
+        "{e}"
+    );
     assert!(!e.contains("panicked"), "{e}");
 
-    let o = whatif(&["replay", good.to_str().unwrap(), "--net", "alphabeta:lat=1us"]);
+    let o = whatif(&[
+        "replay",
+        good.to_str().unwrap(),
+        "--net",
+        "alphabeta:lat=1us",
+    ]);
     assert!(!o.status.success());
     assert!(stderr(&o).contains("needs a bandwidth"), "{}", stderr(&o));
     let o = whatif(&["replay", good.to_str().unwrap(), "--net", "warp:speed=9"]);
     assert!(stderr(&o).contains("known models"), "{}", stderr(&o));
-    let o = whatif(&["gen", "halo3d", "--dims", "4x4", "--out", dir.join("x").to_str().unwrap()]);
-    assert!(!o.status.success() && stderr(&o).contains("needs 3"), "{}", stderr(&o));
+    let o = whatif(&[
+        "gen",
+        "halo3d",
+        "--dims",
+        "4x4",
+        "--out",
+        dir.join("x").to_str().unwrap(),
+    ]);
+    assert!(
+        !o.status.success() && stderr(&o).contains("needs 3"),
+        "{}",
+        stderr(&o)
+    );
     let o = whatif(&["replay", dir.join("missing.trace").to_str().unwrap()]);
-    assert!(!o.status.success() && stderr(&o).contains("missing.trace"), "{}", stderr(&o));
+    assert!(
+        !o.status.success() && stderr(&o).contains("missing.trace"),
+        "{}",
+        stderr(&o)
+    );
     let o = whatif(&["replay", good.to_str().unwrap(), "--max-events", "10"]);
     assert!(!o.status.success());
     let e = stderr(&o);
-    assert!(e.contains("after 10 events") && e.contains("reproduce with: whatif replay"), "{e}");
+    assert!(
+        e.contains("after 10 events") && e.contains("reproduce with: whatif replay"),
+        "{e}"
+    );
 }
 
 #[test]
 fn replay_help_lists_every_model_with_units() {
     let o = whatif(&["replay", "--help"]);
     let s = stdout(&o);
-    for needle in ["ideal", "latency:lat=D", "alphabeta:lat=D,bw=B", "o_send", "10GB/s", "ps|ns|us|ms|s", "--cpu-scale", "--pes", "--timeline"] {
-        assert!(s.contains(needle), "`{needle}` missing from replay --help:\n{s}");
+    for needle in [
+        "ideal",
+        "latency:lat=D",
+        "alphabeta:lat=D,bw=B",
+        "o_send",
+        "10GB/s",
+        "ps|ns|us|ms|s",
+        "--cpu-scale",
+        "--pes",
+        "--timeline",
+    ] {
+        assert!(
+            s.contains(needle),
+            "`{needle}` missing from replay --help:\n{s}"
+        );
     }
 }
 
@@ -123,5 +255,9 @@ fn builtin_run_and_csv_outputs() {
     assert_eq!(csv.lines().count(), 513);
     assert!(csv.starts_with("pe,blocks,busy_ps,idle_ps"));
     let o = whatif(&["run"]);
-    assert!(stdout(&o).contains("makespan     2.151072 ms"), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("makespan     2.151072 ms"),
+        "{}",
+        stdout(&o)
+    );
 }

@@ -6,7 +6,12 @@ use scenarios::SynthParams;
 use sim_core::{Bandwidth, Ratio, SimDuration};
 
 fn params(iters: u32, compute: SimDuration, bytes: u64) -> SynthParams {
-    SynthParams { iters, compute, bytes, ..SynthParams::default() }
+    SynthParams {
+        iters,
+        compute,
+        bytes,
+        ..SynthParams::default()
+    }
 }
 
 /// lat + S/bw in picoseconds.
@@ -16,11 +21,19 @@ fn l(lat: SimDuration, bw: &str, bytes: u64) -> u64 {
 
 #[test]
 fn pingpong_is_2k_times_transfer_plus_compute() {
-    for (k, c, s, lat, bw) in [(1, 0, 8, 1, "10GB/s"), (10, 7, 65536, 2, "10GB/s"), (25, 3, 1_000_001, 5, "3GB/s")] {
+    for (k, c, s, lat, bw) in [
+        (1, 0, 8, 1, "10GB/s"),
+        (10, 7, 65536, 2, "10GB/s"),
+        (25, 3, 1_000_001, 5, "3GB/s"),
+    ] {
         let t = scenarios::pingpong(&params(k, us(c), s)).unwrap();
         let r = run(&t, &format!("alphabeta:lat={lat}us,bw={bw}"));
         let expect = 2 * k as u64 * (l(us(lat), bw, s) + us(c).as_ps());
-        assert_eq!(r.makespan.as_ps(), expect, "K={k} C={c}us S={s} lat={lat}us bw={bw}");
+        assert_eq!(
+            r.makespan.as_ps(),
+            expect,
+            "K={k} C={c}us S={s} lat={lat}us bw={bw}"
+        );
         assert_eq!(r.messages.remote, 2 * k as u64);
     }
 }
@@ -43,7 +56,11 @@ fn ring_and_halo_are_k_times_compute_plus_transfer() {
         assert_eq!(r.makespan.as_ps(), expect, "{}", t.meta.name);
         let its = r.iteration_times();
         assert_eq!(its.len(), k as usize, "{}", t.meta.name);
-        assert!(its.iter().all(|d| d.as_ps() == c.as_ps() + lt), "{}: {its:?}", t.meta.name);
+        assert!(
+            its.iter().all(|d| d.as_ps() == c.as_ps() + lt),
+            "{}: {its:?}",
+            t.meta.name
+        );
     }
 }
 
@@ -62,14 +79,22 @@ fn halo_message_counts_match_the_grid() {
 #[test]
 fn latency_model_adds_latency_only() {
     let t = scenarios::ring(8, &params(5, us(10), 1 << 20)).unwrap();
-    assert_eq!(run(&t, "latency:lat=3us").makespan.as_ps(), 5 * us(13).as_ps());
+    assert_eq!(
+        run(&t, "latency:lat=3us").makespan.as_ps(),
+        5 * us(13).as_ps()
+    );
     assert_eq!(run(&t, "ideal").makespan.as_ps(), 5 * us(10).as_ps());
 }
 
 #[test]
 fn mk_pipeline_fill_plus_steady_state() {
     // (D-1)(tau + W) + B*W with D = processors in the chain, tau = lat + S/bw.
-    for (d, b, w, s) in [(2u64, 1u32, 5u64, 100u64), (8, 20, 50, 4096), (16, 3, 1, 1 << 16), (1, 10, 10, 8)] {
+    for (d, b, w, s) in [
+        (2u64, 1u32, 5u64, 100u64),
+        (8, 20, 50, 4096),
+        (16, 3, 1, 1 << 16),
+        (1, 10, 10, 8),
+    ] {
         let t = scenarios::pipeline(d as u32, &params(b, us(w), s)).unwrap();
         let tau = l(us(2), "1GB/s", s);
         let r = run(&t, "alphabeta:lat=2us,bw=1GB/s");
@@ -81,9 +106,15 @@ fn mk_pipeline_fill_plus_steady_state() {
 #[test]
 fn cpu_scale_scales_compute_only() {
     let t = scenarios::ring(4, &params(6, us(100), 65536)).unwrap();
-    let cfg = ReplayConfig { cpu_scale: CpuScale::Uniform(Ratio::parse("0.5").unwrap()), ..Default::default() };
+    let cfg = ReplayConfig {
+        cpu_scale: CpuScale::Uniform(Ratio::parse("0.5").unwrap()),
+        ..Default::default()
+    };
     let r = run_with(&t, "alphabeta:lat=1us,bw=10GB/s", &cfg);
-    assert_eq!(r.makespan.as_ps(), 6 * (us(50).as_ps() + l(us(1), "10GB/s", 65536)));
+    assert_eq!(
+        r.makespan.as_ps(),
+        6 * (us(50).as_ps() + l(us(1), "10GB/s", 65536))
+    );
 }
 
 #[test]
@@ -105,14 +136,20 @@ fn folding_onto_fewer_pes_makes_messages_local() {
     // share each CPU: per iteration a PE computes 2C and the remote message adds L once.
     let (k, c, s) = (4u32, us(10), 65536u64);
     let t = scenarios::ring(8, &params(k, c, s)).unwrap();
-    let cfg = ReplayConfig { pes: Some(4), ..Default::default() };
+    let cfg = ReplayConfig {
+        pes: Some(4),
+        ..Default::default()
+    };
     let r = run_with(&t, "alphabeta:lat=1us,bw=10GB/s", &cfg);
     assert_eq!(r.pes, 4);
     assert_eq!(r.messages.local, 4 * k as u64);
     assert_eq!(r.messages.remote, 4 * k as u64);
     assert!(r.makespan.as_ps() >= k as u64 * 2 * c.as_ps());
     // One PE: everything local, pure compute.
-    let cfg = ReplayConfig { pes: Some(1), ..Default::default() };
+    let cfg = ReplayConfig {
+        pes: Some(1),
+        ..Default::default()
+    };
     let r = run_with(&t, "alphabeta:lat=1us,bw=10GB/s", &cfg);
     assert_eq!(r.messages.remote, 0);
     assert_eq!(r.makespan.as_ps(), 8 * k as u64 * c.as_ps());

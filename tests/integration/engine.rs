@@ -9,18 +9,31 @@ use trace::{Block, Destination, MsgId, PeId, Send, TraceBuilder, TraceMeta};
 
 #[test]
 fn a_block_waiting_for_an_unsent_message_is_reported_stuck() {
-    let mut b = TraceBuilder::new(TraceMeta { name: "stuck".into(), recorded_pes: 2, ..Default::default() });
+    let mut b = TraceBuilder::new(TraceMeta {
+        name: "stuck".into(),
+        recorded_pes: 2,
+        ..Default::default()
+    });
     let e = b.entry("work");
     let o0 = b.object("a", PeId(0));
     let o1 = b.object("b", PeId(1));
     let first = b.block(Block::new(o0, e, us(1)), &[], &[]);
     // Waits for msg 77, which nobody sends; the next block depends on it.
-    let lost = b.block(Block { trigger: Some(MsgId(77)), ..Block::new(o1, e, us(1)) }, &[], &[]);
+    let lost = b.block(
+        Block {
+            trigger: Some(MsgId(77)),
+            ..Block::new(o1, e, us(1))
+        },
+        &[],
+        &[],
+    );
     b.block(Block::new(o1, e, us(1)), &[lost, first], &[]);
     let t = b.finish().unwrap();
     let mut net = network_models::Ideal;
     let err = replay::replay(&t, &mut net, &ReplayConfig::default()).unwrap_err();
-    let ReplayError::Stuck(rep) = &err else { panic!("expected Stuck, got {err}") };
+    let ReplayError::Stuck(rep) = &err else {
+        panic!("expected Stuck, got {err}")
+    };
     assert_eq!((rep.total, rep.completed), (3, 1));
     assert_eq!(rep.roots.len(), 1);
     assert_eq!(rep.roots[0].block, 1);
@@ -28,18 +41,44 @@ fn a_block_waiting_for_an_unsent_message_is_reported_stuck() {
     assert_eq!(rep.others[0].block, 2);
     assert_eq!(rep.others[0].waits, vec![Wait::Block(1)]);
     let text = err.to_string();
-    assert!(text.contains("2 of 3 blocks never ran") && text.contains("no block in the trace sends"), "{text}");
+    assert!(
+        text.contains("2 of 3 blocks never ran") && text.contains("no block in the trace sends"),
+        "{text}"
+    );
 }
 
 #[test]
 fn a_message_cycle_is_reported_as_a_cycle() {
-    let mut b = TraceBuilder::new(TraceMeta { recorded_pes: 1, ..Default::default() });
+    let mut b = TraceBuilder::new(TraceMeta {
+        recorded_pes: 1,
+        ..Default::default()
+    });
     let e = b.entry("e");
     let o = b.object("o", PeId(0));
     let (m0, m1) = (b.new_msg(), b.new_msg());
-    let s = |m| Send { msg: m, offset: SimDuration::ZERO, dest: Destination::Object(o), bytes: 1, entry: e };
-    b.block(Block { trigger: Some(m1), ..Block::new(o, e, us(1)) }, &[], &[s(m0)]);
-    b.block(Block { trigger: Some(m0), ..Block::new(o, e, us(1)) }, &[], &[s(m1)]);
+    let s = |m| Send {
+        msg: m,
+        offset: SimDuration::ZERO,
+        dest: Destination::Object(o),
+        bytes: 1,
+        entry: e,
+    };
+    b.block(
+        Block {
+            trigger: Some(m1),
+            ..Block::new(o, e, us(1))
+        },
+        &[],
+        &[s(m0)],
+    );
+    b.block(
+        Block {
+            trigger: Some(m0),
+            ..Block::new(o, e, us(1))
+        },
+        &[],
+        &[s(m1)],
+    );
     let t = b.finish().unwrap();
     let err = replay::replay(&t, &mut network_models::Ideal, &ReplayConfig::default()).unwrap_err();
     assert!(err.to_string().contains("cycle"), "{err}");
@@ -47,62 +86,158 @@ fn a_message_cycle_is_reported_as_a_cycle() {
 
 #[test]
 fn run_limits_stop_runaway_replays() {
-    let t = scenarios::ring(4, &SynthParams { iters: 50, ..SynthParams::default() }).unwrap();
-    let mut cfg = ReplayConfig { limits: RunLimits { max_events: Some(100), max_sim_time: None }, ..Default::default() };
+    let t = scenarios::ring(
+        4,
+        &SynthParams {
+            iters: 50,
+            ..SynthParams::default()
+        },
+    )
+    .unwrap();
+    let mut cfg = ReplayConfig {
+        limits: RunLimits {
+            max_events: Some(100),
+            max_sim_time: None,
+        },
+        ..Default::default()
+    };
     let mut net = network_models::Ideal;
     let e = replay::replay(&t, &mut net, &cfg).unwrap_err();
     assert!(e.to_string().contains("after 100 events"), "{e}");
-    cfg.limits = RunLimits { max_events: None, max_sim_time: Some(sim_core::SimTime::from_ps(us(250).as_ps())) };
+    cfg.limits = RunLimits {
+        max_events: None,
+        max_sim_time: Some(sim_core::SimTime::from_ps(us(250).as_ps())),
+    };
     let e = replay::replay(&t, &mut net, &cfg).unwrap_err();
     assert!(e.to_string().contains("simulated-time limit"), "{e}");
 }
 
 /// Two blocks become ready at the same instant on one PE.
 fn contention_trace(prio_first: i32, prio_second: i32) -> trace::Trace {
-    let mut b = TraceBuilder::new(TraceMeta { recorded_pes: 2, ..Default::default() });
+    let mut b = TraceBuilder::new(TraceMeta {
+        recorded_pes: 2,
+        ..Default::default()
+    });
     let e = b.entry("e");
     let src = b.object("src", PeId(0));
     let (x, y) = (b.object("x", PeId(1)), b.object("y", PeId(1)));
     let (m0, m1) = (b.new_msg(), b.new_msg());
-    let s = |m, o| Send { msg: m, offset: us(1), dest: Destination::Object(o), bytes: 0, entry: e };
+    let s = |m, o| Send {
+        msg: m,
+        offset: us(1),
+        dest: Destination::Object(o),
+        bytes: 0,
+        entry: e,
+    };
     b.block(Block::new(src, e, us(1)), &[], &[s(m0, x), s(m1, y)]);
-    b.block(Block { trigger: Some(m0), priority: prio_first, ..Block::new(x, e, us(10)) }, &[], &[]);
-    b.block(Block { trigger: Some(m1), priority: prio_second, ..Block::new(y, e, us(20)) }, &[], &[]);
+    b.block(
+        Block {
+            trigger: Some(m0),
+            priority: prio_first,
+            ..Block::new(x, e, us(10))
+        },
+        &[],
+        &[],
+    );
+    b.block(
+        Block {
+            trigger: Some(m1),
+            priority: prio_second,
+            ..Block::new(y, e, us(20))
+        },
+        &[],
+        &[],
+    );
     b.finish().unwrap()
 }
 
 #[test]
 fn fifo_breaks_ties_by_block_id_and_priority_overrides() {
-    let cfg = ReplayConfig { timeline: true, ..Default::default() };
+    let cfg = ReplayConfig {
+        timeline: true,
+        ..Default::default()
+    };
     let t = contention_trace(5, -5);
     let r = run_with(&t, "latency:lat=1us", &cfg);
     let tl = r.timeline.as_ref().unwrap();
     // FIFO: block 1 (ready at 2us, lower id) first, then block 2 waits.
-    assert_eq!((tl[1].block, tl[1].start.as_ps(), tl[2].block, tl[2].start.as_ps()), (1, us(2).as_ps(), 2, us(12).as_ps()));
-    let cfg = ReplayConfig { policy: SchedPolicy::Priority, ..cfg };
+    assert_eq!(
+        (
+            tl[1].block,
+            tl[1].start.as_ps(),
+            tl[2].block,
+            tl[2].start.as_ps()
+        ),
+        (1, us(2).as_ps(), 2, us(12).as_ps())
+    );
+    let cfg = ReplayConfig {
+        policy: SchedPolicy::Priority,
+        ..cfg
+    };
     let r = run_with(&t, "latency:lat=1us", &cfg);
     let tl = r.timeline.as_ref().unwrap();
-    assert_eq!((tl[1].block, tl[2].block, tl[2].start.as_ps()), (2, 1, us(22).as_ps()));
+    assert_eq!(
+        (tl[1].block, tl[2].block, tl[2].start.as_ps()),
+        (2, 1, us(22).as_ps())
+    );
     assert_eq!(r.makespan.as_ps(), us(32).as_ps());
 }
 
 #[test]
 fn broadcasts_and_groups_reach_every_consumer() {
-    let mut b = TraceBuilder::new(TraceMeta { recorded_pes: 4, ..Default::default() });
+    let mut b = TraceBuilder::new(TraceMeta {
+        recorded_pes: 4,
+        ..Default::default()
+    });
     let e = b.entry("e");
     let objs: Vec<_> = (0..4).map(|i| b.object(format!("o{i}"), PeId(i))).collect();
     let g = b.group(vec![objs[1], objs[3]]);
     let (all, except, grp) = (b.new_msg(), b.new_msg(), b.new_msg());
-    let s = |m, dest| Send { msg: m, offset: us(1), dest, bytes: 100, entry: e };
-    b.block(Block::new(objs[0], e, us(1)), &[], &[s(all, Destination::All), s(except, Destination::AllExcept(objs[0])), s(grp, Destination::Group(g))]);
+    let s = |m, dest| Send {
+        msg: m,
+        offset: us(1),
+        dest,
+        bytes: 100,
+        entry: e,
+    };
+    b.block(
+        Block::new(objs[0], e, us(1)),
+        &[],
+        &[
+            s(all, Destination::All),
+            s(except, Destination::AllExcept(objs[0])),
+            s(grp, Destination::Group(g)),
+        ],
+    );
     for (i, o) in objs.iter().enumerate() {
-        b.block(Block { trigger: Some(all), ..Block::new(*o, e, us(1)) }, &[], &[]);
+        b.block(
+            Block {
+                trigger: Some(all),
+                ..Block::new(*o, e, us(1))
+            },
+            &[],
+            &[],
+        );
         if i > 0 {
-            b.block(Block { trigger: Some(except), ..Block::new(*o, e, us(1)) }, &[], &[]);
+            b.block(
+                Block {
+                    trigger: Some(except),
+                    ..Block::new(*o, e, us(1))
+                },
+                &[],
+                &[],
+            );
         }
     }
     for o in [objs[1], objs[3]] {
-        b.block(Block { trigger: Some(grp), ..Block::new(o, e, us(1)) }, &[], &[]);
+        b.block(
+            Block {
+                trigger: Some(grp),
+                ..Block::new(o, e, us(1))
+            },
+            &[],
+            &[],
+        );
     }
     let t = b.finish().unwrap();
     let r = run(&t, "latency:lat=1us");
@@ -139,15 +274,33 @@ impl NetworkModel for Ordered {
 
 #[test]
 fn queues_and_departure_ordering_give_identical_results() {
-    let p = SynthParams { iters: 6, jitter: sim_core::Ratio::parse("0.3").unwrap(), seed: 42, ..SynthParams::default() };
+    let p = SynthParams {
+        iters: 6,
+        jitter: sim_core::Ratio::parse("0.3").unwrap(),
+        seed: 42,
+        ..SynthParams::default()
+    };
     let t = scenarios::halo(&[5, 5, 4], true, &p).unwrap();
-    let ab = AlphaBeta::new(us(1), Bandwidth::parse("5GB/s").unwrap(), SimDuration::from_ns(200), SimDuration::from_ns(300));
+    let ab = AlphaBeta::new(
+        us(1),
+        Bandwidth::parse("5GB/s").unwrap(),
+        SimDuration::from_ns(200),
+        SimDuration::from_ns(300),
+    );
     let mut results = Vec::new();
     for queue in [QueueKind::Radix, QueueKind::Binary] {
         for ordered in [false, true] {
-            let cfg = ReplayConfig { queue, timeline: true, pes: Some(16), ..Default::default() };
+            let cfg = ReplayConfig {
+                queue,
+                timeline: true,
+                pes: Some(16),
+                ..Default::default()
+            };
             let r = if ordered {
-                let mut m = Ordered { inner: ab, last_depart_check: false };
+                let mut m = Ordered {
+                    inner: ab,
+                    last_depart_check: false,
+                };
                 let r = replay::replay(&t, &mut m, &cfg).unwrap();
                 assert!(m.last_depart_check);
                 r
@@ -168,13 +321,27 @@ fn queues_and_departure_ordering_give_identical_results() {
 #[test]
 fn explicit_mapping_is_checked() {
     let t = scenarios::ring(4, &SynthParams::default()).unwrap();
-    let cfg = ReplayConfig { mapping: replay::Mapping::Explicit(vec![0, 1, 2]), ..Default::default() };
+    let cfg = ReplayConfig {
+        mapping: replay::Mapping::Explicit(vec![0, 1, 2]),
+        ..Default::default()
+    };
     let e = replay::replay(&t, &mut network_models::Ideal, &cfg).unwrap_err();
-    assert!(e.to_string().contains("names 3 objects but the trace has 4"), "{e}");
-    let cfg = ReplayConfig { mapping: replay::Mapping::Explicit(vec![0, 1, 2, 9]), pes: Some(4), ..Default::default() };
+    assert!(
+        e.to_string()
+            .contains("names 3 objects but the trace has 4"),
+        "{e}"
+    );
+    let cfg = ReplayConfig {
+        mapping: replay::Mapping::Explicit(vec![0, 1, 2, 9]),
+        pes: Some(4),
+        ..Default::default()
+    };
     let e = replay::replay(&t, &mut network_models::Ideal, &cfg).unwrap_err();
     assert!(e.to_string().contains("PE 9"), "{e}");
-    let cfg = ReplayConfig { mapping: replay::Mapping::Explicit(vec![0, 0, 0, 0]), ..Default::default() };
+    let cfg = ReplayConfig {
+        mapping: replay::Mapping::Explicit(vec![0, 0, 0, 0]),
+        ..Default::default()
+    };
     let r = replay::replay(&t, &mut network_models::Ideal, &cfg).unwrap();
     assert_eq!(r.messages.remote, 0);
 }
