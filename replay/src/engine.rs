@@ -228,7 +228,7 @@ impl<'a, Q: EventQueue<u64>> Engine<'a, Q> {
             }
             for slot in s.cons_start..s.cons_end {
                 let c = self.plan.consumers[slot as usize];
-                let dst = self.plan.blocks[c as usize].pe;
+                let dst = self.plan.consumer_pe[slot as usize];
                 if dst == pe {
                     self.msgs.local += 1;
                     self.msgs.local_bytes += s.bytes;

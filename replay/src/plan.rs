@@ -43,6 +43,8 @@ pub(crate) struct Plan {
     pub sends: Vec<CSend>,
     /// Consumer blocks of all sends, grouped by send.
     pub consumers: Vec<u32>,
+    /// PE of each entry of `consumers` (saves a random access per message).
+    pub consumer_pe: Vec<u32>,
     /// Sorted distinct iteration labels; a block's `iter_slot` indexes this.
     pub iter_labels: Vec<u32>,
     /// For each send, the index of the sending block (used by stuck diagnosis).
@@ -132,6 +134,7 @@ impl Plan {
             }
         }
 
+        let consumer_pe: Vec<u32> = consumers.iter().map(|&c| blocks[c as usize].pe).collect();
         let mut sends = Vec::with_capacity(all_sends.len());
         let mut send_start = Vec::with_capacity(n + 1);
         send_start.push(0u32);
@@ -176,6 +179,7 @@ impl Plan {
             send_start,
             sends,
             consumers,
+            consumer_pe,
             iter_labels,
             send_block,
         })
