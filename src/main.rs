@@ -396,7 +396,7 @@ fn replay_and_report(trace: &Trace, m: &MachineArgs, o: &OutputArgs) -> Result<(
     let info = report::RunInfo {
         trace,
         net: spec.to_string(),
-        mapping: format!("{:?}", m.map).to_lowercase(),
+        mapping: m.map.to_string(),
         cpu_scale: m.cpu_scale.to_string(),
         policy: if m.priority { "priority" } else { "fifo" },
         seed: m.seed,

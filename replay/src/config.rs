@@ -35,6 +35,17 @@ impl FromStr for Mapping {
     }
 }
 
+impl std::fmt::Display for Mapping {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Mapping::Recorded => write!(f, "recorded"),
+            Mapping::Block => write!(f, "block"),
+            Mapping::RoundRobin => write!(f, "round-robin"),
+            Mapping::Explicit(v) => write!(f, "explicit ({} objects)", v.len()),
+        }
+    }
+}
+
 impl Mapping {
     /// The PE of every object, for a machine of `pes` PEs.
     pub fn resolve(&self, trace: &Trace, pes: u32) -> Result<Vec<u32>, ReplayError> {
