@@ -3,7 +3,7 @@
 //! Contract of this crate:
 //!
 //! * **Time is an integer.** [`SimTime`] (an instant) and [`SimDuration`] (a span) count
-//!   picoseconds in a `u64` (about 213 days of simulated time), so per-byte costs such as
+//!   picoseconds in a `u64` (the scheduler accepts up to 2^63 ps, about 106 days), so per-byte costs such as
 //!   0.1 ns/B are exact and no floating point ever enters the event queue.
 //! * **Units are parsed exactly** ([`units`]): `"1.5us"`, `"64KiB"`, `"10GB/s"`, `"0.5"`; a
 //!   value that cannot be represented exactly is an error, never a silent rounding.
