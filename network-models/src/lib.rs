@@ -26,9 +26,11 @@
 //! Topologies (hypercube, mesh, torus), routing, link contention and LogGOPS extend this trait.
 
 mod spec;
+pub mod topology;
 
 pub use sim_core::Bandwidth;
 pub use spec::{NET_HELP, NetSpec, SpecError};
+pub use topology::{LinkId, Topology};
 
 use sim_core::SimDuration;
 
