@@ -356,7 +356,7 @@ fn machine_config(m: &MachineArgs, timeline: bool) -> ReplayConfig {
 
 fn net_for(trace: &Trace, m: &MachineArgs) -> Result<NetSpec> {
     Ok(match (&m.net, &trace.meta.net) {
-        (Some(n), _) => *n,
+        (Some(n), _) => n.clone(),
         (None, Some(rec)) => rec.parse().with_context(|| {
             format!("the network model recorded in trace `{}`", trace.meta.name)
         })?,

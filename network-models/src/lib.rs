@@ -22,8 +22,10 @@
 //! | `ideal` | 0 | none |
 //! | `latency:lat=D` | `lat` | none |
 //! | `alphabeta:lat=D,bw=B[,o_send=D][,o_recv=D]` | `lat + ceil(S / bw)` | `o_send` on the sender, `o_recv` on the receiver, per remote message |
+//! | `hops:topo=T,lat=D,hop=D,bw=B[,ppn=N,lat_intra=D,bw_intra=B]` | `lat + hops * hop + ceil(S / bw)` between nodes; `lat_intra + ceil(S / bw_intra)` within a node | none |
 //!
-//! Topologies (hypercube, mesh, torus), routing, link contention and LogGOPS extend this trait.
+//! Topologies `T` ([`Topology`]): `full:N`, `hypercube:D`, `mesh:AxBxC`, `torus:AxBxC`, with
+//! dimension-order routing ([`topology`]). Link contention and LogGOPS are to come.
 
 mod spec;
 pub mod topology;
@@ -64,6 +66,60 @@ pub trait NetworkModel: std::fmt::Debug {
     /// True for stateful models that must see messages in non-decreasing departure order.
     fn needs_departure_order(&self) -> bool {
         false
+    }
+    /// Checks that a machine of `pes` PEs fits this model (e.g. enough topology nodes).
+    fn check_pes(&self, _pes: u32) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+/// Latency, per-hop latency and bandwidth on a topology, without contention: a remote message
+/// between nodes `a != b` takes `lat + hops(a, b) * hop + ceil(S / bw)`; between two PEs of one
+/// node, `lat_intra + ceil(S / bw_intra)`. PE `p` sits on node `p / ppn`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Hops {
+    /// The interconnect.
+    pub topology: Topology,
+    /// Start-up latency of an inter-node message.
+    pub latency: SimDuration,
+    /// Added per hop.
+    pub per_hop: SimDuration,
+    /// Inter-node bandwidth.
+    pub bandwidth: Bandwidth,
+    /// PEs per node (at least 1).
+    pub pes_per_node: u32,
+    /// Latency between PEs of one node.
+    pub intra_latency: SimDuration,
+    /// Bandwidth between PEs of one node.
+    pub intra_bandwidth: Bandwidth,
+}
+
+impl NetworkModel for Hops {
+    #[inline]
+    fn wire_time(&mut self, msg: &MessageInfo) -> SimDuration {
+        let ppn = self.pes_per_node.max(1);
+        let (a, b) = ((msg.src_pe / ppn) as u64, (msg.dst_pe / ppn) as u64);
+        if a == b {
+            return self
+                .intra_latency
+                .saturating_add(self.intra_bandwidth.transfer_time(msg.bytes));
+        }
+        let hops = self.topology.hops(a, b) as u64;
+        self.latency
+            .saturating_add(self.per_hop.saturating_mul(hops))
+            .saturating_add(self.bandwidth.transfer_time(msg.bytes))
+    }
+    fn check_pes(&self, pes: u32) -> Result<(), String> {
+        let need = pes.div_ceil(self.pes_per_node.max(1)) as u64;
+        if need > self.topology.nodes() {
+            return Err(format!(
+                "{pes} PEs at {} per node need {need} nodes, but {} has {}",
+                self.pes_per_node,
+                self.topology,
+                self.topology.nodes()
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -183,5 +239,66 @@ mod tests {
         );
         assert_eq!(odd.wire_time(&msg(1)).as_ps(), 334);
         assert_eq!(odd.wire_time(&msg(3)).as_ps(), 1000);
+    }
+
+    #[test]
+    fn hops_uncontended_message_is_lat_plus_hops_times_hop_plus_size_over_bw() {
+        let s = 65536u64;
+        let transfer = Bandwidth::parse("10GB/s").unwrap().transfer_time(s).as_ps();
+        for (topo, pairs) in [
+            ("hypercube:10", vec![(0u32, 1023u32), (5, 6), (1, 2)]),
+            ("mesh:8x8x8", vec![(0, 511), (9, 10), (3, 3 + 8 * 5)]),
+            ("torus:8x8x8", vec![(0, 511), (0, 4), (7, 8 * 7)]),
+            ("full:64", vec![(0, 63), (10, 11)]),
+        ] {
+            let NetSpec::Hops(mut m) = format!("hops:topo={topo},lat=1us,hop=50ns,bw=10GB/s")
+                .parse()
+                .unwrap()
+            else {
+                unreachable!()
+            };
+            for (a, b) in pairs {
+                let hops = m.topology.hops(a as u64, b as u64) as u64;
+                let info = MessageInfo {
+                    src_pe: a,
+                    dst_pe: b,
+                    bytes: s,
+                };
+                assert_eq!(
+                    m.wire_time(&info).as_ps(),
+                    1_000_000 + hops * 50_000 + transfer,
+                    "{topo} {a}->{b}"
+                );
+            }
+        }
+        // Two PEs per node: PEs 6 and 7 share node 3 and use the intra-node parameters.
+        let NetSpec::Hops(mut m) =
+            "hops:topo=torus:4x4,lat=1us,hop=50ns,bw=10GB/s,ppn=2,lat_intra=200ns,bw_intra=40GB/s"
+                .parse()
+                .unwrap()
+        else {
+            unreachable!()
+        };
+        assert_eq!(
+            m.wire_time(&MessageInfo {
+                src_pe: 6,
+                dst_pe: 7,
+                bytes: 4000
+            })
+            .as_ps(),
+            200_000 + 100_000
+        );
+        // PE 1 (node 0) to PE 7 (node 3 = (3,0)): wraps to 1 hop.
+        assert_eq!(
+            m.wire_time(&MessageInfo {
+                src_pe: 1,
+                dst_pe: 7,
+                bytes: 0
+            })
+            .as_ps(),
+            1_050_000
+        );
+        assert!(m.check_pes(32).is_ok());
+        assert!(m.check_pes(33).unwrap_err().contains("need 17 nodes"));
     }
 }

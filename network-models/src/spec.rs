@@ -1,6 +1,6 @@
 //! One-line network specs: `model[:key=value,key=value...]`.
 
-use crate::{AlphaBeta, Ideal, Latency, NetworkModel};
+use crate::{AlphaBeta, Hops, Ideal, Latency, NetworkModel, Topology};
 use sim_core::units::parse_duration;
 use sim_core::{Bandwidth, SimDuration};
 use std::fmt;
@@ -17,7 +17,7 @@ pub struct SpecError {
 }
 
 /// A parsed network model spec.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum NetSpec {
     /// `ideal`: zero time.
     Ideal,
@@ -37,6 +37,8 @@ pub enum NetSpec {
         /// Receiver CPU overhead per remote message.
         o_recv: SimDuration,
     },
+    /// `hops:topo=T,lat=D,hop=D,bw=B[,ppn=N,lat_intra=D,bw_intra=B]`.
+    Hops(Hops),
 }
 
 /// Help text listing every model and parameter (used by `whatif replay --help`).
@@ -48,6 +50,12 @@ Network models (--net MODEL[:key=value,...]; durations take ps|ns|us|ms|s, bandw
                                           lat + bytes/bw per remote message (no contention);
                                           o_send/o_recv: CPU time per remote message on the
                                           sending/receiving PE (default 0)
+  hops:topo=T,lat=D,hop=D,bw=B[,ppn=N,lat_intra=D,bw_intra=B]
+                                          lat + hops*hop + bytes/bw between nodes (no contention),
+                                          lat_intra + bytes/bw_intra within a node; PE p is on
+                                          node p/ppn. Defaults: lat=0, hop=0, ppn=1, lat_intra=0,
+                                          bw_intra=bw. T: full:N, hypercube:D, mesh:AxBxC,
+                                          torus:AxBxC (dimension-order routing; torus ties go +)
 Messages between objects on the same PE arrive when sent and pay no overheads.";
 
 impl NetSpec {
@@ -62,6 +70,7 @@ impl NetSpec {
                 o_send,
                 o_recv,
             } => Box::new(AlphaBeta::new(lat, bw, o_send, o_recv)),
+            NetSpec::Hops(ref h) => Box::new(h.clone()),
         }
     }
 }
@@ -86,6 +95,17 @@ impl fmt::Display for NetSpec {
                 fmt_dur(*lat),
                 fmt_dur(*o_send),
                 fmt_dur(*o_recv)
+            ),
+            NetSpec::Hops(h) => write!(
+                f,
+                "hops:topo={},lat={},hop={},bw={},ppn={},lat_intra={},bw_intra={}",
+                h.topology,
+                fmt_dur(h.latency),
+                fmt_dur(h.per_hop),
+                h.bandwidth,
+                h.pes_per_node,
+                fmt_dur(h.intra_latency),
+                h.intra_bandwidth
             ),
         }
     }
@@ -118,9 +138,10 @@ impl FromStr for NetSpec {
             "ideal" => &[],
             "latency" => &["lat"],
             "alphabeta" => &["lat", "bw", "o_send", "o_recv"],
+            "hops" => &["topo", "lat", "hop", "bw", "ppn", "lat_intra", "bw_intra"],
             other => {
                 return Err(fail(format!(
-                    "unknown model `{other}`; known models: ideal, latency, alphabeta (see `whatif replay --help`)"
+                    "unknown model `{other}`; known models: ideal, latency, alphabeta, hops (see `whatif replay --help`)"
                 )));
             }
         };
@@ -144,6 +165,35 @@ impl FromStr for NetSpec {
         Ok(match model {
             "ideal" => NetSpec::Ideal,
             "latency" => NetSpec::Latency { lat: dur("lat")? },
+            "hops" => {
+                let topo = get("topo").ok_or_else(|| fail("hops needs a topology, e.g. `hops:topo=torus:8x8x8,lat=1us,hop=50ns,bw=10GB/s`".into()))?;
+                let topology: Topology = topo
+                    .parse()
+                    .map_err(|e: String| fail(format!("topo: {e}")))?;
+                let bw = get("bw")
+                    .ok_or_else(|| fail("hops needs a bandwidth, e.g. `bw=10GB/s`".into()))?;
+                let bandwidth = Bandwidth::parse(bw).map_err(|e| fail(format!("bw: {e}")))?;
+                let intra_bandwidth = match get("bw_intra") {
+                    Some(v) => Bandwidth::parse(v).map_err(|e| fail(format!("bw_intra: {e}")))?,
+                    None => bandwidth,
+                };
+                let pes_per_node =
+                    match get("ppn") {
+                        Some(v) => v.parse::<u32>().ok().filter(|p| *p >= 1).ok_or_else(|| {
+                            fail(format!("ppn: `{v}` is not a whole number >= 1"))
+                        })?,
+                        None => 1,
+                    };
+                NetSpec::Hops(Hops {
+                    topology,
+                    latency: dur("lat")?,
+                    per_hop: dur("hop")?,
+                    bandwidth,
+                    pes_per_node,
+                    intra_latency: dur("lat_intra")?,
+                    intra_bandwidth,
+                })
+            }
             _ => {
                 let bw = get("bw").ok_or_else(|| {
                     fail("alphabeta needs a bandwidth, e.g. `alphabeta:lat=1us,bw=10GB/s`".into())
@@ -171,6 +221,8 @@ mod tests {
             "latency:lat=5us",
             "alphabeta:lat=1us,bw=10GB/s",
             "alphabeta:bw=1MB/s,o_send=2ns,o_recv=1.5us,lat=0",
+            "hops:topo=torus:8x8x8,lat=1us,hop=50ns,bw=10GB/s",
+            "hops:topo=hypercube:10,bw=1GB/s,ppn=4,lat_intra=100ns,bw_intra=40GB/s",
         ] {
             let spec: NetSpec = s.parse().unwrap();
             let canon = spec.to_string();
@@ -200,5 +252,15 @@ mod tests {
         assert!(e("latency:lat").contains("key=value"));
         assert!(e("latency:lat=1us,lat=2us").contains("twice"));
         assert!(e("ideal:x=1").contains("its parameters: none"));
+        assert!(e("hops:lat=1us,bw=1GB/s").contains("needs a topology"));
+        assert_eq!(
+            "hops:topo=torus:8x8x8,lat=1us,hop=50ns,bw=10GB/s"
+                .parse::<NetSpec>()
+                .unwrap()
+                .to_string(),
+            "hops:topo=torus:8x8x8,lat=1us,hop=50ns,bw=10GB/s,ppn=1,lat_intra=0ps,bw_intra=10GB/s"
+        );
+        assert!(e("hops:topo=ring:4,bw=1GB/s").contains("unknown kind"));
+        assert!(e("hops:topo=torus:4x4,bw=1GB/s,ppn=0").contains("ppn"));
     }
 }

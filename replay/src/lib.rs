@@ -153,6 +153,9 @@ pub fn replay(
     net: &mut dyn NetworkModel,
     cfg: &ReplayConfig,
 ) -> Result<ReplayReport, ReplayError> {
+    let pes = cfg.pes.unwrap_or(trace.meta.recorded_pes);
+    net.check_pes(pes)
+        .map_err(|e| ReplayError::Config(format!("network model: {e}")))?;
     let mut plan = plan::Plan::build(trace, cfg)?;
     match cfg.queue {
         QueueKind::Radix => {

@@ -228,6 +228,8 @@ fn replay_help_lists_every_model_with_units() {
         "ideal",
         "latency:lat=D",
         "alphabeta:lat=D,bw=B",
+        "hops:topo=T",
+        "torus:AxBxC",
         "o_send",
         "10GB/s",
         "ps|ns|us|ms|s",

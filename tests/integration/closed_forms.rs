@@ -154,3 +154,56 @@ fn folding_onto_fewer_pes_makes_messages_local() {
     assert_eq!(r.messages.remote, 0);
     assert_eq!(r.makespan.as_ps(), 8 * k as u64 * c.as_ps());
 }
+
+#[test]
+fn pingpong_on_hops_topologies_is_exact_for_chosen_node_pairs() {
+    // Map the two ranks onto chosen PEs of a machine with one PE per node:
+    // T = 2K(C + lat + hops*hop + S/bw).
+    let (k, c, s) = (4u32, us(3), 4096u64);
+    let t = scenarios::pingpong(&params(k, c, s)).unwrap();
+    let transfer = Bandwidth::parse("10GB/s").unwrap().transfer_time(s).as_ps();
+    for (topo, pes, a, b, hops) in [
+        ("torus:8x8x8", 512u32, 0u32, 7 + 8 * 7 + 64 * 7, 3u64),
+        ("torus:8x8x8", 512, 0, 4 + 8 * 4 + 64 * 4, 12),
+        ("mesh:8x8x8", 512, 0, 511, 21),
+        ("hypercube:10", 1024, 0, 1023, 10),
+        ("hypercube:10", 1024, 5, 6, 2),
+    ] {
+        let cfg = ReplayConfig {
+            pes: Some(pes),
+            mapping: replay::Mapping::Explicit(vec![a, b]),
+            ..Default::default()
+        };
+        let r = run_with(
+            &t,
+            &format!("hops:topo={topo},lat=1us,hop=50ns,bw=10GB/s"),
+            &cfg,
+        );
+        let expect = 2 * k as u64 * (c.as_ps() + 1_000_000 + hops * 50_000 + transfer);
+        assert_eq!(r.makespan.as_ps(), expect, "{topo} {a}->{b}");
+    }
+}
+
+#[test]
+fn halo_on_a_torus_with_one_rank_per_node_is_k_times_compute_plus_one_hop() {
+    // Non-periodic halo on a torus of the same shape: every neighbour is one hop away.
+    let (k, c, s) = (5u32, us(50), 65536u64);
+    let t = scenarios::halo(&[4, 4, 4], false, &params(k, c, s)).unwrap();
+    let r = run(&t, "hops:topo=torus:4x4x4,lat=1us,hop=100ns,bw=10GB/s");
+    let per = c.as_ps()
+        + 1_000_000
+        + 100_000
+        + Bandwidth::parse("10GB/s").unwrap().transfer_time(s).as_ps();
+    assert_eq!(r.makespan.as_ps(), k as u64 * per);
+}
+
+#[test]
+fn hops_refuses_a_machine_larger_than_the_topology() {
+    let t = scenarios::ring(8, &params(1, us(1), 8)).unwrap();
+    let spec: network_models::NetSpec = "hops:topo=torus:2x2,bw=1GB/s".parse().unwrap();
+    let e = replay::replay(&t, spec.build().as_mut(), &ReplayConfig::default()).unwrap_err();
+    assert!(
+        e.to_string().contains("need 8 nodes, but torus:2x2 has 4"),
+        "{e}"
+    );
+}
