@@ -78,22 +78,12 @@ impl Topology {
         match self {
             Topology::FullyConnected { .. } => (a != b) as u32,
             Topology::Hypercube { .. } => (a ^ b).count_ones(),
-            Topology::Mesh { dims } => {
+            Topology::Mesh { dims } | Topology::Torus { dims } => {
+                let wrap = matches!(self, Topology::Torus { .. });
                 let (mut a, mut b, mut h) = (a, b, 0u32);
                 for &d in dims {
-                    let (d, x, y) = (d as u64, a % d as u64, b % d as u64);
-                    h += x.abs_diff(y) as u32;
-                    a /= d;
-                    b /= d;
-                }
-                h
-            }
-            Topology::Torus { dims } => {
-                let (mut a, mut b, mut h) = (a, b, 0u32);
-                for &d in dims {
-                    let (d, x, y) = (d as u64, a % d as u64, b % d as u64);
-                    let fwd = (y + d - x) % d;
-                    h += fwd.min(d - fwd) as u32;
+                    let d = d as u64;
+                    h += axis_move(wrap, d, a % d, b % d).1 as u32;
                     a /= d;
                     b /= d;
                 }
@@ -128,17 +118,7 @@ impl Topology {
                     let d = d as u64;
                     let x = cur / stride % d;
                     let y = b / stride % d;
-                    // Direction and step count along this dimension.
-                    let (positive, steps) = if !wrap {
-                        (y >= x, x.abs_diff(y))
-                    } else {
-                        let fwd = (y + d - x) % d;
-                        if fwd <= d - fwd {
-                            (true, fwd)
-                        } else {
-                            (false, d - fwd)
-                        }
-                    };
+                    let (positive, steps) = axis_move(wrap, d, x, y);
                     let mut pos = x;
                     for _ in 0..steps {
                         let port = 2 * i as u64 + if positive { 0 } else { 1 };
@@ -155,6 +135,21 @@ impl Topology {
                 }
             }
         }
+    }
+}
+
+/// Direction (`true` = positive) and number of steps from coordinate `x` to `y` on an axis of
+/// extent `d`: straight toward `y` on a mesh; the shorter way round on a torus ring, positive on
+/// a tie. The one place both [`Topology::hops`] and [`Topology::route`] take this decision.
+fn axis_move(wrap: bool, d: u64, x: u64, y: u64) -> (bool, u64) {
+    if !wrap {
+        return (y >= x, x.abs_diff(y));
+    }
+    let fwd = (y + d - x) % d;
+    if fwd <= d - fwd {
+        (true, fwd)
+    } else {
+        (false, d - fwd)
     }
 }
 

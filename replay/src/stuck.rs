@@ -60,16 +60,6 @@ pub(crate) fn diagnose(plan: &Plan, completed: u64) -> StuckReport {
             waits_on[b as usize].push(Wait::Block(d));
         }
     }
-    // Which stuck blocks still miss their trigger?
-    let mut trigger_missing = vec![false; n];
-    let mut dep_missing = vec![0u32; n];
-    for b in 0..n {
-        dep_missing[b] = waits_on[b].len() as u32;
-    }
-    for (b, missing) in trigger_missing.iter_mut().enumerate() {
-        // pending counts unfinished deps + (trigger not yet arrived).
-        *missing = plan.pending[b] > dep_missing[b];
-    }
     let mut sender_of = vec![u32::MAX; n];
     for (si, s) in plan.sends.iter().enumerate() {
         for slot in s.cons_start..s.cons_end {
@@ -84,7 +74,8 @@ pub(crate) fn diagnose(plan: &Plan, completed: u64) -> StuckReport {
         }
         let mut waits = std::mem::take(&mut waits_on[b as usize]);
         let mut root = waits.is_empty();
-        if trigger_missing[b as usize] {
+        // `pending` counts unfinished dependencies plus one while the trigger has not arrived.
+        if plan.pending[b as usize] > waits.len() as u32 {
             match sender_of[b as usize] {
                 u32::MAX => waits.push(Wait::MessageNeverSent),
                 s => {
