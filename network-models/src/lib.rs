@@ -27,14 +27,20 @@
 //! Topologies `T` ([`Topology`]): `full:N`, `hypercube:D`, `mesh:AxBxC`, `torus:AxBxC`, with
 //! dimension-order routing ([`topology`]). Link contention and LogGOPS are to come.
 
+pub mod contention;
+mod hops;
+pub mod loggops;
 mod spec;
 pub mod topology;
 
+pub use contention::{Contention, ContentionParams, Switching};
+pub use hops::{Hops, HopsModel};
+pub use loggops::{LogGops, LogGopsParams};
 pub use sim_core::Bandwidth;
 pub use spec::{NET_HELP, NetSpec, SpecError};
 pub use topology::{LinkId, Topology};
 
-use sim_core::SimDuration;
+use sim_core::{SimDuration, SimTime};
 
 /// A message as the network sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -47,10 +53,59 @@ pub struct MessageInfo {
     pub bytes: u64,
 }
 
+/// How the replay must drive a model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Driving {
+    /// [`NetworkModel::wire_time`] may be asked at any moment (when the sending block starts).
+    Stateless,
+    /// [`NetworkModel::wire_time`] is asked at each message's departure, in non-decreasing
+    /// departure time (ties in the replay's event order): models with per-NIC state.
+    DepartureOrdered,
+    /// The model runs its own events through [`NetworkModel::start_message`] and
+    /// [`NetworkModel::handle_event`], and reports deliveries in a [`NetIo`]: packet models.
+    EventDriven,
+}
+
+/// What sending one message costs the sender, from [`NetworkModel::sender`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SendTiming {
+    /// CPU time the sending block spends on this message, from the moment it asked to send
+    /// (includes any wait for a busy NIC).
+    pub cpu: SimDuration,
+    /// When the message leaves the sender (its departure time for the wire model).
+    pub depart: SimTime,
+}
+
+/// One message delivered by an event-driven model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Delivery {
+    /// Arrival time (the last byte is at the receiver).
+    pub at: SimTime,
+    /// The token the replay gave in [`NetworkModel::start_message`].
+    pub token: u32,
+    /// Time from departure to arrival.
+    pub wire: SimDuration,
+    /// Part of `wire` spent waiting for busy links or NICs.
+    pub queueing: SimDuration,
+}
+
+/// Output buffer of an event-driven model: events to schedule and messages delivered. The
+/// replay drains both after every call, so the buffers stop growing once warm (no allocation
+/// per event).
+#[derive(Debug, Default)]
+pub struct NetIo {
+    /// `(time, model event id)`: the replay calls [`NetworkModel::handle_event`] with the id at
+    /// that time. Events at equal times are handled in the order they were pushed.
+    pub events: Vec<(SimTime, u32)>,
+    /// Messages whose last byte has arrived.
+    pub deliveries: Vec<Delivery>,
+}
+
 /// A network cost model. See the [crate docs](crate) for the contract.
 pub trait NetworkModel: std::fmt::Debug {
-    /// Time from the message leaving the sender to its arrival at the receiver.
-    fn wire_time(&mut self, msg: &MessageInfo) -> SimDuration;
+    /// Time from the message leaving the sender at `depart` to its arrival at the receiver
+    /// ([`Driving::Stateless`] and [`Driving::DepartureOrdered`] models).
+    fn wire_time(&mut self, msg: &MessageInfo, depart: SimTime) -> SimDuration;
     /// CPU time the sending PE spends per remote message (added to the sending block).
     fn send_overhead(&self, _msg: &MessageInfo) -> SimDuration {
         SimDuration::ZERO
@@ -59,68 +114,74 @@ pub trait NetworkModel: std::fmt::Debug {
     fn recv_overhead(&self, _msg: &MessageInfo) -> SimDuration {
         SimDuration::ZERO
     }
+    /// The sender's side of a message the sending block asks to send at `ready`. Called once
+    /// per remote message, for each PE in non-decreasing `ready` order. The default is
+    /// [`NetworkModel::send_overhead`] of CPU and departure when that overhead is paid.
+    fn sender(&mut self, msg: &MessageInfo, ready: SimTime) -> SendTiming {
+        let cpu = self.send_overhead(msg);
+        SendTiming {
+            cpu,
+            depart: ready.saturating_add(cpu),
+        }
+    }
     /// True if some overhead can be non-zero (lets the replay skip overhead bookkeeping).
     fn has_overheads(&self) -> bool {
         false
     }
-    /// True for stateful models that must see messages in non-decreasing departure order.
-    fn needs_departure_order(&self) -> bool {
-        false
+    /// How the replay must drive this model.
+    fn driving(&self) -> Driving {
+        Driving::Stateless
     }
+    /// Event-driven models: the message identified by `token` leaves at `now`.
+    fn start_message(&mut self, _now: SimTime, _msg: &MessageInfo, _token: u32, _io: &mut NetIo) {}
+    /// Event-driven models: an event the model pushed to [`NetIo::events`] is due at `now`.
+    fn handle_event(&mut self, _now: SimTime, _event: u32, _io: &mut NetIo) {}
     /// Checks that a machine of `pes` PEs fits this model (e.g. enough topology nodes).
     fn check_pes(&self, _pes: u32) -> Result<(), String> {
         Ok(())
     }
+    /// Traffic statistics gathered so far (models with a topology).
+    fn stats(&self) -> Option<NetStats> {
+        None
+    }
 }
 
-/// Latency, per-hop latency and bandwidth on a topology, without contention: a remote message
-/// between nodes `a != b` takes `lat + hops(a, b) * hop + ceil(S / bw)`; between two PEs of one
-/// node, `lat_intra + ceil(S / bw_intra)`. PE `p` sits on node `p / ppn`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Hops {
-    /// The interconnect.
-    pub topology: Topology,
-    /// Start-up latency of an inter-node message.
-    pub latency: SimDuration,
-    /// Added per hop.
-    pub per_hop: SimDuration,
-    /// Inter-node bandwidth.
-    pub bandwidth: Bandwidth,
-    /// PEs per node (at least 1).
-    pub pes_per_node: u32,
-    /// Latency between PEs of one node.
-    pub intra_latency: SimDuration,
-    /// Bandwidth between PEs of one node.
-    pub intra_bandwidth: Bandwidth,
+/// What one link or NIC carried.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct LinkStats {
+    /// `link`, `inject` (a node's NIC toward the network) or `eject` (network to node).
+    pub kind: &'static str,
+    /// Node the link leaves (or the NIC's node).
+    pub node: u64,
+    /// Output port on `node` (see [`topology`]); 0 for NICs.
+    pub port: u64,
+    /// Node the link leads to (the NIC's node for NICs).
+    pub to_node: u64,
+    /// Payload bytes carried.
+    pub bytes: u64,
+    /// Packets carried.
+    pub packets: u64,
+    /// Time spent transmitting.
+    pub busy_ps: u64,
+    /// Most packets ever waiting for it at once (not counting the one on it).
+    pub max_queue: u64,
+    /// Longest wait of one packet for it.
+    pub max_wait_ps: u64,
 }
 
-impl NetworkModel for Hops {
-    #[inline]
-    fn wire_time(&mut self, msg: &MessageInfo) -> SimDuration {
-        let ppn = self.pes_per_node.max(1);
-        let (a, b) = ((msg.src_pe / ppn) as u64, (msg.dst_pe / ppn) as u64);
-        if a == b {
-            return self
-                .intra_latency
-                .saturating_add(self.intra_bandwidth.transfer_time(msg.bytes));
-        }
-        let hops = self.topology.hops(a, b) as u64;
-        self.latency
-            .saturating_add(self.per_hop.saturating_mul(hops))
-            .saturating_add(self.bandwidth.transfer_time(msg.bytes))
-    }
-    fn check_pes(&self, pes: u32) -> Result<(), String> {
-        let need = pes.div_ceil(self.pes_per_node.max(1)) as u64;
-        if need > self.topology.nodes() {
-            return Err(format!(
-                "{pes} PEs at {} per node need {need} nodes, but {} has {}",
-                self.pes_per_node,
-                self.topology,
-                self.topology.nodes()
-            ));
-        }
-        Ok(())
-    }
+/// Traffic statistics of a topology model.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct NetStats {
+    /// Inter-node messages.
+    pub messages: u64,
+    /// Sum over inter-node messages of bytes x hops.
+    pub hop_bytes: u64,
+    /// Packets injected (contention model; 0 otherwise).
+    pub packets: u64,
+    /// Link traversals by packets (contention model; 0 otherwise).
+    pub packet_hops: u64,
+    /// Links and NICs that carried something, in resource order (contention model).
+    pub links: Vec<LinkStats>,
 }
 
 /// Messages arrive the instant they are sent.
@@ -128,7 +189,7 @@ impl NetworkModel for Hops {
 pub struct Ideal;
 
 impl NetworkModel for Ideal {
-    fn wire_time(&mut self, _msg: &MessageInfo) -> SimDuration {
+    fn wire_time(&mut self, _msg: &MessageInfo, _depart: SimTime) -> SimDuration {
         SimDuration::ZERO
     }
 }
@@ -141,7 +202,7 @@ pub struct Latency {
 }
 
 impl NetworkModel for Latency {
-    fn wire_time(&mut self, _msg: &MessageInfo) -> SimDuration {
+    fn wire_time(&mut self, _msg: &MessageInfo, _depart: SimTime) -> SimDuration {
         self.latency
     }
 }
@@ -183,7 +244,7 @@ impl AlphaBeta {
 
 impl NetworkModel for AlphaBeta {
     #[inline]
-    fn wire_time(&mut self, msg: &MessageInfo) -> SimDuration {
+    fn wire_time(&mut self, msg: &MessageInfo, _depart: SimTime) -> SimDuration {
         let transfer = match self.ps_per_byte {
             Some(p) => SimDuration::from_ps(msg.bytes.saturating_mul(p)),
             None => self.bandwidth.transfer_time(msg.bytes),
@@ -215,11 +276,17 @@ mod tests {
 
     #[test]
     fn closed_forms() {
-        assert_eq!(Ideal.wire_time(&msg(1 << 30)), SimDuration::ZERO);
+        assert_eq!(
+            Ideal.wire_time(&msg(1 << 30), SimTime::ZERO),
+            SimDuration::ZERO
+        );
         let mut l = Latency {
             latency: SimDuration::from_us(5),
         };
-        assert_eq!(l.wire_time(&msg(1 << 30)), SimDuration::from_us(5));
+        assert_eq!(
+            l.wire_time(&msg(1 << 30), SimTime::ZERO),
+            SimDuration::from_us(5)
+        );
         let bw = Bandwidth::parse("10GB/s").unwrap();
         let mut ab = AlphaBeta::new(
             SimDuration::from_us(1),
@@ -228,7 +295,10 @@ mod tests {
             SimDuration::ZERO,
         );
         // 1 us + 65536 B * 100 ps/B
-        assert_eq!(ab.wire_time(&msg(65536)).as_ps(), 1_000_000 + 6_553_600);
+        assert_eq!(
+            ab.wire_time(&msg(65536), SimTime::ZERO).as_ps(),
+            1_000_000 + 6_553_600
+        );
         assert!(!ab.has_overheads());
         // A bandwidth that does not divide 10^12 takes the exact rounding-up path.
         let mut odd = AlphaBeta::new(
@@ -237,8 +307,8 @@ mod tests {
             SimDuration::ZERO,
             SimDuration::ZERO,
         );
-        assert_eq!(odd.wire_time(&msg(1)).as_ps(), 334);
-        assert_eq!(odd.wire_time(&msg(3)).as_ps(), 1000);
+        assert_eq!(odd.wire_time(&msg(1), SimTime::ZERO).as_ps(), 334);
+        assert_eq!(odd.wire_time(&msg(3), SimTime::ZERO).as_ps(), 1000);
     }
 
     #[test]
@@ -251,50 +321,59 @@ mod tests {
             ("torus:8x8x8", vec![(0, 511), (0, 4), (7, 8 * 7)]),
             ("full:64", vec![(0, 63), (10, 11)]),
         ] {
-            let NetSpec::Hops(mut m) = format!("hops:topo={topo},lat=1us,hop=50ns,bw=10GB/s")
+            let NetSpec::Hops(h) = format!("hops:topo={topo},lat=1us,hop=50ns,bw=10GB/s")
                 .parse()
                 .unwrap()
             else {
                 unreachable!()
             };
+            let topology = h.topology.clone();
+            let mut m = h.model();
             for (a, b) in pairs {
-                let hops = m.topology.hops(a as u64, b as u64) as u64;
+                let hops = topology.hops(a as u64, b as u64) as u64;
                 let info = MessageInfo {
                     src_pe: a,
                     dst_pe: b,
                     bytes: s,
                 };
                 assert_eq!(
-                    m.wire_time(&info).as_ps(),
+                    m.wire_time(&info, SimTime::ZERO).as_ps(),
                     1_000_000 + hops * 50_000 + transfer,
                     "{topo} {a}->{b}"
                 );
             }
         }
         // Two PEs per node: PEs 6 and 7 share node 3 and use the intra-node parameters.
-        let NetSpec::Hops(mut m) =
+        let NetSpec::Hops(h) =
             "hops:topo=torus:4x4,lat=1us,hop=50ns,bw=10GB/s,ppn=2,lat_intra=200ns,bw_intra=40GB/s"
                 .parse()
                 .unwrap()
         else {
             unreachable!()
         };
+        let mut m = h.model();
         assert_eq!(
-            m.wire_time(&MessageInfo {
-                src_pe: 6,
-                dst_pe: 7,
-                bytes: 4000
-            })
+            m.wire_time(
+                &MessageInfo {
+                    src_pe: 6,
+                    dst_pe: 7,
+                    bytes: 4000
+                },
+                SimTime::ZERO
+            )
             .as_ps(),
             200_000 + 100_000
         );
         // PE 1 (node 0) to PE 7 (node 3 = (3,0)): wraps to 1 hop.
         assert_eq!(
-            m.wire_time(&MessageInfo {
-                src_pe: 1,
-                dst_pe: 7,
-                bytes: 0
-            })
+            m.wire_time(
+                &MessageInfo {
+                    src_pe: 1,
+                    dst_pe: 7,
+                    bytes: 0
+                },
+                SimTime::ZERO
+            )
             .as_ps(),
             1_050_000
         );

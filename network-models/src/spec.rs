@@ -1,7 +1,10 @@
 //! One-line network specs: `model[:key=value,key=value...]`.
 
-use crate::{AlphaBeta, Hops, Ideal, Latency, NetworkModel, Topology};
-use sim_core::units::parse_duration;
+use crate::{
+    AlphaBeta, ContentionParams, Hops, Ideal, Latency, LogGops, LogGopsParams, NetworkModel,
+    Switching, Topology,
+};
+use sim_core::units::{parse_bytes, parse_duration};
 use sim_core::{Bandwidth, SimDuration};
 use std::fmt;
 use std::str::FromStr;
@@ -39,6 +42,10 @@ pub enum NetSpec {
     },
     /// `hops:topo=T,lat=D,hop=D,bw=B[,ppn=N,lat_intra=D,bw_intra=B]`.
     Hops(Hops),
+    /// `loggops:L=D,o=D,g=D,G=D,O=D,S=BYTES`.
+    LogGops(LogGopsParams),
+    /// `contention:topo=T,lat=D,hop=D,bw=B,packet=BYTES,switching=vct|saf,nic_bw=B|off[,...]`.
+    Contention(ContentionParams),
 }
 
 /// Help text listing every model and parameter (used by `whatif replay --help`).
@@ -56,6 +63,21 @@ Network models (--net MODEL[:key=value,...]; durations take ps|ns|us|ms|s, bandw
                                           node p/ppn. Defaults: lat=0, hop=0, ppn=1, lat_intra=0,
                                           bw_intra=bw. T: full:N, hypercube:D, mesh:AxBxC,
                                           torus:AxBxC (dimension-order routing; torus ties go +)
+  loggops:L=D,o=D,g=D,G=D,O=D,S=BYTES     LogGOPS as in LogGOPSim: first byte arrives o+L after the
+                                          send starts; sender and receiver NICs busy g+(s-1)*G per
+                                          message (a send waits for its NIC); CPU o+(s-1)*O per send,
+                                          o+max((s-1)*O,(s-1)*G) per receive. G and O are per byte.
+                                          S: eager limit (matters to operation schedules, e.g. GOAL).
+                                          Defaults: L=2500ns,o=1500ns,g=1000ns,G=6ns,O=0,S=65535
+  contention:topo=T,lat=D,hop=D,bw=B[,packet=BYTES,switching=vct|saf,nic_bw=B|off,
+             ppn=N,lat_intra=D,bw_intra=B]
+                                          packets of `packet` bytes cross the dimension-order route
+                                          link by link; each directed link serves one packet at a
+                                          time, FIFO. switching: vct (virtual cut-through) or saf
+                                          (store-and-forward). nic_bw: each node's injection and
+                                          ejection NIC is a shared resource of that bandwidth (off:
+                                          no NIC limit). Defaults: lat=0, hop=0, packet=4KiB,
+                                          switching=vct, nic_bw=off, ppn=1, lat_intra=0, bw_intra=bw
 Messages between objects on the same PE arrive when sent and pay no overheads.";
 
 impl NetSpec {
@@ -70,9 +92,19 @@ impl NetSpec {
                 o_send,
                 o_recv,
             } => Box::new(AlphaBeta::new(lat, bw, o_send, o_recv)),
-            NetSpec::Hops(ref h) => Box::new(h.clone()),
+            NetSpec::Hops(ref h) => Box::new(h.clone().model()),
+            NetSpec::LogGops(p) => Box::new(LogGops::new(p)),
+            NetSpec::Contention(ref c) => Box::new(c.clone().model()),
         }
     }
+}
+
+/// Parameters shared by the topology models.
+struct TopoParams {
+    topology: Topology,
+    bandwidth: Bandwidth,
+    intra_bandwidth: Bandwidth,
+    pes_per_node: u32,
 }
 
 fn fmt_dur(d: SimDuration) -> String {
@@ -107,6 +139,31 @@ impl fmt::Display for NetSpec {
                 fmt_dur(h.intra_latency),
                 h.intra_bandwidth
             ),
+            NetSpec::LogGops(p) => write!(
+                f,
+                "loggops:L={},o={},g={},G={},O={},S={}",
+                fmt_dur(p.l),
+                fmt_dur(p.o),
+                fmt_dur(p.g),
+                fmt_dur(p.g_per_byte),
+                fmt_dur(p.o_per_byte),
+                p.eager_limit
+            ),
+            NetSpec::Contention(c) => write!(
+                f,
+                "contention:topo={},lat={},hop={},bw={},packet={},switching={},nic_bw={},ppn={},lat_intra={},bw_intra={}",
+                c.topology,
+                fmt_dur(c.latency),
+                fmt_dur(c.per_hop),
+                c.bandwidth,
+                c.packet_bytes,
+                c.switching,
+                c.nic_bandwidth
+                    .map_or_else(|| "off".to_string(), |b| b.to_string()),
+                c.pes_per_node,
+                fmt_dur(c.intra_latency),
+                c.intra_bandwidth
+            ),
         }
     }
 }
@@ -139,9 +196,22 @@ impl FromStr for NetSpec {
             "latency" => &["lat"],
             "alphabeta" => &["lat", "bw", "o_send", "o_recv"],
             "hops" => &["topo", "lat", "hop", "bw", "ppn", "lat_intra", "bw_intra"],
+            "loggops" => &["L", "o", "g", "G", "O", "S"],
+            "contention" => &[
+                "topo",
+                "lat",
+                "hop",
+                "bw",
+                "packet",
+                "switching",
+                "nic_bw",
+                "ppn",
+                "lat_intra",
+                "bw_intra",
+            ],
             other => {
                 return Err(fail(format!(
-                    "unknown model `{other}`; known models: ideal, latency, alphabeta, hops (see `whatif replay --help`)"
+                    "unknown model `{other}`; known models: ideal, latency, alphabeta, hops, loggops, contention (see `whatif replay --help`)"
                 )));
             }
         };
@@ -162,36 +232,103 @@ impl FromStr for NetSpec {
                 Some(v) => parse_duration(v).map_err(|e| fail(format!("{k}: {e}"))),
             }
         };
+        let topo_params = |model: &str| -> Result<TopoParams, SpecError> {
+            let topo = get("topo").ok_or_else(|| {
+                fail(format!(
+                    "{model} needs a topology, e.g. `{model}:topo=torus:8x8x8,lat=1us,hop=50ns,bw=10GB/s`"
+                ))
+            })?;
+            let topology: Topology = topo
+                .parse()
+                .map_err(|e: String| fail(format!("topo: {e}")))?;
+            let bw = get("bw")
+                .ok_or_else(|| fail(format!("{model} needs a bandwidth, e.g. `bw=10GB/s`")))?;
+            let bandwidth = Bandwidth::parse(bw).map_err(|e| fail(format!("bw: {e}")))?;
+            let intra_bandwidth = match get("bw_intra") {
+                Some(v) => Bandwidth::parse(v).map_err(|e| fail(format!("bw_intra: {e}")))?,
+                None => bandwidth,
+            };
+            let pes_per_node = match get("ppn") {
+                Some(v) => v
+                    .parse::<u32>()
+                    .ok()
+                    .filter(|p| *p >= 1)
+                    .ok_or_else(|| fail(format!("ppn: `{v}` is not a whole number >= 1")))?,
+                None => 1,
+            };
+            Ok(TopoParams {
+                topology,
+                bandwidth,
+                intra_bandwidth,
+                pes_per_node,
+            })
+        };
         Ok(match model {
             "ideal" => NetSpec::Ideal,
             "latency" => NetSpec::Latency { lat: dur("lat")? },
             "hops" => {
-                let topo = get("topo").ok_or_else(|| fail("hops needs a topology, e.g. `hops:topo=torus:8x8x8,lat=1us,hop=50ns,bw=10GB/s`".into()))?;
-                let topology: Topology = topo
-                    .parse()
-                    .map_err(|e: String| fail(format!("topo: {e}")))?;
-                let bw = get("bw")
-                    .ok_or_else(|| fail("hops needs a bandwidth, e.g. `bw=10GB/s`".into()))?;
-                let bandwidth = Bandwidth::parse(bw).map_err(|e| fail(format!("bw: {e}")))?;
-                let intra_bandwidth = match get("bw_intra") {
-                    Some(v) => Bandwidth::parse(v).map_err(|e| fail(format!("bw_intra: {e}")))?,
-                    None => bandwidth,
-                };
-                let pes_per_node =
-                    match get("ppn") {
-                        Some(v) => v.parse::<u32>().ok().filter(|p| *p >= 1).ok_or_else(|| {
-                            fail(format!("ppn: `{v}` is not a whole number >= 1"))
-                        })?,
-                        None => 1,
-                    };
+                let t = topo_params("hops")?;
                 NetSpec::Hops(Hops {
-                    topology,
+                    topology: t.topology,
                     latency: dur("lat")?,
                     per_hop: dur("hop")?,
-                    bandwidth,
-                    pes_per_node,
+                    bandwidth: t.bandwidth,
+                    pes_per_node: t.pes_per_node,
                     intra_latency: dur("lat_intra")?,
-                    intra_bandwidth,
+                    intra_bandwidth: t.intra_bandwidth,
+                })
+            }
+            "contention" => {
+                let t = topo_params("contention")?;
+                let packet_bytes = match get("packet") {
+                    Some(v) => parse_bytes(v).ok().filter(|p| *p >= 1).ok_or_else(|| {
+                        fail(format!(
+                            "packet: `{v}` is not a size of at least 1 byte (e.g. 4KiB)"
+                        ))
+                    })?,
+                    None => 4096,
+                };
+                let switching = match get("switching") {
+                    Some(v) => v
+                        .parse::<Switching>()
+                        .map_err(|e| fail(format!("switching: {e}")))?,
+                    None => Switching::CutThrough,
+                };
+                let nic_bandwidth = match get("nic_bw") {
+                    None | Some("off") => None,
+                    Some(v) => Some(
+                        Bandwidth::parse(v).map_err(|e| fail(format!("nic_bw: {e} (or `off`)")))?,
+                    ),
+                };
+                NetSpec::Contention(ContentionParams {
+                    topology: t.topology,
+                    latency: dur("lat")?,
+                    per_hop: dur("hop")?,
+                    bandwidth: t.bandwidth,
+                    packet_bytes,
+                    switching,
+                    nic_bandwidth,
+                    pes_per_node: t.pes_per_node,
+                    intra_latency: dur("lat_intra")?,
+                    intra_bandwidth: t.intra_bandwidth,
+                })
+            }
+            "loggops" => {
+                let d = LogGopsParams::default();
+                let or = |k: &str, def: SimDuration| -> Result<SimDuration, SpecError> {
+                    if get(k).is_some() { dur(k) } else { Ok(def) }
+                };
+                let eager_limit = match get("S") {
+                    Some(v) => parse_bytes(v).map_err(|e| fail(format!("S: {e}")))?,
+                    None => d.eager_limit,
+                };
+                NetSpec::LogGops(LogGopsParams {
+                    l: or("L", d.l)?,
+                    o: or("o", d.o)?,
+                    g: or("g", d.g)?,
+                    g_per_byte: or("G", d.g_per_byte)?,
+                    o_per_byte: or("O", d.o_per_byte)?,
+                    eager_limit,
                 })
             }
             _ => {

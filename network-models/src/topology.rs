@@ -94,45 +94,72 @@ impl Topology {
 
     /// Appends the links of the route from `a` to `b` to `out`, in traversal order.
     pub fn route(&self, a: u64, b: u64, out: &mut Vec<LinkId>) {
+        let mut cur = a;
+        while let Some((link, next)) = self.next_hop(cur, b) {
+            out.push(link);
+            cur = next;
+        }
+    }
+
+    /// The node a link leads to.
+    pub fn link_target(&self, link: LinkId) -> u64 {
+        let ports = self.ports().max(1);
+        let (node, port) = (link.0 / ports, link.0 % ports);
+        match self {
+            Topology::FullyConnected { .. } => port,
+            Topology::Hypercube { .. } => node ^ (1 << port),
+            Topology::Mesh { dims } | Topology::Torus { dims } => {
+                let i = (port / 2) as usize;
+                let stride: u64 = dims[..i].iter().map(|&d| d as u64).product();
+                let d = dims[i] as u64;
+                let x = node / stride % d;
+                let next = if port % 2 == 0 {
+                    (x + 1) % d
+                } else {
+                    (x + d - 1) % d
+                };
+                node - x * stride + next * stride
+            }
+        }
+    }
+
+    /// The first link of the route from `cur` to `dst` and the node it leads to, or `None`
+    /// when `cur == dst`. Routing is a function of `(cur, dst)` only, so a packet needs no
+    /// stored route: the contention model calls this once per hop.
+    #[inline]
+    pub fn next_hop(&self, cur: u64, dst: u64) -> Option<(LinkId, u64)> {
+        if cur == dst {
+            return None;
+        }
         let ports = self.ports();
         match self {
-            Topology::FullyConnected { .. } => {
-                if a != b {
-                    out.push(LinkId(a * ports + b));
-                }
-            }
-            Topology::Hypercube { dim } => {
-                let mut cur = a;
-                for i in 0..*dim as u64 {
-                    if (cur ^ b) >> i & 1 == 1 {
-                        out.push(LinkId(cur * ports + i));
-                        cur ^= 1 << i;
-                    }
-                }
+            Topology::FullyConnected { .. } => Some((LinkId(cur * ports + dst), dst)),
+            Topology::Hypercube { .. } => {
+                let i = (cur ^ dst).trailing_zeros() as u64;
+                Some((LinkId(cur * ports + i), cur ^ (1 << i)))
             }
             Topology::Mesh { dims } | Topology::Torus { dims } => {
                 let wrap = matches!(self, Topology::Torus { .. });
-                let mut cur = a;
                 let mut stride = 1u64;
                 for (i, &d) in dims.iter().enumerate() {
                     let d = d as u64;
                     let x = cur / stride % d;
-                    let y = b / stride % d;
-                    let (positive, steps) = axis_move(wrap, d, x, y);
-                    let mut pos = x;
-                    for _ in 0..steps {
-                        let port = 2 * i as u64 + if positive { 0 } else { 1 };
-                        out.push(LinkId(cur * ports + port));
-                        let next = if positive {
-                            (pos + 1) % d
+                    let y = dst / stride % d;
+                    if x != y {
+                        let (positive, _) = axis_move(wrap, d, x, y);
+                        let (port, next) = if positive {
+                            (2 * i as u64, (x + 1) % d)
                         } else {
-                            (pos + d - 1) % d
+                            (2 * i as u64 + 1, (x + d - 1) % d)
                         };
-                        cur = cur - pos * stride + next * stride;
-                        pos = next;
+                        return Some((
+                            LinkId(cur * ports + port),
+                            cur - x * stride + next * stride,
+                        ));
                     }
                     stride *= d;
                 }
+                None
             }
         }
     }

@@ -1,18 +1,19 @@
 //! The event loop. See the crate docs for the semantics it implements.
 
 use crate::plan::{NO_ITER, Plan};
-use crate::{MessageStats, ReplayError, ReplayReport, TimelineRecord};
-use network_models::{MessageInfo, NetworkModel};
+use crate::{EntryNetStats, MessageStats, ReplayError, ReplayReport, TimelineRecord};
+use network_models::{Driving, MessageInfo, NetIo, NetworkModel};
 use sim_core::{EventClass, EventQueue, RunLimits, Scheduler, SimDuration, SimTime};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-// Event payload: kind in the top 2 bits, index below.
-const KIND_SHIFT: u32 = 62;
+// Event payload: kind in the top 3 bits, index below.
+const KIND_SHIFT: u32 = 61;
 const ARRIVE: u64 = 0; // index = block whose trigger arrives
 const END: u64 = 1; // index = PE whose running block ends
 const DISPATCH: u64 = 2; // index = PE that should pick its next ready block
-const DEPART: u64 = 3; // index = consumer slot whose message leaves (ordered models only)
+const DEPART: u64 = 3; // index = consumer slot whose message leaves (ordered/event models)
+const NET: u64 = 4; // index = the network model's own event id (event-driven models)
 const INDEX_MASK: u64 = (1 << KIND_SHIFT) - 1;
 
 #[inline]
@@ -39,9 +40,11 @@ pub(crate) struct Engine<'a, Q: EventQueue<u64>> {
     sched: Scheduler<u64, Q>,
     pes: Vec<Pe>,
     overheads: bool,
-    ordered: bool,
-    /// For ordered models: the send of each consumer slot.
+    driving: Driving,
+    /// For ordered and event-driven models: the send of each consumer slot.
     slot_send: Vec<u32>,
+    io: NetIo,
+    entry_net: Vec<EntryNetStats>,
     completed: u64,
     makespan: SimTime,
     iter_end: Vec<SimTime>,
@@ -57,9 +60,9 @@ impl<'a, Q: EventQueue<u64>> Engine<'a, Q> {
         limits: RunLimits,
         timeline: bool,
     ) -> Self {
-        let ordered = net.needs_departure_order();
+        let driving = net.driving();
         let mut slot_send = Vec::new();
-        if ordered {
+        if driving != Driving::Stateless {
             slot_send = vec![0u32; plan.consumers.len()];
             for (si, s) in plan.sends.iter().enumerate() {
                 for slot in s.cons_start..s.cons_end {
@@ -72,8 +75,10 @@ impl<'a, Q: EventQueue<u64>> Engine<'a, Q> {
             iter_end: vec![SimTime::ZERO; plan.iter_labels.len()],
             timeline: timeline.then(|| Vec::with_capacity(plan.blocks.len())),
             overheads: net.has_overheads(),
-            ordered,
+            driving,
             slot_send,
+            io: NetIo::default(),
+            entry_net: vec![EntryNetStats::default(); plan.entries],
             plan,
             net,
             sched: Scheduler::new(queue, limits),
@@ -112,7 +117,11 @@ impl<'a, Q: EventQueue<u64>> Engine<'a, Q> {
                     }
                 }
                 DISPATCH => self.dispatch(index, t)?,
-                _ => self.depart(index, t)?,
+                DEPART => self.depart(index, t)?,
+                _ => {
+                    self.net.handle_event(t, index, &mut self.io);
+                    self.drain_net()?;
+                }
             }
         }
         let total = self.plan.blocks.len() as u64;
@@ -138,6 +147,8 @@ impl<'a, Q: EventQueue<u64>> Engine<'a, Q> {
             pe_blocks: self.pes.iter().map(|p| p.blocks).collect(),
             events: self.sched.events(),
             timeline: self.timeline,
+            entry_net: self.entry_net,
+            net: self.net.stats(),
         })
     }
 
@@ -203,13 +214,13 @@ impl<'a, Q: EventQueue<u64>> Engine<'a, Q> {
         let cb = self.plan.blocks[b as usize];
         let mut recv_oh = 0u64;
         if self.overheads && cb.trigger_src_pe != u32::MAX && cb.trigger_src_pe != pe {
-            // The bytes of the trigger are not needed by the models of this release.
             let info = MessageInfo {
                 src_pe: cb.trigger_src_pe,
                 dst_pe: pe,
-                bytes: 0,
+                bytes: cb.trigger_bytes,
             };
             recv_oh = self.net.recv_overhead(&info).as_ps();
+            self.entry_net[cb.entry as usize].overhead_ps += recv_oh;
         }
         let base = t
             .as_ps()
@@ -243,25 +254,32 @@ impl<'a, Q: EventQueue<u64>> Engine<'a, Q> {
                     dst_pe: dst,
                     bytes: s.bytes,
                 };
-                if self.overheads {
-                    send_oh += self.net.send_overhead(&info).as_ps();
-                }
-                let depart = base
+                let ready = base
                     .checked_add(s.off_ps + send_oh)
                     .ok_or(sim_core::SchedError::Overflow)?;
-                if self.ordered {
-                    self.sched.schedule(
-                        SimTime::from_ps(depart),
-                        EventClass::Normal,
-                        ev(DEPART, slot),
-                    )?;
+                let (depart, cpu) = if self.overheads {
+                    let st = self.net.sender(&info, SimTime::from_ps(ready));
+                    (st.depart, st.cpu.as_ps())
                 } else {
-                    let wire = self.net.wire_time(&info).as_ps();
+                    (SimTime::from_ps(ready), 0)
+                };
+                send_oh = send_oh
+                    .checked_add(cpu)
+                    .ok_or(sim_core::SchedError::Overflow)?;
+                let es = &mut self.entry_net[self.plan.blocks[c as usize].entry as usize];
+                es.messages += 1;
+                es.bytes += s.bytes;
+                es.overhead_ps += cpu;
+                if self.driving == Driving::Stateless {
+                    let wire = self.net.wire_time(&info, depart);
+                    es.wire_ps += wire.as_ps();
                     let at = depart
                         .checked_add(wire)
                         .ok_or(sim_core::SchedError::Overflow)?;
+                    self.sched.schedule(at, EventClass::Normal, ev(ARRIVE, c))?;
+                } else {
                     self.sched
-                        .schedule(SimTime::from_ps(at), EventClass::Normal, ev(ARRIVE, c))?;
+                        .schedule(depart, EventClass::Normal, ev(DEPART, slot))?;
                 }
             }
         }
@@ -272,20 +290,45 @@ impl<'a, Q: EventQueue<u64>> Engine<'a, Q> {
         Ok(SimDuration::from_ps(total))
     }
 
-    /// A message of an ordered model leaves now: ask the model when it arrives.
+    /// A message of an ordered or event-driven model leaves now.
     fn depart(&mut self, slot: u32, t: SimTime) -> Result<(), ReplayError> {
-        let s = self.plan.sends[self.slot_send[slot as usize] as usize];
+        let send = self.slot_send[slot as usize] as usize;
+        let s = self.plan.sends[send];
         let c = self.plan.consumers[slot as usize];
-        let src_block = self.plan.send_block[self.slot_send[slot as usize] as usize];
+        let src_block = self.plan.send_block[send];
         let info = MessageInfo {
             src_pe: self.plan.blocks[src_block as usize].pe,
-            dst_pe: self.plan.blocks[c as usize].pe,
+            dst_pe: self.plan.consumer_pe[slot as usize],
             bytes: s.bytes,
         };
-        let at = t
-            .checked_add(self.net.wire_time(&info))
-            .ok_or(sim_core::SchedError::Overflow)?;
+        if self.driving == Driving::EventDriven {
+            self.net.start_message(t, &info, slot, &mut self.io);
+            return self.drain_net();
+        }
+        let wire = self.net.wire_time(&info, t);
+        self.entry_net[self.plan.blocks[c as usize].entry as usize].wire_ps += wire.as_ps();
+        let at = t.checked_add(wire).ok_or(sim_core::SchedError::Overflow)?;
         self.sched.schedule(at, EventClass::Normal, ev(ARRIVE, c))?;
+        Ok(())
+    }
+
+    /// Moves an event-driven model's new events and deliveries into the event queue.
+    fn drain_net(&mut self) -> Result<(), ReplayError> {
+        for i in 0..self.io.events.len() {
+            let (at, e) = self.io.events[i];
+            self.sched.schedule(at, EventClass::Normal, ev(NET, e))?;
+        }
+        self.io.events.clear();
+        for i in 0..self.io.deliveries.len() {
+            let d = self.io.deliveries[i];
+            let c = self.plan.consumers[d.token as usize];
+            let es = &mut self.entry_net[self.plan.blocks[c as usize].entry as usize];
+            es.wire_ps += d.wire.as_ps();
+            es.queueing_ps += d.queueing.as_ps();
+            self.sched
+                .schedule(d.at, EventClass::Normal, ev(ARRIVE, c))?;
+        }
+        self.io.deliveries.clear();
         Ok(())
     }
 

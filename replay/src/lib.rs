@@ -21,7 +21,9 @@
 //!   overheads of this block's earlier-or-same remote deliveries)`. It is delivered to every block
 //!   that names it as trigger (one for point-to-point, one per receiving object for broadcasts
 //!   and groups). A delivery to a block on the same PE arrives when sent; a remote one arrives
-//!   `wire_time` later as the [`NetworkModel`] says.
+//!   `wire_time` later as the [`NetworkModel`] says. Models with state are asked at each
+//!   departure in time order ([`network_models::Driving`]); packet models run their own events
+//!   inside this replay's event queue and report deliveries.
 //! * **Completion.** The makespan is the end of the last block. The end of iteration `k` is the
 //!   latest end of a block marked with iteration `k`; iteration times are the differences between
 //!   successive ends (the first measured from 0).
@@ -79,6 +81,21 @@ impl MessageStats {
     }
 }
 
+/// Network cost of the remote messages that invoke one entry method.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct EntryNetStats {
+    /// Remote deliveries to blocks of this entry.
+    pub messages: u64,
+    /// Their bytes.
+    pub bytes: u64,
+    /// Sum of their wire times (departure to arrival), in ps.
+    pub wire_ps: u64,
+    /// Part of `wire_ps` spent queueing for links or NICs (models that report it), in ps.
+    pub queueing_ps: u64,
+    /// CPU overheads they cost: sender (including waits for a busy NIC) plus receiver, in ps.
+    pub overhead_ps: u64,
+}
+
 /// One block's place in the predicted timeline.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TimelineRecord {
@@ -113,6 +130,10 @@ pub struct ReplayReport {
     pub events: u64,
     /// Every block's start and end, in start order, when requested.
     pub timeline: Option<Vec<TimelineRecord>>,
+    /// Network cost per entry method, indexed by entry id.
+    pub entry_net: Vec<EntryNetStats>,
+    /// The network model's traffic statistics (models with a topology).
+    pub net: Option<network_models::NetStats>,
 }
 
 impl ReplayReport {

@@ -20,6 +20,10 @@ pub(crate) struct CBlock {
     pub prio: i32,
     /// PE of the block that sends this block's trigger, or `u32::MAX` (none, or never sent).
     pub trigger_src_pe: u32,
+    /// Entry method id.
+    pub entry: u32,
+    /// Size of the trigger message in bytes (0 if none).
+    pub trigger_bytes: u64,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -49,6 +53,8 @@ pub(crate) struct Plan {
     pub iter_labels: Vec<u32>,
     /// For each send, the index of the sending block (used by stuck diagnosis).
     pub send_block: Vec<u32>,
+    /// Number of entry methods in the trace.
+    pub entries: usize,
 }
 
 impl Plan {
@@ -97,6 +103,7 @@ impl Plan {
             let trigger_src_pe = sent.map_or(u32::MAX, |s| {
                 map[trace.block(BlockId(send_block[s])).object.index()]
             });
+            let trigger_bytes = sent.map_or(0, |s| all_sends[s].bytes);
             blocks.push(CBlock {
                 pe,
                 iter_slot: b.iteration.map_or(NO_ITER, |i| {
@@ -109,6 +116,8 @@ impl Plan {
                     0
                 },
                 trigger_src_pe,
+                entry: b.entry.0,
+                trigger_bytes,
             });
             pending.push(trace.deps(id).len() as u32 + b.trigger.is_some() as u32);
             match sent {
@@ -182,6 +191,7 @@ impl Plan {
             consumer_pe,
             iter_labels,
             send_block,
+            entries: trace.entries.len(),
         })
     }
 }

@@ -44,6 +44,10 @@ impl SimTime {
             None => None,
         }
     }
+    /// `self + d`, saturating at [`SimTime::MAX`].
+    pub const fn saturating_add(self, d: SimDuration) -> SimTime {
+        SimTime(self.0.saturating_add(d.0))
+    }
     /// The span from `earlier` to `self`, or zero if `earlier` is later.
     pub const fn saturating_since(self, earlier: SimTime) -> SimDuration {
         SimDuration(self.0.saturating_sub(earlier.0))

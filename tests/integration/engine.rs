@@ -1,10 +1,10 @@
 //! Scheduler semantics, failure reports and engine equivalences.
 
 use crate::{run, run_with, us};
-use network_models::{AlphaBeta, MessageInfo, NetworkModel};
+use network_models::{AlphaBeta, Driving, MessageInfo, NetworkModel};
 use replay::{ReplayConfig, ReplayError, SchedPolicy, Wait};
 use scenarios::SynthParams;
-use sim_core::{Bandwidth, QueueKind, RunLimits, SimDuration};
+use sim_core::{Bandwidth, QueueKind, RunLimits, SimDuration, SimTime};
 use trace::{Block, Destination, MsgId, PeId, Send, TraceBuilder, TraceMeta};
 
 #[test]
@@ -254,9 +254,9 @@ struct Ordered {
     last_depart_check: bool,
 }
 impl NetworkModel for Ordered {
-    fn wire_time(&mut self, msg: &MessageInfo) -> SimDuration {
+    fn wire_time(&mut self, msg: &MessageInfo, depart: SimTime) -> SimDuration {
         self.last_depart_check = true;
-        self.inner.wire_time(msg)
+        self.inner.wire_time(msg, depart)
     }
     fn send_overhead(&self, m: &MessageInfo) -> SimDuration {
         self.inner.send_overhead(m)
@@ -267,8 +267,8 @@ impl NetworkModel for Ordered {
     fn has_overheads(&self) -> bool {
         self.inner.has_overheads()
     }
-    fn needs_departure_order(&self) -> bool {
-        true
+    fn driving(&self) -> Driving {
+        Driving::DepartureOrdered
     }
 }
 

@@ -4,6 +4,7 @@ mod cli;
 mod closed_forms;
 mod determinism;
 mod engine;
+mod network;
 
 use network_models::NetSpec;
 use replay::{ReplayConfig, ReplayReport};

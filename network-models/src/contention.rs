@@ -1,0 +1,525 @@
+//! The `contention` model: packets on links with per-link FIFO queues.
+//!
+//! A message of `S` bytes between PEs on different nodes is cut into `k = max(1, ceil(S / P))`
+//! packets of `P` bytes (the last one shorter). All `k` enter the first resource of the route
+//! at `depart + lat`, in order. The resources a packet crosses are, in order:
+//!
+//! 1. the source node's **injection NIC** (only when `nic_bw` is set),
+//! 2. the **links** of the dimension-order route ([`Topology::next_hop`]), each directed
+//!    (full duplex: the two directions are independent resources),
+//! 3. the destination node's **ejection NIC** (only when `nic_bw` is set).
+//!
+//! Each resource serves packets one at a time, first come first served in the order they reach
+//! it (ties in event order), with unbounded buffers. A packet of `b` bytes occupies a link for
+//! `s = ceil(b / bw)` and a NIC for `ceil(b / nic_bw)`; crossing a link also takes the per-hop
+//! latency `hop` (NICs have none). With `r` the time a packet reaches a resource and `free`
+//! the time the resource finishes its previous packet:
+//!
+//! * **store-and-forward** (`switching=saf`): `start = max(r, free)`; the packet reaches the
+//!   next resource when its tail has: `start + s + hop`.
+//! * **virtual cut-through** (`switching=vct`, the default): the header moves on as soon as it
+//!   is through: the next resource is reached at `start + hop`, but no resource finishes a
+//!   packet before its tail has arrived: `start = max(r, free, tail - s)` where `tail` is when
+//!   the last byte arrives (previous resource's finish `+ hop`).
+//!
+//! A message arrives when the tail of its last packet reaches the destination.
+//!
+//! **Closed forms** for one message alone on the network, `H` hops, NICs off, packet
+//! serialisation times `s_1..s_k` (`s_1` the first, full packet):
+//!
+//! * cut-through: `lat + H*hop + (s_1 + ... + s_k)`;
+//! * store-and-forward: the same plus `(H - 1) * s_1`, since every link but the last waits for
+//!   a whole packet before forwarding it.
+//!
+//! Messages between PEs of the same node use `lat_intra + ceil(S / bw_intra)` and no
+//! resources.
+//!
+//! **Queueing** reported for a message is its wire time minus the wire time it would have had
+//! alone on the network ([`ContentionParams::uncontended_wire`]).
+
+use crate::hops::check_fit;
+use crate::{Delivery, Driving, LinkStats, MessageInfo, NetIo, NetStats, NetworkModel, Topology};
+use sim_core::{Bandwidth, SimDuration, SimTime};
+use std::collections::VecDeque;
+use std::fmt;
+use std::str::FromStr;
+
+/// How a router forwards a packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Switching {
+    /// Receive the whole packet, then forward it (`saf`).
+    StoreAndForward,
+    /// Forward the header as soon as it has arrived (`vct`).
+    CutThrough,
+}
+
+impl fmt::Display for Switching {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Switching::StoreAndForward => "saf",
+            Switching::CutThrough => "vct",
+        })
+    }
+}
+
+impl FromStr for Switching {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim() {
+            "saf" | "store-and-forward" => Ok(Switching::StoreAndForward),
+            "vct" | "cut-through" => Ok(Switching::CutThrough),
+            other => Err(format!(
+                "`{other}` is not a switching mode; expected saf (store-and-forward) or vct (virtual cut-through)"
+            )),
+        }
+    }
+}
+
+/// Parameters of the contention model (see the [module docs](self)).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ContentionParams {
+    /// The interconnect.
+    pub topology: Topology,
+    /// Start-up latency, paid once per message before its first packet enters the network.
+    pub latency: SimDuration,
+    /// Latency per link crossed.
+    pub per_hop: SimDuration,
+    /// Bandwidth of every link (each direction).
+    pub bandwidth: Bandwidth,
+    /// Packet size in bytes (at least 1).
+    pub packet_bytes: u64,
+    /// Store-and-forward or virtual cut-through.
+    pub switching: Switching,
+    /// Bandwidth of each node's injection and ejection NIC; `None`: no NIC limit.
+    pub nic_bandwidth: Option<Bandwidth>,
+    /// PEs per node (at least 1); PE `p` is on node `p / ppn`.
+    pub pes_per_node: u32,
+    /// Latency between PEs of one node.
+    pub intra_latency: SimDuration,
+    /// Bandwidth between PEs of one node.
+    pub intra_bandwidth: Bandwidth,
+}
+
+impl ContentionParams {
+    /// The model, with every link idle.
+    pub fn model(self) -> Contention {
+        Contention {
+            ports: self.topology.ports(),
+            p: self,
+            res: Vec::new(),
+            packets: Vec::new(),
+            free_packets: Vec::new(),
+            msgs: Vec::new(),
+            free_msgs: Vec::new(),
+            memo: [(u64::MAX, 0, 0); MEMO],
+            memo_next: 0,
+            scratch: Vec::new(),
+            messages: 0,
+            hop_bytes: 0,
+            packets_total: 0,
+            packet_hops: 0,
+        }
+    }
+
+    /// Packets of a message: `(count, bytes of a full packet, bytes of the last one)`.
+    fn split(&self, bytes: u64) -> (u64, u64, u64) {
+        let p = self.packet_bytes.max(1);
+        if bytes <= p {
+            return (1, bytes, bytes);
+        }
+        let k = bytes.div_ceil(p);
+        (k, p, bytes - (k - 1) * p)
+    }
+
+    /// Wire time of a message of `bytes` bytes crossing `hops` links with the network otherwise
+    /// idle: the same recurrences as the simulation, without other traffic.
+    pub fn uncontended_wire(&self, bytes: u64, hops: u32) -> SimDuration {
+        let mut scratch = Vec::new();
+        SimDuration::from_ps(self.lone(bytes, hops, &mut scratch))
+    }
+
+    fn lone(&self, bytes: u64, hops: u32, free: &mut Vec<u64>) -> u64 {
+        let nic = self.nic_bandwidth.is_some() as usize;
+        let stages = hops as usize + 2 * nic;
+        free.clear();
+        free.resize(stages, 0);
+        let (k, full, last) = self.split(bytes);
+        let t0 = self.latency.as_ps();
+        let mut done = t0;
+        for j in 0..k {
+            let b = if j + 1 == k { last } else { full };
+            let (s_link, s_nic) = self.ser(b);
+            let (mut t, mut tail) = (t0, t0);
+            for (i, f) in free.iter_mut().enumerate() {
+                let is_nic = nic == 1 && (i == 0 || i + 1 == stages);
+                let (s, h) = if is_nic {
+                    (s_nic, 0)
+                } else {
+                    (s_link, self.per_hop.as_ps())
+                };
+                let step = self.step(t, tail, *f, s, h);
+                *f = step.end;
+                t = step.next;
+                tail = step.tail;
+            }
+            done = done.max(tail);
+        }
+        // The message left at time 0.
+        done
+    }
+
+    /// Serialisation of a `b`-byte packet on a link and on a NIC.
+    fn ser(&self, b: u64) -> (u64, u64) {
+        let link = self.bandwidth.transfer_time(b).as_ps();
+        let nic = self.nic_bandwidth.map_or(0, |n| n.transfer_time(b).as_ps());
+        (link, nic)
+    }
+
+    /// One packet through one resource: reached at `r` (header), tail there at `tail`, the
+    /// resource free at `free`, serialisation `s`, latency after it `h`.
+    #[inline]
+    fn step(&self, r: u64, tail: u64, free: u64, s: u64, h: u64) -> Step {
+        let ready = match self.switching {
+            Switching::StoreAndForward => r,
+            Switching::CutThrough => r.max(tail.saturating_sub(s)),
+        };
+        let start = ready.max(free);
+        let end = start.saturating_add(s);
+        let (next, tail) = match self.switching {
+            Switching::StoreAndForward => (end.saturating_add(h), end.saturating_add(h)),
+            Switching::CutThrough => (start.saturating_add(h), end.saturating_add(h)),
+        };
+        Step {
+            ready,
+            start,
+            end,
+            next,
+            tail,
+        }
+    }
+}
+
+struct Step {
+    ready: u64,
+    start: u64,
+    end: u64,
+    next: u64,
+    tail: u64,
+}
+
+const MEMO: usize = 8;
+
+const STAGE_INJECT: u8 = 0;
+const STAGE_NET: u8 = 1;
+const STAGE_EJECT: u8 = 2;
+
+#[derive(Clone, Copy, Debug)]
+struct Packet {
+    msg: u32,
+    stage: u8,
+    node: u64,
+    tail_ps: u64,
+    bytes: u64,
+    ser_link: u64,
+    ser_nic: u64,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Msg {
+    token: u32,
+    left: u64,
+    dst: u64,
+    sent_ps: u64,
+    done_ps: u64,
+    bytes: u64,
+    hops: u32,
+}
+
+/// One link or NIC: when it is next free, what it carried, who waits for it.
+#[derive(Clone, Debug, Default)]
+struct Res {
+    free_ps: u64,
+    bytes: u64,
+    packets: u64,
+    busy_ps: u64,
+    max_queue: u64,
+    max_wait_ps: u64,
+    /// Start times of packets queued and not yet started (increasing).
+    waiting: VecDeque<u64>,
+}
+
+/// The contention model at run time. Resources are numbered per node: `node * (ports + 2) +
+/// port` for links, `+ ports` for the injection NIC, `+ ports + 1` for the ejection NIC, and
+/// allocated as nodes are first touched.
+#[derive(Debug)]
+pub struct Contention {
+    p: ContentionParams,
+    ports: u64,
+    res: Vec<Res>,
+    packets: Vec<Packet>,
+    free_packets: Vec<u32>,
+    msgs: Vec<Msg>,
+    free_msgs: Vec<u32>,
+    /// `(bytes, hops, uncontended wire)` of recent message shapes.
+    memo: [(u64, u32, u64); MEMO],
+    memo_next: usize,
+    scratch: Vec<u64>,
+    messages: u64,
+    hop_bytes: u64,
+    packets_total: u64,
+    packet_hops: u64,
+}
+
+impl Contention {
+    /// The parameters.
+    pub fn params(&self) -> &ContentionParams {
+        &self.p
+    }
+
+    fn res_index(&self, node: u64, port: u64) -> usize {
+        (node * (self.ports + 2) + port) as usize
+    }
+
+    fn res_mut(&mut self, i: usize) -> &mut Res {
+        if i >= self.res.len() {
+            let per_node = self.ports as usize + 2;
+            self.res
+                .resize_with((i / per_node + 1) * per_node, Res::default);
+        }
+        &mut self.res[i]
+    }
+
+    fn uncontended(&mut self, bytes: u64, hops: u32) -> u64 {
+        if let Some(&(_, _, w)) = self.memo.iter().find(|m| m.0 == bytes && m.1 == hops) {
+            return w;
+        }
+        let w = self.p.lone(bytes, hops, &mut self.scratch);
+        self.memo[self.memo_next] = (bytes, hops, w);
+        self.memo_next = (self.memo_next + 1) % MEMO;
+        w
+    }
+
+    fn deliver(&mut self, m: u32, tail: u64, io: &mut NetIo) {
+        let msg = &mut self.msgs[m as usize];
+        msg.done_ps = msg.done_ps.max(tail);
+        msg.left -= 1;
+        if msg.left > 0 {
+            return;
+        }
+        let msg = *msg;
+        self.free_msgs.push(m);
+        let wire = msg.done_ps - msg.sent_ps;
+        let alone = self.uncontended(msg.bytes, msg.hops);
+        io.deliveries.push(Delivery {
+            at: SimTime::from_ps(msg.done_ps),
+            token: msg.token,
+            wire: SimDuration::from_ps(wire),
+            queueing: SimDuration::from_ps(wire.saturating_sub(alone)),
+        });
+    }
+}
+
+impl NetworkModel for Contention {
+    fn wire_time(&mut self, _msg: &MessageInfo, _depart: SimTime) -> SimDuration {
+        // Event-driven: the replay calls `start_message` instead.
+        SimDuration::ZERO
+    }
+    fn driving(&self) -> Driving {
+        Driving::EventDriven
+    }
+    fn check_pes(&self, pes: u32) -> Result<(), String> {
+        check_fit(&self.p.topology, self.p.pes_per_node, pes)
+    }
+
+    fn start_message(&mut self, now: SimTime, msg: &MessageInfo, token: u32, io: &mut NetIo) {
+        let ppn = self.p.pes_per_node.max(1);
+        let (a, b) = ((msg.src_pe / ppn) as u64, (msg.dst_pe / ppn) as u64);
+        if a == b {
+            let wire = self
+                .p
+                .intra_latency
+                .saturating_add(self.p.intra_bandwidth.transfer_time(msg.bytes));
+            io.deliveries.push(Delivery {
+                at: now.saturating_add(wire),
+                token,
+                wire,
+                queueing: SimDuration::ZERO,
+            });
+            return;
+        }
+        let hops = self.p.topology.hops(a, b);
+        self.messages += 1;
+        self.hop_bytes = self
+            .hop_bytes
+            .saturating_add((hops as u64).saturating_mul(msg.bytes));
+        let (k, full, last) = self.p.split(msg.bytes);
+        self.packets_total += k;
+        let m = Msg {
+            token,
+            left: k,
+            dst: b,
+            sent_ps: now.as_ps(),
+            done_ps: 0,
+            bytes: msg.bytes,
+            hops,
+        };
+        let mi = match self.free_msgs.pop() {
+            Some(i) => {
+                self.msgs[i as usize] = m;
+                i
+            }
+            None => {
+                self.msgs.push(m);
+                (self.msgs.len() - 1) as u32
+            }
+        };
+        let t0 = now.as_ps().saturating_add(self.p.latency.as_ps());
+        let stage = if self.p.nic_bandwidth.is_some() {
+            STAGE_INJECT
+        } else {
+            STAGE_NET
+        };
+        let (full_link, full_nic) = self.p.ser(full);
+        for j in 0..k {
+            let bytes = if j + 1 == k { last } else { full };
+            let (ser_link, ser_nic) = if bytes == full {
+                (full_link, full_nic)
+            } else {
+                self.p.ser(bytes)
+            };
+            let pk = Packet {
+                msg: mi,
+                stage,
+                node: a,
+                tail_ps: t0,
+                bytes,
+                ser_link,
+                ser_nic,
+            };
+            let pi = match self.free_packets.pop() {
+                Some(i) => {
+                    self.packets[i as usize] = pk;
+                    i
+                }
+                None => {
+                    self.packets.push(pk);
+                    (self.packets.len() - 1) as u32
+                }
+            };
+            io.events.push((SimTime::from_ps(t0), pi));
+        }
+    }
+
+    fn handle_event(&mut self, now: SimTime, event: u32, io: &mut NetIo) {
+        let now = now.as_ps();
+        let mut pk = self.packets[event as usize];
+        let dst = self.msgs[pk.msg as usize].dst;
+        let nic = self.p.nic_bandwidth.is_some();
+        // The resource this packet is at, and where it goes after it.
+        let (idx, ser, hop, next_stage, next_node, last) = match pk.stage {
+            STAGE_INJECT => (
+                self.res_index(pk.node, self.ports),
+                pk.ser_nic,
+                0,
+                STAGE_NET,
+                pk.node,
+                false,
+            ),
+            STAGE_EJECT => (
+                self.res_index(pk.node, self.ports + 1),
+                pk.ser_nic,
+                0,
+                STAGE_EJECT,
+                pk.node,
+                true,
+            ),
+            _ => {
+                let (link, next) = self
+                    .p
+                    .topology
+                    .next_hop(pk.node, dst)
+                    .expect("a packet in the network is never at its destination");
+                self.packet_hops += 1;
+                let port = link.0 % self.ports.max(1);
+                let arrived = next == dst;
+                (
+                    self.res_index(pk.node, port),
+                    pk.ser_link,
+                    self.p.per_hop.as_ps(),
+                    if arrived && nic {
+                        STAGE_EJECT
+                    } else {
+                        STAGE_NET
+                    },
+                    next,
+                    arrived && !nic,
+                )
+            }
+        };
+        let free = self.res_mut(idx).free_ps;
+        let st = self.p.step(now, pk.tail_ps, free, ser, hop);
+        let r = &mut self.res[idx];
+        r.free_ps = st.end;
+        r.bytes += pk.bytes;
+        r.packets += 1;
+        r.busy_ps += ser;
+        r.max_wait_ps = r.max_wait_ps.max(st.start - st.ready);
+        while r.waiting.front().is_some_and(|&s| s <= now) {
+            r.waiting.pop_front();
+        }
+        if st.start > st.ready {
+            r.waiting.push_back(st.start);
+            r.max_queue = r.max_queue.max(r.waiting.len() as u64);
+        }
+        let (next, tail) = (st.next, st.tail);
+        if last {
+            self.free_packets.push(event);
+            self.deliver(pk.msg, tail, io);
+            return;
+        }
+        pk.stage = next_stage;
+        pk.node = next_node;
+        pk.tail_ps = tail;
+        self.packets[event as usize] = pk;
+        io.events.push((SimTime::from_ps(next), event));
+    }
+
+    fn stats(&self) -> Option<NetStats> {
+        let per_node = self.ports + 2;
+        let links = self
+            .res
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.packets > 0)
+            .map(|(i, r)| {
+                let (node, port) = (i as u64 / per_node, i as u64 % per_node);
+                let (kind, port, to_node) = if port == self.ports {
+                    ("inject", 0, node)
+                } else if port == self.ports + 1 {
+                    ("eject", 0, node)
+                } else {
+                    let link = crate::LinkId(node * self.ports + port);
+                    ("link", port, self.p.topology.link_target(link))
+                };
+                LinkStats {
+                    kind,
+                    node,
+                    port,
+                    to_node,
+                    bytes: r.bytes,
+                    packets: r.packets,
+                    busy_ps: r.busy_ps,
+                    max_queue: r.max_queue,
+                    max_wait_ps: r.max_wait_ps,
+                }
+            })
+            .collect();
+        Some(NetStats {
+            messages: self.messages,
+            hop_bytes: self.hop_bytes,
+            packets: self.packets_total,
+            packet_hops: self.packet_hops,
+            links,
+        })
+    }
+}

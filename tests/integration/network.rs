@@ -1,0 +1,393 @@
+//! Network models against hand-computed timelines: contention (packets, links, NICs) and LogGOPS.
+
+use crate::{run, run_with, us};
+use network_models::{ContentionParams, NetSpec, Switching};
+use replay::{Mapping, ReplayConfig, ReplayReport};
+use scenarios::SynthParams;
+use sim_core::{Bandwidth, QueueKind, SimDuration};
+use trace::{
+    Block, Destination, EntryId, MsgId, ObjectId, PeId, Send, Trace, TraceBuilder, TraceMeta,
+};
+
+/// A send at offset 0.
+fn send_to(msg: MsgId, to: ObjectId, bytes: u64, entry: EntryId) -> Send {
+    Send {
+        msg,
+        offset: SimDuration::ZERO,
+        dest: Destination::Object(to),
+        bytes,
+        entry,
+    }
+}
+
+const NS: u64 = 1_000;
+
+fn ps_of(bw: &str, bytes: u64) -> u64 {
+    Bandwidth::parse(bw).unwrap().transfer_time(bytes).as_ps()
+}
+
+fn contention(spec: &str) -> ContentionParams {
+    match spec.parse::<NetSpec>().unwrap() {
+        NetSpec::Contention(c) => c,
+        other => panic!("not a contention spec: {other}"),
+    }
+}
+
+/// One block on PE 0 sending `sizes[i]` bytes to a receiving block on PE `dsts[i]` at offset
+/// 0; all blocks take no time, so the makespan is the last arrival.
+fn burst(pes: u32, dsts: &[u32], sizes: &[u64]) -> Trace {
+    let mut b = TraceBuilder::new(TraceMeta {
+        name: "burst".into(),
+        recorded_pes: pes,
+        ..Default::default()
+    });
+    let (send_e, recv_e) = (b.entry("send"), b.entry("recv"));
+    let src = b.object("src", PeId(0));
+    let mut sends = Vec::new();
+    let mut recvs = Vec::new();
+    for (i, (&d, &bytes)) in dsts.iter().zip(sizes).enumerate() {
+        let o = b.object(format!("dst{i}"), PeId(d));
+        let m = b.new_msg();
+        sends.push(send_to(m, o, bytes, recv_e));
+        recvs.push((o, m));
+    }
+    b.block(Block::new(src, send_e, SimDuration::ZERO), &[], &sends);
+    for (o, m) in recvs {
+        b.block(
+            Block {
+                trigger: Some(m),
+                ..Block::new(o, recv_e, SimDuration::ZERO)
+            },
+            &[],
+            &[],
+        );
+    }
+    b.finish().unwrap()
+}
+
+fn makespan(t: &Trace, net: &str) -> u64 {
+    run(t, net).makespan.as_ps()
+}
+
+#[test]
+fn a_lone_message_takes_the_documented_closed_form_on_every_topology() {
+    // 10 KiB in 4 KiB packets: two full packets and one of 2 KiB.
+    let bytes = 10 * 1024;
+    let (s_full, s_last) = (ps_of("10GB/s", 4096), ps_of("10GB/s", 2048));
+    let sum = 2 * s_full + s_last;
+    for (topo, pes, pairs) in [
+        ("hypercube:6", 64u32, vec![(0u32, 63u32), (5, 6), (1, 3)]),
+        ("mesh:4x4x4", 64, vec![(0, 63), (9, 10), (3, 3 + 4 * 3)]),
+        ("torus:4x4x4", 64, vec![(0, 63), (0, 2), (7, 4 * 3)]),
+        ("full:16", 16, vec![(0, 15), (10, 11)]),
+    ] {
+        let topology: network_models::Topology = topo.parse().unwrap();
+        for (a, b) in pairs {
+            let hops = topology.hops(a as u64, b as u64) as u64;
+            let t = burst(pes, &[1], &[bytes]);
+            let cfg = ReplayConfig {
+                pes: Some(pes),
+                mapping: Mapping::Explicit(vec![a, b]),
+                ..Default::default()
+            };
+            let vct = format!("contention:topo={topo},lat=1us,hop=50ns,bw=10GB/s,packet=4KiB");
+            let expect_vct = 1_000_000 + hops * 50 * NS + sum;
+            let r = run_with(&t, &vct, &cfg);
+            assert_eq!(r.makespan.as_ps(), expect_vct, "{topo} {a}->{b} vct");
+            let saf = format!("{vct},switching=saf");
+            let r = run_with(&t, &saf, &cfg);
+            assert_eq!(
+                r.makespan.as_ps(),
+                expect_vct + (hops - 1) * s_full,
+                "{topo} {a}->{b} saf = vct + (H-1)*s_1"
+            );
+            // The model's own closed form agrees, and an uncontended message queues for nothing.
+            assert_eq!(
+                contention(&saf)
+                    .uncontended_wire(bytes, hops as u32)
+                    .as_ps(),
+                expect_vct + (hops - 1) * s_full
+            );
+            let q: u64 = r.entry_net.iter().map(|e| e.queueing_ps).sum();
+            assert_eq!(q, 0, "{topo} {a}->{b}");
+            // The hops model gives the same figure for a single packet (S <= packet).
+            let one = burst(pes, &[1], &[4096]);
+            assert_eq!(
+                run_with(&one, &vct, &cfg).makespan,
+                run_with(
+                    &one,
+                    &format!("hops:topo={topo},lat=1us,hop=50ns,bw=10GB/s"),
+                    &cfg
+                )
+                .makespan,
+                "{topo} {a}->{b}"
+            );
+        }
+    }
+}
+
+#[test]
+fn two_messages_sharing_a_link_are_serialised() {
+    let s = ps_of("10GB/s", 4096);
+    // Two 4 KiB messages from node 0 to node 1 of a 1-D mesh: one link, one after the other.
+    let t = burst(2, &[1, 1], &[4096, 4096]);
+    let net = "contention:topo=mesh:2,lat=1us,hop=50ns,bw=10GB/s,packet=4KiB";
+    let r = run(&t, net);
+    assert_eq!(r.makespan.as_ps(), 1_000_000 + 50 * NS + 2 * s);
+    let stats = r.net.expect("contention reports link stats");
+    assert_eq!(stats.links.len(), 1);
+    let l = &stats.links[0];
+    assert_eq!((l.kind, l.node, l.to_node), ("link", 0, 1));
+    assert_eq!((l.bytes, l.packets, l.busy_ps), (8192, 2, 2 * s));
+    assert_eq!((l.max_queue, l.max_wait_ps), (1, s));
+    // The second message queued for exactly one packet time.
+    assert_eq!(r.entry_net.iter().map(|e| e.queueing_ps).sum::<u64>(), s);
+
+    // Node 0 -> 2 and node 1 -> 2 on a mesh of 3 share link 1->2. With no hop latency both
+    // reach it at `lat`; the one sent first (to node 2 via 1) is served first in VCT.
+    let t = burst(3, &[2, 2], &[4096, 4096]);
+    let cfg = ReplayConfig {
+        mapping: Mapping::Explicit(vec![0, 2, 2]),
+        ..Default::default()
+    };
+    let r = run_with(
+        &t,
+        "contention:topo=mesh:3,lat=1us,bw=10GB/s,packet=4KiB",
+        &cfg,
+    );
+    assert_eq!(r.makespan.as_ps(), 1_000_000 + 2 * s);
+    let r = run(&t, "hops:topo=mesh:3,lat=1us,bw=10GB/s");
+    assert_eq!(r.makespan.as_ps(), 1_000_000 + s, "hops ignores contention");
+}
+
+#[test]
+fn nic_limit_serialises_a_nodes_messages() {
+    // Four 4 KiB messages from node 0 to four different neighbours of a hypercube: separate
+    // links, so without NICs all arrive at lat + hop + s; with a NIC of the link's bandwidth the
+    // last leaves the NIC after 4 packet times.
+    let s = ps_of("10GB/s", 4096);
+    let t = burst(16, &[1, 2, 4, 8], &[4096; 4]);
+    let base = "contention:topo=hypercube:4,lat=1us,hop=50ns,bw=10GB/s,packet=4KiB";
+    assert_eq!(makespan(&t, base), 1_000_000 + 50 * NS + s);
+    assert_eq!(
+        makespan(&t, &format!("{base},nic_bw=10GB/s")),
+        1_000_000 + 50 * NS + 4 * s
+    );
+    let r = run(&t, &format!("{base},nic_bw=10GB/s"));
+    let stats = r.net.unwrap();
+    let inject = stats.links.iter().find(|l| l.kind == "inject").unwrap();
+    assert_eq!((inject.node, inject.packets, inject.max_queue), (0, 4, 3));
+    assert_eq!(stats.links.iter().filter(|l| l.kind == "eject").count(), 4);
+    assert_eq!(
+        (stats.packets, stats.packet_hops, stats.hop_bytes),
+        (4, 4, 4 * 4096)
+    );
+}
+
+fn halo_params(k: u32) -> SynthParams {
+    SynthParams {
+        iters: k,
+        compute: us(100),
+        bytes: 65536,
+        ..SynthParams::default()
+    }
+}
+
+#[test]
+fn torus_halo_iteration_is_c_plus_lat_plus_s_over_bw_without_nic_limits_and_nic_bound_with() {
+    // The formulas stated in docs/ARCHITECTURE.md ("Contention: halo formulas").
+    let k = 3;
+    let t = scenarios::halo(&[10, 10, 10], true, &halo_params(k)).unwrap();
+    let c = us(100).as_ps();
+    let (lat, hop) = (1_000_000, 50 * NS);
+    let base = "contention:topo=torus:10x10x10,lat=1us,hop=50ns,bw=10GB/s,packet=4KiB";
+    let per_iter = |r: &ReplayReport| {
+        let times = r.iteration_times();
+        assert!(times.iter().all(|x| *x == times[0]), "{times:?}");
+        times[0].as_ps()
+    };
+    // Independent links, no NIC limit: every neighbour message has its own link.
+    for sw in ["vct", "saf"] {
+        let r = run(&t, &format!("{base},switching={sw}"));
+        assert_eq!(per_iter(&r), c + lat + hop + ps_of("10GB/s", 65536), "{sw}");
+    }
+    // NIC at the link bandwidth: six messages leave through one NIC, C + lat + hop + 6 S/nic_bw.
+    let r = run(&t, &format!("{base},nic_bw=10GB/s"));
+    assert_eq!(per_iter(&r), c + lat + hop + 6 * ps_of("10GB/s", 65536));
+    // A NIC slower than the links (cut-through): plus one packet's (P/nic_bw - P/bw).
+    let r = run(&t, &format!("{base},nic_bw=5GB/s"));
+    assert_eq!(
+        per_iter(&r),
+        c + lat + hop + 6 * ps_of("5GB/s", 65536) + ps_of("5GB/s", 4096) - ps_of("10GB/s", 4096)
+    );
+    // The NIC switch changes the prediction by (6 S/nic - S/bw) / (C + lat + hop + S/bw) = 30%.
+    let off = c + lat + hop + ps_of("10GB/s", 65536);
+    let on = c + lat + hop + 6 * ps_of("10GB/s", 65536);
+    assert!((on - off) * 100 / off == 30, "{}", (on - off) * 100 / off);
+}
+
+#[test]
+fn contention_is_identical_across_queues_and_repeatable() {
+    let p = SynthParams {
+        iters: 3,
+        jitter: sim_core::Ratio::parse("0.3").unwrap(),
+        seed: 7,
+        bytes: 20_000,
+        ..halo_params(3)
+    };
+    let t = scenarios::halo(&[4, 4, 2], true, &p).unwrap();
+    let net = "contention:topo=torus:2x2x2,lat=1us,hop=30ns,bw=4GB/s,packet=3000B,nic_bw=6GB/s,ppn=4,lat_intra=100ns,bw_intra=20GB/s";
+    let mut out = Vec::new();
+    for queue in [QueueKind::Radix, QueueKind::Binary] {
+        for _ in 0..2 {
+            let cfg = ReplayConfig {
+                queue,
+                timeline: true,
+                ..Default::default()
+            };
+            let r = run_with(&t, net, &cfg);
+            out.push((r.makespan, r.timeline, r.net, r.entry_net));
+        }
+    }
+    assert!(out.windows(2).all(|w| w[0] == w[1]));
+    let stats = out[0].2.as_ref().unwrap();
+    // Link bytes add up to packet-hop bytes: every payload byte crossing a link is counted once.
+    let link_bytes: u64 = stats
+        .links
+        .iter()
+        .filter(|l| l.kind == "link")
+        .map(|l| l.bytes)
+        .sum();
+    assert_eq!(link_bytes, stats.hop_bytes);
+    assert!(
+        stats.links.iter().any(|l| l.max_queue > 0),
+        "this case contends"
+    );
+}
+
+#[test]
+fn loggops_ping_pong_follows_the_hand_computed_timeline() {
+    // A (PE 0) sends s bytes to B (PE 1), which replies to C (PE 0). Zero-time blocks.
+    // L=2500, o=1500, g=1000 ns, G=6 ps/B, s=1001: (s-1)G = 6 ns.
+    let mut b = TraceBuilder::new(TraceMeta {
+        recorded_pes: 2,
+        ..Default::default()
+    });
+    let e = b.entry("e");
+    let (p0, p1) = (b.object("p0", PeId(0)), b.object("p1", PeId(1)));
+    let (m1, m2) = (b.new_msg(), b.new_msg());
+    let snd = |m, o| send_to(m, o, 1001, e);
+    b.block(Block::new(p0, e, SimDuration::ZERO), &[], &[snd(m1, p1)]);
+    b.block(
+        Block {
+            trigger: Some(m1),
+            ..Block::new(p1, e, SimDuration::ZERO)
+        },
+        &[],
+        &[snd(m2, p0)],
+    );
+    b.block(
+        Block {
+            trigger: Some(m2),
+            ..Block::new(p0, e, SimDuration::ZERO)
+        },
+        &[],
+        &[],
+    );
+    let t = b.finish().unwrap();
+    let cfg = ReplayConfig {
+        timeline: true,
+        ..Default::default()
+    };
+    let r = run_with(
+        &t,
+        "loggops:L=2500ns,o=1500ns,g=1000ns,G=6ps,O=0,S=65535",
+        &cfg,
+    );
+    let tl: Vec<(u64, u64)> = r
+        .timeline
+        .unwrap()
+        .iter()
+        .map(|x| (x.start.as_ps() / NS, x.end.as_ps() / NS))
+        .collect();
+    // A: o. B: starts at o + L, pays o + (s-1)G to receive and o to send.
+    // C: starts when B's send started + o + L, pays o + (s-1)G.
+    assert_eq!(tl, vec![(0, 1500), (4000, 7006), (9506, 11012)]);
+    // Per-byte CPU overhead O moves the same points: sender o + (s-1)O, receiver o + max.
+    let r = run_with(
+        &t,
+        "loggops:L=2500ns,o=1500ns,g=1000ns,G=6ps,O=10ps,S=65535",
+        &cfg,
+    );
+    let ends: Vec<u64> = r.timeline.unwrap().iter().map(|x| x.end.as_ps()).collect();
+    // A: o + 10 ns = 1510, but its first byte still leaves at o (LogGOPSim: ts + o + L), so
+    // B starts at 4000, receives for o + max(10, 6) = 1510 and sends for 1510: ends at 7020;
+    // its message leaves at 5510 + o = 7010, reaches C at 9510; C receives until 11020.
+    assert_eq!(ends, vec![1_510 * NS, 7_020 * NS, 11_020 * NS]);
+}
+
+#[test]
+fn loggops_burst_of_four_is_cpu_bound_or_nic_bound_as_hand_computed() {
+    let net = "loggops:L=2500ns,o=1500ns,g=1000ns,G=6ps,O=0,S=65535";
+    let cfg = ReplayConfig {
+        timeline: true,
+        ..Default::default()
+    };
+    let timeline = |bytes: u64| -> Vec<(u64, u64)> {
+        let t = burst(2, &[1, 1, 1, 1], &[bytes; 4]);
+        run_with(&t, net, &cfg)
+            .timeline
+            .unwrap()
+            .iter()
+            .map(|x| (x.start.as_ps() / NS, x.end.as_ps() / NS))
+            .collect()
+    };
+    // s = 1001: g + (s-1)G = 1006 ns < o, so sends are o apart; first bytes arrive at
+    // 1500(i+1) + 2500; each receive costs o + 6 ns on the receiving CPU.
+    assert_eq!(
+        timeline(1001),
+        vec![
+            (0, 6000),
+            (4000, 5506),
+            (5506, 7012),
+            (7012, 8518),
+            (8518, 10024)
+        ]
+    );
+    // s = 100001: g + (s-1)G = 1600 ns > o, so each send waits for the NIC (the sending block
+    // stalls 100 ns per send after the first); receives cost o + 600 ns.
+    assert_eq!(
+        timeline(100_001),
+        vec![
+            (0, 6300),
+            (4000, 6100),
+            (6100, 8200),
+            (8200, 10300),
+            (10300, 12400)
+        ]
+    );
+}
+
+#[test]
+fn issue_spec_examples_parse_and_round_trip() {
+    for s in [
+        "hops:topo=torus:8x8x8,lat=1us,hop=50ns,bw=10GB/s",
+        "contention:topo=hypercube:10,lat=500ns,bw=10GB/s,packet=4KiB,nic_bw=20GB/s",
+        "loggops:L=2500ns,o=1500ns,g=1000ns,G=6ps,O=0,S=65535",
+        "contention:topo=torus:4x4,bw=1GB/s,switching=saf,nic_bw=off",
+    ] {
+        let spec: NetSpec = s.parse().unwrap();
+        assert_eq!(spec.to_string().parse::<NetSpec>().unwrap(), spec, "{s}");
+    }
+    let c =
+        contention("contention:topo=hypercube:10,lat=500ns,bw=10GB/s,packet=4KiB,nic_bw=20GB/s");
+    assert_eq!(c.packet_bytes, 4096);
+    assert_eq!(c.switching, Switching::CutThrough);
+    assert_eq!(c.nic_bandwidth, Some(Bandwidth::parse("20GB/s").unwrap()));
+    let e = |s: &str| s.parse::<NetSpec>().unwrap_err().to_string();
+    assert!(e("contention:topo=torus:4x4,bw=1GB/s,switching=wormhole").contains("saf"));
+    assert!(e("contention:topo=torus:4x4,bw=1GB/s,packet=0").contains("packet"));
+    assert!(e("contention:topo=torus:4x4,bw=1GB/s,nic_bw=fast").contains("nic_bw"));
+    assert!(e("loggops:l=1us").contains("its parameters: L, o, g, G, O, S"));
+    assert!(e("loggops:L=5").contains("unit is required"));
+}
