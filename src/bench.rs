@@ -19,7 +19,8 @@ pub struct BenchArgs {
     /// Repetitions per size (the median is reported).
     #[arg(long, default_value_t = 3)]
     repeat: u32,
-    /// Network model.
+    /// Network model. With `contention`, the packet-hops per second are reported too, e.g.
+    /// `--ranks 4096 --net contention:topo=torus:16x16x16,lat=1us,bw=10GB/s,packet=4KiB`.
     #[arg(long, default_value = "alphabeta:lat=1us,bw=10GB/s")]
     net: NetSpec,
     /// Event queue.
@@ -54,7 +55,7 @@ pub fn run(a: BenchArgs) -> Result<()> {
         bail!("--repeat must be at least 1");
     }
     println!(
-        "ranks,dims,iters,blocks,messages,events,gen_s,replay_s_median,messages_per_s,events_per_s"
+        "ranks,dims,iters,blocks,messages,events,packet_hops,gen_s,replay_s_median,messages_per_s,events_per_s,packet_hops_per_s"
     );
     for &n in &a.ranks {
         let dims = cubic_dims(n);
@@ -84,8 +85,9 @@ pub fn run(a: BenchArgs) -> Result<()> {
         let med = times[times.len() / 2];
         let r = last.expect("repeat >= 1");
         let msgs = r.messages.total();
+        let hops = r.net.as_ref().map_or(0, |s| s.packet_hops);
         println!(
-            "{n},{}x{}x{},{},{},{},{},{gen_s:.3},{med:.4},{:.0},{:.0}",
+            "{n},{}x{}x{},{},{},{},{},{hops},{gen_s:.3},{med:.4},{:.0},{:.0},{:.0}",
             dims[0],
             dims[1],
             dims[2],
@@ -94,8 +96,15 @@ pub fn run(a: BenchArgs) -> Result<()> {
             msgs,
             r.events,
             msgs as f64 / med,
-            r.events as f64 / med
+            r.events as f64 / med,
+            hops as f64 / med
         );
+        if hops > 0 {
+            eprintln!(
+                "{n} ranks: {:.2} M packet-hops/s ({hops} packet-hops)",
+                hops as f64 / med / 1e6
+            );
+        }
         eprintln!(
             "{n} ranks ({}x{}x{}): {:.2} M messages/s, {:.2} M events/s (median of {}, replay incl. plan build)",
             dims[0],

@@ -154,6 +154,13 @@ struct OutputArgs {
     /// Write per-PE busy/idle time to this CSV file.
     #[arg(long)]
     per_pe: Option<PathBuf>,
+    /// Write per-link and per-NIC traffic (bytes, busy time, max queue) to this CSV file
+    /// (`contention` model; other models write the header only).
+    #[arg(long)]
+    links: Option<PathBuf>,
+    /// Write the network cost per entry method (messages, wire, queueing, overhead) to this CSV.
+    #[arg(long)]
+    entries: Option<PathBuf>,
     /// Don't print the simulator's own speed to stderr.
     #[arg(long, short)]
     quiet: bool,
@@ -411,6 +418,12 @@ fn replay_and_report(trace: &Trace, m: &MachineArgs, o: &OutputArgs) -> Result<(
     }
     if let Some(p) = &o.per_pe {
         report::write_per_pe(p, &r)?;
+    }
+    if let Some(p) = &o.links {
+        report::write_links(p, &r)?;
+    }
+    if let Some(p) = &o.entries {
+        report::write_entries(p, trace, &r)?;
     }
     Ok(())
 }

@@ -41,6 +41,39 @@ struct JsonReport<'a> {
     unconsumed_sends: u64,
     busy_ps_total: u64,
     utilization: f64,
+    /// Network cost of remote messages per entry method they invoke.
+    entries: Vec<EntryNetRow<'a>>,
+    /// Traffic statistics of topology models (`null` otherwise).
+    network: Option<&'a network_models::NetStats>,
+}
+
+/// One row of the per-entry network table (JSON and CSV).
+#[derive(Serialize)]
+struct EntryNetRow<'a> {
+    entry: &'a str,
+    messages: u64,
+    bytes: u64,
+    wire_ps: u64,
+    queueing_ps: u64,
+    overhead_ps: u64,
+    mean_wire_ps: u64,
+}
+
+fn entry_rows<'a>(t: &'a Trace, r: &ReplayReport) -> Vec<EntryNetRow<'a>> {
+    r.entry_net
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.messages > 0 || e.overhead_ps > 0)
+        .map(|(i, e)| EntryNetRow {
+            entry: &t.entries[i].name,
+            messages: e.messages,
+            bytes: e.bytes,
+            wire_ps: e.wire_ps,
+            queueing_ps: e.queueing_ps,
+            overhead_ps: e.overhead_ps,
+            mean_wire_ps: e.wire_ps.checked_div(e.messages).unwrap_or(0),
+        })
+        .collect()
 }
 
 pub fn json(info: &RunInfo, r: &ReplayReport) -> Result<String> {
@@ -67,6 +100,8 @@ pub fn json(info: &RunInfo, r: &ReplayReport) -> Result<String> {
         unconsumed_sends: r.messages.unconsumed_sends,
         busy_ps_total: r.busy_total().as_ps(),
         utilization: r.utilization(),
+        entries: entry_rows(info.trace, r),
+        network: r.net.as_ref(),
     };
     Ok(serde_json::to_string_pretty(&j)?)
 }
@@ -122,6 +157,46 @@ pub fn human(info: &RunInfo, r: &ReplayReport) -> String {
         mb(m.local_bytes),
         m.unconsumed_sends
     );
+    for e in entry_rows(t, r).iter().filter(|e| e.messages > 0) {
+        let _ = writeln!(
+            s,
+            "  to {:<9} {} msgs, mean wire {}, queueing {:.1}% of wire, total CPU overhead {}",
+            e.entry,
+            e.messages,
+            SimDuration::from_ps(e.mean_wire_ps),
+            100.0 * e.queueing_ps as f64 / (e.wire_ps.max(1)) as f64,
+            SimDuration::from_ps(e.overhead_ps)
+        );
+    }
+    if let Some(n) = &r.net {
+        let _ = write!(
+            s,
+            "network      {} inter-node messages, {} hop-bytes",
+            n.messages, n.hop_bytes
+        );
+        if n.packets > 0 {
+            let _ = write!(s, ", {} packets, {} packet-hops", n.packets, n.packet_hops);
+        }
+        let _ = writeln!(s);
+        if let Some(l) = n
+            .links
+            .iter()
+            .max_by_key(|l| (l.busy_ps, std::cmp::Reverse(l.node)))
+        {
+            let what = match l.kind {
+                "link" => format!("link {}->{}", l.node, l.to_node),
+                nic => format!("{nic} NIC of node {}", l.node),
+            };
+            let _ = writeln!(
+                s,
+                "busiest      {what} busy {} ({:.1}% of makespan), max queue {} packets, max wait {}",
+                SimDuration::from_ps(l.busy_ps),
+                100.0 * l.busy_ps as f64 / r.makespan.as_ps().max(1) as f64,
+                l.max_queue,
+                SimDuration::from_ps(l.max_wait_ps)
+            );
+        }
+    }
     let busiest = r.pe_busy_ps.iter().copied().max().unwrap_or(0);
     let _ = writeln!(
         s,
@@ -167,6 +242,52 @@ pub fn write_per_pe(path: &Path, r: &ReplayReport) -> Result<()> {
             busy.to_string(),
             idle.to_string(),
         ])?;
+    }
+    w.flush()?;
+    Ok(())
+}
+
+/// Writes per-link (and per-NIC) traffic as CSV; models without links write only the header.
+pub fn write_links(path: &Path, r: &ReplayReport) -> Result<()> {
+    let mut w =
+        csv::Writer::from_path(path).with_context(|| format!("cannot write {}", path.display()))?;
+    w.write_record([
+        "kind",
+        "node",
+        "port",
+        "to_node",
+        "bytes",
+        "packets",
+        "busy_ps",
+        "utilization",
+        "max_queue",
+        "max_wait_ps",
+    ])?;
+    let span = r.makespan.as_ps().max(1) as f64;
+    for l in r.net.iter().flat_map(|n| &n.links) {
+        w.write_record([
+            l.kind.to_string(),
+            l.node.to_string(),
+            l.port.to_string(),
+            l.to_node.to_string(),
+            l.bytes.to_string(),
+            l.packets.to_string(),
+            l.busy_ps.to_string(),
+            format!("{:.6}", l.busy_ps as f64 / span),
+            l.max_queue.to_string(),
+            l.max_wait_ps.to_string(),
+        ])?;
+    }
+    w.flush()?;
+    Ok(())
+}
+
+/// Writes the per-entry network cost table as CSV.
+pub fn write_entries(path: &Path, t: &Trace, r: &ReplayReport) -> Result<()> {
+    let mut w =
+        csv::Writer::from_path(path).with_context(|| format!("cannot write {}", path.display()))?;
+    for row in entry_rows(t, r) {
+        w.serialize(row)?;
     }
     w.flush()?;
     Ok(())

@@ -214,13 +214,14 @@ impl<'a, Q: EventQueue<u64>> Engine<'a, Q> {
         let cb = self.plan.blocks[b as usize];
         let mut recv_oh = 0u64;
         if self.overheads && cb.trigger_src_pe != u32::MAX && cb.trigger_src_pe != pe {
+            let x = self.plan.extra[b as usize];
             let info = MessageInfo {
                 src_pe: cb.trigger_src_pe,
                 dst_pe: pe,
-                bytes: cb.trigger_bytes,
+                bytes: self.plan.sends[x.trigger_send as usize].bytes,
             };
             recv_oh = self.net.recv_overhead(&info).as_ps();
-            self.entry_net[cb.entry as usize].overhead_ps += recv_oh;
+            self.entry_net[x.entry as usize].overhead_ps += recv_oh;
         }
         let base = t
             .as_ps()
@@ -266,7 +267,7 @@ impl<'a, Q: EventQueue<u64>> Engine<'a, Q> {
                 send_oh = send_oh
                     .checked_add(cpu)
                     .ok_or(sim_core::SchedError::Overflow)?;
-                let es = &mut self.entry_net[self.plan.blocks[c as usize].entry as usize];
+                let es = &mut self.entry_net[self.plan.consumer_entry[slot as usize] as usize];
                 es.messages += 1;
                 es.bytes += s.bytes;
                 es.overhead_ps += cpu;
@@ -306,7 +307,7 @@ impl<'a, Q: EventQueue<u64>> Engine<'a, Q> {
             return self.drain_net();
         }
         let wire = self.net.wire_time(&info, t);
-        self.entry_net[self.plan.blocks[c as usize].entry as usize].wire_ps += wire.as_ps();
+        self.entry_net[self.plan.consumer_entry[slot as usize] as usize].wire_ps += wire.as_ps();
         let at = t.checked_add(wire).ok_or(sim_core::SchedError::Overflow)?;
         self.sched.schedule(at, EventClass::Normal, ev(ARRIVE, c))?;
         Ok(())
@@ -322,7 +323,7 @@ impl<'a, Q: EventQueue<u64>> Engine<'a, Q> {
         for i in 0..self.io.deliveries.len() {
             let d = self.io.deliveries[i];
             let c = self.plan.consumers[d.token as usize];
-            let es = &mut self.entry_net[self.plan.blocks[c as usize].entry as usize];
+            let es = &mut self.entry_net[self.plan.consumer_entry[d.token as usize] as usize];
             es.wire_ps += d.wire.as_ps();
             es.queueing_ps += d.queueing.as_ps();
             self.sched

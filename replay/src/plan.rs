@@ -20,10 +20,16 @@ pub(crate) struct CBlock {
     pub prio: i32,
     /// PE of the block that sends this block's trigger, or `u32::MAX` (none, or never sent).
     pub trigger_src_pe: u32,
+}
+
+/// Per-block data only the overhead path needs (kept out of [`CBlock`] so the hot array stays
+/// 24 bytes).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct CBlockExtra {
     /// Entry method id.
     pub entry: u32,
-    /// Size of the trigger message in bytes (0 if none).
-    pub trigger_bytes: u64,
+    /// Index in `sends` of the trigger message's send, or `u32::MAX`.
+    pub trigger_send: u32,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -38,6 +44,7 @@ pub(crate) struct CSend {
 pub(crate) struct Plan {
     pub pes: u32,
     pub blocks: Vec<CBlock>,
+    pub extra: Vec<CBlockExtra>,
     pub pending: Vec<u32>,
     /// `dependents[dep_start[b]..dep_start[b+1]]` are the blocks that list `b` as a dependency.
     pub dep_start: Vec<u32>,
@@ -49,6 +56,8 @@ pub(crate) struct Plan {
     pub consumers: Vec<u32>,
     /// PE of each entry of `consumers` (saves a random access per message).
     pub consumer_pe: Vec<u32>,
+    /// Entry method of each entry of `consumers` (same reason).
+    pub consumer_entry: Vec<u32>,
     /// Sorted distinct iteration labels; a block's `iter_slot` indexes this.
     pub iter_labels: Vec<u32>,
     /// For each send, the index of the sending block (used by stuck diagnosis).
@@ -91,6 +100,7 @@ impl Plan {
         }
 
         let mut blocks = Vec::with_capacity(n);
+        let mut extra = Vec::with_capacity(n);
         let mut pending = Vec::with_capacity(n);
         // (send index, consumer block) pairs, to group consumers by send.
         let mut cons_count = vec![0u32; all_sends.len() + 1];
@@ -103,7 +113,6 @@ impl Plan {
             let trigger_src_pe = sent.map_or(u32::MAX, |s| {
                 map[trace.block(BlockId(send_block[s])).object.index()]
             });
-            let trigger_bytes = sent.map_or(0, |s| all_sends[s].bytes);
             blocks.push(CBlock {
                 pe,
                 iter_slot: b.iteration.map_or(NO_ITER, |i| {
@@ -116,8 +125,10 @@ impl Plan {
                     0
                 },
                 trigger_src_pe,
+            });
+            extra.push(CBlockExtra {
                 entry: b.entry.0,
-                trigger_bytes,
+                trigger_send: sent.map_or(u32::MAX, |s| s as u32),
             });
             pending.push(trace.deps(id).len() as u32 + b.trigger.is_some() as u32);
             match sent {
@@ -144,6 +155,7 @@ impl Plan {
         }
 
         let consumer_pe: Vec<u32> = consumers.iter().map(|&c| blocks[c as usize].pe).collect();
+        let consumer_entry: Vec<u32> = consumers.iter().map(|&c| extra[c as usize].entry).collect();
         let mut sends = Vec::with_capacity(all_sends.len());
         let mut send_start = Vec::with_capacity(n + 1);
         send_start.push(0u32);
@@ -182,6 +194,7 @@ impl Plan {
         Ok(Plan {
             pes,
             blocks,
+            extra,
             pending,
             dep_start,
             dependents,
@@ -189,6 +202,7 @@ impl Plan {
             sends,
             consumers,
             consumer_pe,
+            consumer_entry,
             iter_labels,
             send_block,
             entries: trace.entries.len(),

@@ -230,6 +230,11 @@ fn replay_help_lists_every_model_with_units() {
         "alphabeta:lat=D,bw=B",
         "hops:topo=T",
         "torus:AxBxC",
+        "loggops:L=D,o=D,g=D,G=D,O=D,S=BYTES",
+        "contention:topo=T",
+        "switching=vct|saf",
+        "nic_bw=B|off",
+        "packet=4KiB",
         "o_send",
         "10GB/s",
         "ps|ns|us|ms|s",
@@ -262,4 +267,62 @@ fn builtin_run_and_csv_outputs() {
         "{}",
         stdout(&o)
     );
+}
+
+#[test]
+fn network_statistics_in_json_and_csv() {
+    let dir = tmpdir("netstats");
+    let t = dir.join("h.trace");
+    let o = whatif(&[
+        "gen",
+        "halo3d",
+        "--dims",
+        "4x4x4",
+        "--periodic",
+        "--iters",
+        "2",
+        "--bytes",
+        "8KiB",
+        "--out",
+        t.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let (links, entries) = (dir.join("links.csv"), dir.join("entries.csv"));
+    let net = "contention:topo=torus:4x4x4,lat=1us,bw=10GB/s,packet=4KiB,nic_bw=10GB/s";
+    let o = whatif(&[
+        "replay",
+        t.to_str().unwrap(),
+        "--net",
+        net,
+        "--json",
+        "-q",
+        "--links",
+        links.to_str().unwrap(),
+        "--entries",
+        entries.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    // 64 ranks x 6 neighbours x 2 iterations, 1 hop each, 2 packets each.
+    assert_eq!(v["network"]["messages"], 768);
+    assert_eq!(v["network"]["hop_bytes"], 768 * 8192);
+    assert_eq!(v["network"]["packets"], 1536);
+    assert_eq!(v["entries"][0]["entry"], "recv");
+    assert_eq!(v["entries"][0]["messages"], 768);
+    assert!(
+        v["entries"][0]["queueing_ps"].as_u64().unwrap() > 0,
+        "the NIC queues"
+    );
+    let csv = std::fs::read_to_string(&links).unwrap();
+    // 64 nodes x 6 links + 64 injection + 64 ejection NICs.
+    assert_eq!(csv.lines().count(), 1 + 64 * 8);
+    assert!(csv.starts_with("kind,node,port,to_node,bytes,packets,busy_ps,utilization,max_queue"));
+    let csv = std::fs::read_to_string(&entries).unwrap();
+    assert!(
+        csv.starts_with("entry,messages,bytes,wire_ps,queueing_ps,overhead_ps"),
+        "{csv}"
+    );
+    // Human summary names the busiest resource.
+    let o = whatif(&["replay", t.to_str().unwrap(), "--net", net, "-q"]);
+    assert!(stdout(&o).contains("busiest      "), "{}", stdout(&o));
 }
