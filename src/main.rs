@@ -115,8 +115,13 @@ struct InspectArgs {
 struct MachineArgs {
     /// Network model, e.g. `latency:lat=5us` or `alphabeta:lat=1us,bw=10GB/s` [default: the
     /// trace's recorded model, else ideal]. Models and parameters are listed below.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "net_file")]
     net: Option<NetSpec>,
+    /// Network model from a TOML file: a `[net]` table (or top-level keys) with
+    /// `model = "..."` and the model's parameters, e.g. `model = "hops"`, `topo = "torus:8x8x8"`,
+    /// `lat = "1us"`, `bw = "10GB/s"`.
+    #[arg(long, value_name = "FILE")]
+    net_file: Option<PathBuf>,
     /// Simulated PEs [default: as recorded].
     #[arg(long)]
     pes: Option<u32>,
@@ -361,7 +366,26 @@ fn machine_config(m: &MachineArgs, timeline: bool) -> ReplayConfig {
     }
 }
 
+/// Reads a network model from a TOML file (`[net]` table or top-level keys).
+fn net_from_file(path: &std::path::Path) -> Result<NetSpec> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read network file {}", path.display()))?;
+    let mut doc: toml::Table =
+        toml::from_str(&text).with_context(|| format!("{}: not valid TOML", path.display()))?;
+    let table = match doc.remove("net") {
+        Some(toml::Value::Table(t)) => t,
+        Some(_) => bail!("{}: `net` must be a table ([net])", path.display()),
+        None => doc,
+    };
+    table
+        .try_into()
+        .with_context(|| format!("{}: network model", path.display()))
+}
+
 fn net_for(trace: &Trace, m: &MachineArgs) -> Result<NetSpec> {
+    if let Some(p) = &m.net_file {
+        return net_from_file(p);
+    }
     Ok(match (&m.net, &trace.meta.net) {
         (Some(n), _) => n.clone(),
         (None, Some(rec)) => rec.parse().with_context(|| {

@@ -347,6 +347,88 @@ impl FromStr for NetSpec {
     }
 }
 
+/// A value in a model table: strings are taken as written, numbers as their decimal form.
+#[derive(serde::Deserialize)]
+#[serde(untagged)]
+enum TableValue {
+    Str(String),
+    Int(i64),
+    Float(f64),
+}
+
+impl NetSpec {
+    /// Builds a spec from a table of `model = "..."` plus the model's parameters, as in a
+    /// TOML file:
+    ///
+    /// ```toml
+    /// model = "contention"
+    /// topo = "torus:8x8x8"
+    /// lat = "1us"
+    /// bw = "10GB/s"
+    /// packet = "4KiB"
+    /// nic_bw = "20GB/s"
+    /// ```
+    ///
+    /// The same keys, defaults and checks as the one-line form apply (the table is turned
+    /// into that form and parsed).
+    pub fn from_table<'a>(
+        entries: impl IntoIterator<Item = (&'a str, String)>,
+    ) -> Result<NetSpec, SpecError> {
+        let mut model = None;
+        let mut params = Vec::new();
+        for (k, v) in entries {
+            if k == "model" {
+                model = Some(v);
+            } else if v.contains(',') || v.contains('=') {
+                return Err(SpecError {
+                    spec: format!("{k} = {v:?}"),
+                    reason: format!("the value of `{k}` may not contain `,` or `=`"),
+                });
+            } else {
+                params.push(format!("{k}={v}"));
+            }
+        }
+        let model = model.ok_or_else(|| SpecError {
+            spec: params.join(","),
+            reason: "the table needs `model = \"...\"` (one of ideal, latency, alphabeta, hops, loggops, contention)".into(),
+        })?;
+        if params.is_empty() {
+            model.parse()
+        } else {
+            format!("{model}:{}", params.join(",")).parse()
+        }
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for NetSpec {
+    /// Either a one-line spec string or a table (see [`NetSpec::from_table`]).
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(serde::Deserialize)]
+        #[serde(untagged)]
+        enum Form {
+            Line(String),
+            Table(std::collections::BTreeMap<String, TableValue>),
+        }
+        let form = Form::deserialize(d).map_err(|_| {
+            serde::de::Error::custom(
+                "a network model is a spec string such as \"alphabeta:lat=1us,bw=10GB/s\" or a table with `model = \"...\"` and string or number parameters",
+            )
+        })?;
+        match form {
+            Form::Line(s) => s.parse().map_err(serde::de::Error::custom),
+            Form::Table(t) => NetSpec::from_table(t.iter().map(|(k, v)| {
+                let v = match v {
+                    TableValue::Str(s) => s.clone(),
+                    TableValue::Int(i) => i.to_string(),
+                    TableValue::Float(f) => f.to_string(),
+                };
+                (k.as_str(), v)
+            }))
+            .map_err(serde::de::Error::custom),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

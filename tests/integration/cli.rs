@@ -322,6 +322,23 @@ fn network_statistics_in_json_and_csv() {
         csv.starts_with("entry,messages,bytes,wire_ps,queueing_ps,overhead_ps"),
         "{csv}"
     );
+    // The same model from a TOML file.
+    let file = dir.join("net.toml");
+    std::fs::write(
+        &file,
+        "[net]\nmodel = \"contention\"\ntopo = \"torus:4x4x4\"\nlat = \"1us\"\nbw = \"10GB/s\"\nnic_bw = \"10GB/s\"\n",
+    )
+    .unwrap();
+    let o2 = whatif(&[
+        "replay",
+        t.to_str().unwrap(),
+        "--net-file",
+        file.to_str().unwrap(),
+        "--json",
+        "-q",
+    ]);
+    assert!(o2.status.success(), "{}", stderr(&o2));
+    assert_eq!(o2.stdout, o.stdout);
     // Human summary names the busiest resource.
     let o = whatif(&["replay", t.to_str().unwrap(), "--net", net, "-q"]);
     assert!(stdout(&o).contains("busiest      "), "{}", stdout(&o));

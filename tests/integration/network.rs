@@ -391,3 +391,74 @@ fn issue_spec_examples_parse_and_round_trip() {
     assert!(e("loggops:l=1us").contains("its parameters: L, o, g, G, O, S"));
     assert!(e("loggops:L=5").contains("unit is required"));
 }
+
+#[test]
+fn latency_sweep_is_linear_on_hops_and_bent_on_loggops() {
+    // Periodic 3-D halo, six 64 KiB messages per rank per iteration after C = 100 us.
+    let t = scenarios::halo(&[4, 4, 4], true, &halo_params(3)).unwrap();
+    let mean = |net: String| {
+        let r = run(&t, &net);
+        let its = r.iteration_times();
+        assert!(its.iter().all(|x| *x == its[0]), "{net}: {its:?}");
+        its[0].as_ps()
+    };
+    let c = us(100).as_ps();
+    for lat_ns in [500u64, 1_000, 5_000, 7_500, 10_000, 20_000, 100_000] {
+        let lat = lat_ns * NS;
+        // hops: C + lat + hop + S/bw, a straight line of slope 1.
+        let hops = mean(format!(
+            "hops:topo=torus:4x4x4,lat={lat_ns}ns,hop=50ns,bw=10GB/s"
+        ));
+        assert_eq!(
+            hops,
+            c + lat + 50 * NS + ps_of("10GB/s", 65536),
+            "hops {lat_ns}"
+        );
+        // LogGOPS: the six sends keep the CPU busy for 6o; the first message from each
+        // neighbour arrives o + L after that neighbour's first send; then six receives of
+        // o + (s-1)G each. Latency is hidden until o + L exceeds 6o, then costs 1:1.
+        let (o, sg) = (1_500 * NS, 65_535 * 6);
+        let logg = mean(format!(
+            "loggops:L={lat_ns}ns,o=1500ns,g=1000ns,G=6ps,O=0,S=65535"
+        ));
+        assert_eq!(
+            logg,
+            c + (6 * o).max(o + lat) + 6 * (o + sg),
+            "loggops {lat_ns}"
+        );
+    }
+}
+
+#[test]
+fn models_read_from_toml_tables_equal_their_one_line_specs() {
+    #[derive(serde::Deserialize)]
+    struct File {
+        net: NetSpec,
+    }
+    for (toml_text, line) in [
+        (
+            "[net]\nmodel = \"contention\"\ntopo = \"hypercube:10\"\nlat = \"500ns\"\nbw = \"10GB/s\"\npacket = \"4KiB\"\nnic_bw = \"20GB/s\"\n",
+            "contention:topo=hypercube:10,lat=500ns,bw=10GB/s,packet=4KiB,nic_bw=20GB/s",
+        ),
+        (
+            "[net]\nmodel = \"loggops\"\nL = \"2500ns\"\no = \"1500ns\"\ng = \"1000ns\"\nG = \"6ps\"\nO = 0\nS = 65535\n",
+            "loggops:L=2500ns,o=1500ns,g=1000ns,G=6ps,O=0,S=65535",
+        ),
+        (
+            "[net]\nmodel = \"hops\"\ntopo = \"torus:8x8x8\"\nlat = \"1us\"\nhop = \"50ns\"\nbw = \"10GB/s\"\nppn = 4\n",
+            "hops:topo=torus:8x8x8,lat=1us,hop=50ns,bw=10GB/s,ppn=4",
+        ),
+        (
+            "net = \"alphabeta:lat=1us,bw=10GB/s\"\n",
+            "alphabeta:lat=1us,bw=10GB/s",
+        ),
+    ] {
+        let f: File = toml::from_str(toml_text).unwrap_or_else(|e| panic!("{toml_text}: {e}"));
+        assert_eq!(f.net, line.parse::<NetSpec>().unwrap());
+    }
+    let err = |t: &str| toml::from_str::<File>(t).err().unwrap().to_string();
+    assert!(err("[net]\nmodel = \"hops\"\nbw = \"1GB/s\"\n").contains("needs a topology"));
+    assert!(err("[net]\ntopo = \"torus:2x2\"\n").contains("needs `model"));
+    assert!(err("[net]\nmodel = \"latency\"\nlat = 5\n").contains("unit is required"));
+    assert!(err("[net]\nmodel = \"latency\"\nlatency = \"5us\"\n").contains("its parameters: lat"));
+}
