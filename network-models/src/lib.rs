@@ -6,16 +6,23 @@
 //!   (`src != dst`; messages between objects on the same PE never reach the model and arrive
 //!   when they are sent), the **wire time** from departure to arrival, and the **CPU overheads**
 //!   the sender and receiver pay per message.
-//! * A model either is *stateless* ([`NetworkModel::needs_departure_order`] is `false`: the
-//!   replay may ask about a message at any point, e.g. when its sending block starts) or
-//!   *stateful* (links, queues: the replay asks in non-decreasing order of departure time).
+//! * How the replay drives a model is its [`Driving`]: *stateless* models are asked about a
+//!   message whenever convenient (when its sending block starts); *departure-ordered* models
+//!   (per-NIC state, e.g. LogGOPS) are asked at each departure in time order; *event-driven*
+//!   models (packets on links) schedule their own events in the replay's queue through
+//!   [`NetIo`] and report each delivery with its wire and queueing time.
+//! * The sender's side of a message ([`NetworkModel::sender`]) may stall the sending block
+//!   (LogGOPS waits for a busy NIC) and sets the departure time; the receiver's CPU overhead
+//!   ([`NetworkModel::recv_overhead`]) is paid at the start of the block the message triggers.
 //! * Every model is built from a one-line [`NetSpec`] such as `alphabeta:lat=1us,bw=10GB/s`,
-//!   whose [`Display`](std::fmt::Display) is canonical (all parameters, in a fixed order), so a
-//!   spec printed in a result file can be pasted back on the command line.
+//!   or from a table with `model = "..."` (TOML, JSON: [`NetSpec`] implements
+//!   `serde::Deserialize` for both forms). Its [`Display`](std::fmt::Display) is canonical
+//!   (all parameters, in a fixed order), so a spec printed in a result file can be pasted back
+//!   on the command line.
 //! * All arithmetic is integer picoseconds; byte costs round up to the next picosecond
 //!   ([`Bandwidth::transfer_time`]).
 //!
-//! Models in this release (each row is `--net` syntax):
+//! Models in this release (each row is `--net` syntax; `s1 = S - 1`):
 //!
 //! | spec | wire time for a remote message of S bytes | CPU overheads |
 //! |---|---|---|
@@ -23,9 +30,14 @@
 //! | `latency:lat=D` | `lat` | none |
 //! | `alphabeta:lat=D,bw=B[,o_send=D][,o_recv=D]` | `lat + ceil(S / bw)` | `o_send` on the sender, `o_recv` on the receiver, per remote message |
 //! | `hops:topo=T,lat=D,hop=D,bw=B[,ppn=N,lat_intra=D,bw_intra=B]` | `lat + hops * hop + ceil(S / bw)` between nodes; `lat_intra + ceil(S / bw_intra)` within a node | none |
+//! | `loggops:L=D,o=D,g=D,G=D,O=D,S=BYTES` ([`loggops`]) | first byte `o + L` after the send starts; NICs busy `g + s1*G` per message on each side | sender `o + s1*O` (plus any wait for its NIC), receiver `o + max(s1*O, s1*G)` |
+//! | `contention:topo=T,lat=D,hop=D,bw=B[,packet=BYTES,switching=vct\|saf,nic_bw=B\|off,ppn=N,...]` ([`contention`]) | packets through per-link FIFO queues (and NICs when `nic_bw` is set); alone: `lat + H*hop + sum(s_j)` (vct), plus `(H-1)*s_1` (saf) | none |
 //!
 //! Topologies `T` ([`Topology`]): `full:N`, `hypercube:D`, `mesh:AxBxC`, `torus:AxBxC`, with
-//! dimension-order routing ([`topology`]). Link contention and LogGOPS are to come.
+//! dimension-order routing ([`topology`]). Fat-tree and dragonfly are not implemented.
+//!
+//! Topology models report [`NetStats`] (inter-node messages, hop-bytes; per-link bytes, busy
+//! time, maximum queue and wait for `contention`).
 
 pub mod contention;
 mod hops;

@@ -339,6 +339,26 @@ fn network_statistics_in_json_and_csv() {
     ]);
     assert!(o2.status.success(), "{}", stderr(&o2));
     assert_eq!(o2.stdout, o.stdout);
+    // The example file in docs/ parses and runs.
+    let example = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/docs/examples/net-contention.toml"
+    );
+    let o3 = whatif(&[
+        "replay",
+        t.to_str().unwrap(),
+        "--net-file",
+        example,
+        "--pes",
+        "64",
+        "-q",
+    ]);
+    assert!(o3.status.success(), "{}", stderr(&o3));
+    assert!(
+        stdout(&o3).contains("switching=vct,nic_bw=10GB/s"),
+        "{}",
+        stdout(&o3)
+    );
     // Human summary names the busiest resource.
     let o = whatif(&["replay", t.to_str().unwrap(), "--net", net, "-q"]);
     assert!(stdout(&o).contains("busiest      "), "{}", stdout(&o));
