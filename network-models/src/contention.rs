@@ -107,10 +107,8 @@ impl ContentionParams {
             ports: self.topology.ports(),
             p: self,
             res: Vec::new(),
-            packets: Vec::new(),
-            free_packets: Vec::new(),
-            msgs: Vec::new(),
-            free_msgs: Vec::new(),
+            packets: Slab::default(),
+            msgs: Slab::default(),
             memo: [(u64::MAX, 0, 0); MEMO],
             memo_next: 0,
             scratch: Vec::new(),
@@ -235,6 +233,37 @@ struct Msg {
     hops: u32,
 }
 
+/// Records addressed by `u32` slot, reusing freed slots (no allocation once warm).
+#[derive(Debug)]
+struct Slab<T> {
+    items: Vec<T>,
+    free: Vec<u32>,
+}
+
+impl<T> Default for Slab<T> {
+    fn default() -> Self {
+        Slab {
+            items: Vec::new(),
+            free: Vec::new(),
+        }
+    }
+}
+
+impl<T> Slab<T> {
+    fn insert(&mut self, x: T) -> u32 {
+        match self.free.pop() {
+            Some(i) => {
+                self.items[i as usize] = x;
+                i
+            }
+            None => {
+                self.items.push(x);
+                (self.items.len() - 1) as u32
+            }
+        }
+    }
+}
+
 /// One link or NIC: when it is next free, what it carried, who waits for it.
 #[derive(Clone, Debug, Default)]
 struct Res {
@@ -256,10 +285,8 @@ pub struct Contention {
     p: ContentionParams,
     ports: u64,
     res: Vec<Res>,
-    packets: Vec<Packet>,
-    free_packets: Vec<u32>,
-    msgs: Vec<Msg>,
-    free_msgs: Vec<u32>,
+    packets: Slab<Packet>,
+    msgs: Slab<Msg>,
     /// `(bytes, hops, uncontended wire)` of recent message shapes.
     memo: [(u64, u32, u64); MEMO],
     memo_next: usize,
@@ -300,14 +327,14 @@ impl Contention {
     }
 
     fn deliver(&mut self, m: u32, tail: u64, io: &mut NetIo) {
-        let msg = &mut self.msgs[m as usize];
+        let msg = &mut self.msgs.items[m as usize];
         msg.done_ps = msg.done_ps.max(tail);
         msg.left -= 1;
         if msg.left > 0 {
             return;
         }
         let msg = *msg;
-        self.free_msgs.push(m);
+        self.msgs.free.push(m);
         let wire = msg.done_ps - msg.sent_ps;
         let alone = self.uncontended(msg.bytes, msg.hops);
         io.deliveries.push(Delivery {
@@ -363,16 +390,7 @@ impl NetworkModel for Contention {
             bytes: msg.bytes,
             hops,
         };
-        let mi = match self.free_msgs.pop() {
-            Some(i) => {
-                self.msgs[i as usize] = m;
-                i
-            }
-            None => {
-                self.msgs.push(m);
-                (self.msgs.len() - 1) as u32
-            }
-        };
+        let mi = self.msgs.insert(m);
         let t0 = now.as_ps().saturating_add(self.p.latency.as_ps());
         let stage = if self.p.nic_bandwidth.is_some() {
             STAGE_INJECT
@@ -396,24 +414,15 @@ impl NetworkModel for Contention {
                 ser_link,
                 ser_nic,
             };
-            let pi = match self.free_packets.pop() {
-                Some(i) => {
-                    self.packets[i as usize] = pk;
-                    i
-                }
-                None => {
-                    self.packets.push(pk);
-                    (self.packets.len() - 1) as u32
-                }
-            };
+            let pi = self.packets.insert(pk);
             io.events.push((SimTime::from_ps(t0), pi));
         }
     }
 
     fn handle_event(&mut self, now: SimTime, event: u32, io: &mut NetIo) {
         let now = now.as_ps();
-        let mut pk = self.packets[event as usize];
-        let dst = self.msgs[pk.msg as usize].dst;
+        let mut pk = self.packets.items[event as usize];
+        let dst = self.msgs.items[pk.msg as usize].dst;
         let nic = self.p.nic_bandwidth.is_some();
         // The resource this packet is at, and where it goes after it.
         let (idx, ser, hop, next_stage, next_node, last) = match pk.stage {
@@ -473,14 +482,14 @@ impl NetworkModel for Contention {
         }
         let (next, tail) = (st.next, st.tail);
         if last {
-            self.free_packets.push(event);
+            self.packets.free.push(event);
             self.deliver(pk.msg, tail, io);
             return;
         }
         pk.stage = next_stage;
         pk.node = next_node;
         pk.tail_ps = tail;
-        self.packets[event as usize] = pk;
+        self.packets.items[event as usize] = pk;
         io.events.push((SimTime::from_ps(next), event));
     }
 
