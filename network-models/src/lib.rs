@@ -27,6 +27,7 @@
 //! | spec | wire time for a remote message of S bytes | CPU overheads |
 //! |---|---|---|
 //! | `ideal` | 0 | none |
+//! | `recorded` ([`Recorded`]) | the delay recorded in the trace, for local messages too | none |
 //! | `latency:lat=D` | `lat` | none |
 //! | `alphabeta:lat=D,bw=B[,o_send=D][,o_recv=D]` | `lat + ceil(S / bw)` | `o_send` on the sender, `o_recv` on the receiver, per remote message |
 //! | `hops:topo=T,lat=D,hop=D,bw=B[,ppn=N,lat_intra=D,bw_intra=B]` | `lat + hops * hop + ceil(S / bw)` between nodes; `lat_intra + ceil(S / bw_intra)` within a node | none |
@@ -156,6 +157,11 @@ pub trait NetworkModel: std::fmt::Debug {
     fn stats(&self) -> Option<NetStats> {
         None
     }
+    /// True if the replay should deliver each message after the delay recorded in the trace
+    /// instead of asking this model ([`Recorded`]).
+    fn uses_recorded_delays(&self) -> bool {
+        false
+    }
 }
 
 /// What one link or NIC carried.
@@ -203,6 +209,21 @@ pub struct Ideal;
 impl NetworkModel for Ideal {
     fn wire_time(&mut self, _msg: &MessageInfo, _depart: SimTime) -> SimDuration {
         SimDuration::ZERO
+    }
+}
+
+/// Each message takes the delay recorded in the trace (from its recorded send time to the
+/// recorded arrival at the consumer), local messages included. The replay does the work: this
+/// model only tells it to ([`NetworkModel::uses_recorded_delays`]); its own wire time is 0.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Recorded;
+
+impl NetworkModel for Recorded {
+    fn wire_time(&mut self, _msg: &MessageInfo, _depart: SimTime) -> SimDuration {
+        SimDuration::ZERO
+    }
+    fn uses_recorded_delays(&self) -> bool {
+        true
     }
 }
 

@@ -2,7 +2,7 @@
 
 use crate::{
     AlphaBeta, ContentionParams, Hops, Ideal, Latency, LogGops, LogGopsParams, NetworkModel,
-    Switching, Topology,
+    Recorded, Switching, Topology,
 };
 use sim_core::units::{parse_bytes, parse_duration};
 use sim_core::{Bandwidth, SimDuration};
@@ -24,6 +24,8 @@ pub struct SpecError {
 pub enum NetSpec {
     /// `ideal`: zero time.
     Ideal,
+    /// `recorded`: each message takes the delay recorded in the trace.
+    Recorded,
     /// `latency:lat=D`.
     Latency {
         /// Per-message latency.
@@ -52,6 +54,9 @@ pub enum NetSpec {
 pub const NET_HELP: &str = "\
 Network models (--net MODEL[:key=value,...]; durations take ps|ns|us|ms|s, bandwidths e.g. 10GB/s):
   ideal                                   messages arrive when sent
+  recorded                                every message (local ones too) takes the delay recorded
+                                          in the trace (recorded arrival - recorded send time;
+                                          BigSim imports have them)
   latency:lat=D                           fixed latency per remote message (default lat=0)
   alphabeta:lat=D,bw=B[,o_send=D,o_recv=D]
                                           lat + bytes/bw per remote message (no contention);
@@ -85,6 +90,7 @@ impl NetSpec {
     pub fn build(&self) -> Box<dyn NetworkModel> {
         match *self {
             NetSpec::Ideal => Box::new(Ideal),
+            NetSpec::Recorded => Box::new(Recorded),
             NetSpec::Latency { lat } => Box::new(Latency { latency: lat }),
             NetSpec::AlphaBeta {
                 lat,
@@ -115,6 +121,7 @@ impl fmt::Display for NetSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             NetSpec::Ideal => write!(f, "ideal"),
+            NetSpec::Recorded => write!(f, "recorded"),
             NetSpec::Latency { lat } => write!(f, "latency:lat={}", fmt_dur(*lat)),
             NetSpec::AlphaBeta {
                 lat,
@@ -192,7 +199,7 @@ impl FromStr for NetSpec {
             kv.push((k, v.trim()));
         }
         let allowed: &[&str] = match model {
-            "ideal" => &[],
+            "ideal" | "recorded" => &[],
             "latency" => &["lat"],
             "alphabeta" => &["lat", "bw", "o_send", "o_recv"],
             "hops" => &["topo", "lat", "hop", "bw", "ppn", "lat_intra", "bw_intra"],
@@ -211,7 +218,7 @@ impl FromStr for NetSpec {
             ],
             other => {
                 return Err(fail(format!(
-                    "unknown model `{other}`; known models: ideal, latency, alphabeta, hops, loggops, contention (see `whatif replay --help`)"
+                    "unknown model `{other}`; known models: ideal, recorded, latency, alphabeta, hops, loggops, contention (see `whatif replay --help`)"
                 )));
             }
         };
@@ -265,6 +272,7 @@ impl FromStr for NetSpec {
         };
         Ok(match model {
             "ideal" => NetSpec::Ideal,
+            "recorded" => NetSpec::Recorded,
             "latency" => NetSpec::Latency { lat: dur("lat")? },
             "hops" => {
                 let t = topo_params("hops")?;
@@ -437,6 +445,7 @@ mod tests {
     fn parses_and_round_trips() {
         for s in [
             "ideal",
+            "recorded",
             "latency:lat=5us",
             "alphabeta:lat=1us,bw=10GB/s",
             "alphabeta:bw=1MB/s,o_send=2ns,o_recv=1.5us,lat=0",

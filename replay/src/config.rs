@@ -137,4 +137,12 @@ pub struct ReplayConfig {
     pub limits: RunLimits,
     /// Record the full timeline (one record per block).
     pub timeline: bool,
+    /// Deliver every message (local ones too) after the delay recorded in the trace (the
+    /// consumer's `recorded_arrival` minus the recorded send time) instead of asking the
+    /// network model. Needs recorded start and arrival times (BigSim imports have them).
+    pub recorded_delays: bool,
+    /// Keep each recorded PE's blocks in their recorded order (by recorded start, then block
+    /// id): a block also waits for the previous block of its recorded PE. This replays the
+    /// recorded schedule (a validation mode) rather than re-deciding it message by message.
+    pub recorded_order: bool,
 }

@@ -89,6 +89,12 @@ impl<'a, Q: EventQueue<u64>> Engine<'a, Q> {
     }
 
     pub(crate) fn run(mut self) -> Result<ReplayReport, ReplayError> {
+        for i in 0..self.plan.releases.len() {
+            let (b, t) = self.plan.releases[i];
+            self.plan.pending[b as usize] += 1;
+            self.sched
+                .schedule(SimTime::from_ps(t), EventClass::Normal, ev(ARRIVE, b))?;
+        }
         for b in 0..self.plan.blocks.len() {
             if self.plan.pending[b] == 0 {
                 self.make_ready(b as u32, SimTime::ZERO)?;
@@ -98,6 +104,8 @@ impl<'a, Q: EventQueue<u64>> Engine<'a, Q> {
             let index = (e & INDEX_MASK) as u32;
             match e >> KIND_SHIFT {
                 ARRIVE => {
+                    let k = &mut self.plan.key_ps[index as usize];
+                    *k = (*k).max(t.as_ps());
                     let p = &mut self.plan.pending[index as usize];
                     *p -= 1;
                     if *p == 0 {
@@ -156,7 +164,8 @@ impl<'a, Q: EventQueue<u64>> Engine<'a, Q> {
     fn make_ready(&mut self, b: u32, t: SimTime) -> Result<(), ReplayError> {
         let cb = self.plan.blocks[b as usize];
         let pe = &mut self.pes[cb.pe as usize];
-        pe.ready.push(Reverse((cb.prio, t.as_ps(), b)));
+        pe.ready
+            .push(Reverse((cb.prio, self.plan.key_ps[b as usize], b)));
         if !pe.busy && !pe.dispatch_pending {
             pe.dispatch_pending = true;
             self.sched
@@ -241,6 +250,27 @@ impl<'a, Q: EventQueue<u64>> Engine<'a, Q> {
             for slot in s.cons_start..s.cons_end {
                 let c = self.plan.consumers[slot as usize];
                 let dst = self.plan.consumer_pe[slot as usize];
+                if let Some(rw) = &self.plan.recorded_wire {
+                    let wire = rw[slot as usize];
+                    if dst == pe {
+                        self.msgs.local += 1;
+                        self.msgs.local_bytes += s.bytes;
+                    } else {
+                        self.msgs.remote += 1;
+                        self.msgs.remote_bytes += s.bytes;
+                        let es =
+                            &mut self.entry_net[self.plan.consumer_entry[slot as usize] as usize];
+                        es.messages += 1;
+                        es.bytes += s.bytes;
+                        es.wire_ps += wire;
+                    }
+                    let at = (base + s.off_ps + send_oh)
+                        .checked_add(wire)
+                        .ok_or(sim_core::SchedError::Overflow)?;
+                    self.sched
+                        .schedule(SimTime::from_ps(at), EventClass::Normal, ev(ARRIVE, c))?;
+                    continue;
+                }
                 if dst == pe {
                     self.msgs.local += 1;
                     self.msgs.local_bytes += s.bytes;
@@ -347,8 +377,22 @@ impl<'a, Q: EventQueue<u64>> Engine<'a, Q> {
             self.plan.dep_start[b as usize],
             self.plan.dep_start[b as usize + 1],
         );
+        let key = self.plan.key_ps[b as usize];
+        if let Some(&next) = self.plan.chain_next.get(b as usize)
+            && next != u32::MAX
+        {
+            let k = &mut self.plan.key_ps[next as usize];
+            *k = (*k).max(key);
+            let p = &mut self.plan.pending[next as usize];
+            *p -= 1;
+            if *p == 0 {
+                self.make_ready(next, t)?;
+            }
+        }
         for i in d0..d1 {
             let d = self.plan.dependents[i as usize];
+            let k = &mut self.plan.key_ps[d as usize];
+            *k = (*k).max(key);
             let p = &mut self.plan.pending[d as usize];
             *p -= 1;
             if *p == 0 {

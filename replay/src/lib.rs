@@ -10,10 +10,15 @@
 //! * **Readiness.** A block is *ready* when its trigger message (if any) has arrived and all its
 //!   dependencies have finished. Blocks with neither are ready at time 0.
 //! * **Scheduling.** Each PE is message-driven and non-preemptive: it runs one ready block at a
-//!   time, picking the smallest `(priority, ready time, block id)`; priority is 0 for all blocks
-//!   under [`SchedPolicy::Fifo`] (the default), so the order is FIFO by ready time with ties broken
-//!   by trace order. A block starts at `max(ready time, PE free)`. Decisions at an instant are
-//!   taken after every arrival and completion at that instant ([`sim_core::EventClass::Late`]).
+//!   time, picking the smallest `(priority, effective receive time, block id)`. The *effective
+//!   receive time* is BigSim's `effRecvTime`: the latest of the trigger's arrival and the
+//!   effective receive times of the block's dependencies (not their end times), so a
+//!   continuation block (a dependency-only split of an entry method) keeps its parent's place in
+//!   the queue instead of queueing behind messages that arrived while the parent ran. Priority
+//!   is 0 for all blocks under [`SchedPolicy::Fifo`] (the default), so the order is FIFO by
+//!   effective receive time with ties broken by trace order. A block starts at
+//!   `max(ready time, PE free)`. Decisions at an instant are taken after every arrival and
+//!   completion at that instant ([`sim_core::EventClass::Late`]).
 //! * **Durations.** A block takes `recv_overhead + duration * cpu_scale(PE) + send_overheads`.
 //!   The receive overhead applies when its trigger came from another PE; each remote delivery
 //!   adds the model's send overhead. Scaling rounds down to the picosecond.
@@ -23,7 +28,12 @@
 //!   and groups). A delivery to a block on the same PE arrives when sent; a remote one arrives
 //!   `wire_time` later as the [`NetworkModel`] says. Models with state are asked at each
 //!   departure in time order ([`network_models::Driving`]); packet models run their own events
-//!   inside this replay's event queue and report deliveries.
+//!   inside this replay's event queue and report deliveries. With
+//!   [`ReplayConfig::recorded_delays`] every delivery (local or remote) takes the delay the trace
+//!   recorded for it instead, and the model is not asked; blocks that need neither a message nor
+//!   another block are then released at their recorded start instead of at 0. With
+//!   [`ReplayConfig::recorded_order`] a block also waits for the block its recorded PE ran
+//!   before it (by recorded start), which replays the recorded schedule.
 //! * **Completion.** The makespan is the end of the last block. The end of iteration `k` is the
 //!   latest end of a block marked with iteration `k`; iteration times are the differences between
 //!   successive ends (the first measured from 0).
@@ -177,7 +187,7 @@ pub fn replay(
     let pes = cfg.pes.unwrap_or(trace.meta.recorded_pes);
     net.check_pes(pes)
         .map_err(|e| ReplayError::Config(format!("network model: {e}")))?;
-    let mut plan = plan::Plan::build(trace, cfg)?;
+    let mut plan = plan::Plan::build(trace, cfg, net.uses_recorded_delays())?;
     match cfg.queue {
         QueueKind::Radix => {
             engine::Engine::new(&mut plan, net, RadixQueue::new(), cfg.limits, cfg.timeline).run()

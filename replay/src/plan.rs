@@ -46,6 +46,17 @@ pub(crate) struct Plan {
     pub blocks: Vec<CBlock>,
     pub extra: Vec<CBlockExtra>,
     pub pending: Vec<u32>,
+    /// Effective receive time of each block (BigSim's `effRecvTime`): the latest of its
+    /// trigger's arrival and its dependencies' effective receive times. Ready blocks run in
+    /// order of it.
+    pub key_ps: Vec<u64>,
+    /// Per consumer slot, the message's recorded delay, when the replay uses recorded delays.
+    pub recorded_wire: Option<Vec<u64>>,
+    /// With recorded delays: blocks that need neither a message nor another block, with their
+    /// recorded start (they are released then instead of at 0).
+    pub releases: Vec<(u32, u64)>,
+    /// With recorded order: the next block of the same recorded PE (or `u32::MAX`).
+    pub chain_next: Vec<u32>,
     /// `dependents[dep_start[b]..dep_start[b+1]]` are the blocks that list `b` as a dependency.
     pub dep_start: Vec<u32>,
     pub dependents: Vec<u32>,
@@ -67,7 +78,11 @@ pub(crate) struct Plan {
 }
 
 impl Plan {
-    pub(crate) fn build(trace: &Trace, cfg: &ReplayConfig) -> Result<Plan, ReplayError> {
+    pub(crate) fn build(
+        trace: &Trace,
+        cfg: &ReplayConfig,
+        recorded: bool,
+    ) -> Result<Plan, ReplayError> {
         let pes = cfg.pes.unwrap_or(trace.meta.recorded_pes);
         if pes == 0 {
             return Err(ReplayError::Config(
@@ -191,11 +206,57 @@ impl Plan {
             }
         }
 
+        let mut chain_next = Vec::new();
+        if cfg.recorded_order {
+            chain_next = vec![u32::MAX; n];
+            let mut order: Vec<(u32, u64, u32)> = trace
+                .block_ids()
+                .map(|id| {
+                    let b = trace.block(id);
+                    let t = b.recorded_start.ok_or_else(|| {
+                        ReplayError::Config(format!(
+                            "recorded order needs recorded start times, but {id} has none"
+                        ))
+                    })?;
+                    Ok((
+                        trace.objects[b.object.index()].recorded_pe.0,
+                        t.as_ps(),
+                        id.0,
+                    ))
+                })
+                .collect::<Result<_, ReplayError>>()?;
+            order.sort_unstable();
+            for w in order.windows(2) {
+                if w[0].0 == w[1].0 {
+                    chain_next[w[0].2 as usize] = w[1].2;
+                    pending[w[1].2 as usize] += 1;
+                }
+            }
+        }
+        let mut releases = Vec::new();
+        let recorded_wire = if cfg.recorded_delays || recorded {
+            for id in trace.block_ids() {
+                if pending[id.index()] == 0
+                    && let Some(t) = trace.block(id).recorded_start
+                    && t.as_ps() > 0
+                {
+                    releases.push((id.0, t.as_ps()));
+                }
+            }
+            Some(recorded_wire(trace, &consumers, &cons_start, &send_block)?)
+        } else {
+            None
+        };
+
         Ok(Plan {
             pes,
             blocks,
             extra,
             pending,
+            key_ps: vec![0; n],
+            recorded_wire,
+            releases,
+            chain_next,
             dep_start,
             dependents,
             send_start,
@@ -208,4 +269,37 @@ impl Plan {
             entries: trace.entries.len(),
         })
     }
+}
+
+/// The recorded delay of every (send, consumer) pair: the consumer's recorded arrival minus
+/// the recorded send time (sender's recorded start + offset), floored at 0.
+fn recorded_wire(
+    trace: &Trace,
+    consumers: &[u32],
+    cons_start: &[u32],
+    send_block: &[u32],
+) -> Result<Vec<u64>, ReplayError> {
+    let sends = trace.all_sends();
+    let mut out = vec![0u64; consumers.len()];
+    for (si, s) in sends.iter().enumerate() {
+        let sender = BlockId(send_block[si]);
+        let Some(start) = trace.block(sender).recorded_start else {
+            return Err(ReplayError::Config(format!(
+                "recorded delays need recorded start times, but {sender} (which sends {}) has none",
+                s.msg
+            )));
+        };
+        let sent = start.saturating_add(s.offset);
+        for slot in cons_start[si]..cons_start[si + 1] {
+            let c = BlockId(consumers[slot as usize]);
+            let Some(arrival) = trace.block(c).recorded_arrival else {
+                return Err(ReplayError::Config(format!(
+                    "recorded delays need recorded arrival times, but {c} (triggered by {}) has none",
+                    s.msg
+                )));
+            };
+            out[slot as usize] = arrival.saturating_since(sent).as_ps();
+        }
+    }
+    Ok(out)
 }

@@ -4,6 +4,7 @@ mod cli;
 mod closed_forms;
 mod determinism;
 mod engine;
+mod importers;
 mod network;
 
 use network_models::NetSpec;
@@ -26,4 +27,23 @@ pub fn run_with(trace: &Trace, net: &str, cfg: &ReplayConfig) -> ReplayReport {
 /// `x` microseconds.
 pub fn us(x: u64) -> SimDuration {
     SimDuration::from_us(x)
+}
+
+/// The shared real-trace folder (`../shared/data` next to the repository, or
+/// `$WHATIF_SHARED_DATA`), or `None` with a printed message: tests that read real traces skip
+/// when it is absent.
+pub fn shared_data(sub: &str) -> Option<std::path::PathBuf> {
+    let candidates = [
+        std::env::var_os("WHATIF_SHARED_DATA").map(std::path::PathBuf::from),
+        Some(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data")),
+        Some(std::path::PathBuf::from("/work/shared/data")),
+    ];
+    for c in candidates.into_iter().flatten() {
+        let p = c.join(sub);
+        if p.exists() {
+            return Some(p);
+        }
+    }
+    eprintln!("skipped: shared data `{sub}` not found (set WHATIF_SHARED_DATA)");
+    None
 }

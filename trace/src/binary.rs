@@ -14,9 +14,9 @@
 //!            n_blocks v
 //! blocks     n_blocks times:
 //!            flags u8: bit0 trigger, bit1 iteration, bit2 lb_sync, bit3 priority,
-//!                      bit4 recorded_start (other bits must be 0)
+//!                      bit4 recorded_start, bit5 recorded_arrival (other bits must be 0)
 //!            object v, entry v, duration_ps v,
-//!            [trigger msg v] [iteration v] [priority z] [recorded_start_ps v]
+//!            [trigger msg v] [iteration v] [priority z] [recorded_start_ps v] [recorded_arrival_ps v]
 //!            n_deps v, then per dep: (this block id - dep block id) v   (>= 1)
 //!            n_sends v, then per send: msg v, offset_ps v,
 //!                       dest kind u8 (0 object, 1 group, 2 all, 3 all-except) [dest id v],
@@ -46,7 +46,8 @@ const F_ITERATION: u8 = 2;
 const F_LB_SYNC: u8 = 4;
 const F_PRIORITY: u8 = 8;
 const F_RECORDED_START: u8 = 16;
-const F_ALL: u8 = 31;
+const F_RECORDED_ARRIVAL: u8 = 32;
+const F_ALL: u8 = 63;
 
 struct Out<W: Write> {
     w: W,
@@ -143,6 +144,9 @@ pub fn write_binary<W: Write>(trace: &Trace, w: W) -> io::Result<()> {
         if b.recorded_start.is_some() {
             flags |= F_RECORDED_START;
         }
+        if b.recorded_arrival.is_some() {
+            flags |= F_RECORDED_ARRIVAL;
+        }
         o.u8(flags)?;
         o.v(b.object.0 as u64)?;
         o.v(b.entry.0 as u64)?;
@@ -157,6 +161,9 @@ pub fn write_binary<W: Write>(trace: &Trace, w: W) -> io::Result<()> {
             o.z(b.priority as i64)?;
         }
         if let Some(s) = b.recorded_start {
+            o.v(s.as_ps())?;
+        }
+        if let Some(s) = b.recorded_arrival {
             o.v(s.as_ps())?;
         }
         let deps = trace.deps(id);
@@ -468,7 +475,7 @@ impl<R: Read> BinaryReader<R> {
         if flags & !F_ALL != 0 {
             return self.fail(
                 at,
-                format!("block flags for {id} (bits 0-4 only)"),
+                format!("block flags for {id} (bits 0-5 only)"),
                 format!("found {flags:#04x}"),
             );
         }
@@ -497,6 +504,11 @@ impl<R: Read> BinaryReader<R> {
         };
         let recorded_start = if flags & F_RECORDED_START != 0 {
             Some(SimTime::from_ps(self.v("recorded start")?))
+        } else {
+            None
+        };
+        let recorded_arrival = if flags & F_RECORDED_ARRIVAL != 0 {
+            Some(SimTime::from_ps(self.v("recorded arrival")?))
         } else {
             None
         };
@@ -546,6 +558,7 @@ impl<R: Read> BinaryReader<R> {
             lb_sync: flags & F_LB_SYNC != 0,
             priority,
             recorded_start,
+            recorded_arrival,
         }))
     }
 }

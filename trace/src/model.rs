@@ -109,6 +109,10 @@ pub struct Block {
     pub priority: i32,
     /// When it started in the recorded run, if known.
     pub recorded_start: Option<SimTime>,
+    /// When its trigger message arrived in the recorded run, if known. With the sender's
+    /// `recorded_start` and the send offset this gives the message's recorded delay, which a
+    /// replay can use instead of a network model (`ReplayConfig::recorded_delays`).
+    pub recorded_arrival: Option<SimTime>,
 }
 
 impl Block {
@@ -123,6 +127,7 @@ impl Block {
             lb_sync: false,
             priority: 0,
             recorded_start: None,
+            recorded_arrival: None,
         }
     }
 }

@@ -24,6 +24,7 @@ pub(crate) fn sample() -> Trace {
     let first = Block {
         iteration: Some(0),
         recorded_start: Some(SimTime::from_ps(10)),
+        recorded_arrival: Some(SimTime::from_ps(7)),
         ..Block::new(o[0], work, SimDuration::from_ps(1000))
     };
     let s = |msg, off, dest, bytes| Send {

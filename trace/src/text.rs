@@ -102,6 +102,8 @@ struct BlockLine {
     priority: i32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     start_ps: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    arrival_ps: Option<u64>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -182,6 +184,7 @@ pub fn write_text<W: Write>(trace: &Trace, mut w: W) -> io::Result<()> {
             lb_sync: b.lb_sync,
             priority: b.priority,
             start_ps: b.recorded_start.map(|t| t.as_ps()),
+            arrival_ps: b.recorded_arrival.map(|t| t.as_ps()),
         };
         line(&mut w, &Line::Block(bl))?;
     }
@@ -288,6 +291,7 @@ pub fn read_text<R: BufRead>(r: R, path: &str) -> Result<Trace, TraceError> {
                     lb_sync: b.lb_sync,
                     priority: b.priority,
                     recorded_start: b.start_ps.map(SimTime::from_ps),
+                    recorded_arrival: b.arrival_ps.map(SimTime::from_ps),
                 };
                 t.push_block(block, &deps, &sends);
             }

@@ -1,0 +1,110 @@
+//! The importers' error type: every variant names the file and where in it.
+
+use std::path::PathBuf;
+
+/// A problem reading a foreign trace.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ImportError {
+    /// A binary file holds something other than what the format requires at `offset`.
+    #[error("{file}: byte offset {offset}: expected {expected}; found {found}")]
+    Binary {
+        /// The file.
+        file: String,
+        /// Byte offset from the start of the file.
+        offset: u64,
+        /// What the format requires there.
+        expected: String,
+        /// What is there instead.
+        found: String,
+    },
+    /// A line of a text format does not parse.
+    #[error("{file}:{line}: expected {expected}; found {found}")]
+    Syntax {
+        /// The file.
+        file: String,
+        /// 1-based line number.
+        line: u64,
+        /// What the format requires there.
+        expected: String,
+        /// What is there instead.
+        found: String,
+    },
+    /// The file is well formed but uses something this importer does not support.
+    #[error("{file}: not supported: {what}")]
+    Unsupported {
+        /// The file.
+        file: String,
+        /// What is not supported, and what is.
+        what: String,
+    },
+    /// The records parse but do not fit together (a receive with no matching send, a
+    /// dependency on a missing record, ...).
+    #[error("{file}: {what}")]
+    Inconsistent {
+        /// The file (and line, when one record is to blame).
+        file: String,
+        /// What does not fit.
+        what: String,
+    },
+    /// The converted trace breaks an invariant of the trace IR (a bug in the importer, or a
+    /// foreign trace that cannot be expressed).
+    #[error("{file}: {source}")]
+    Invalid {
+        /// The input.
+        file: String,
+        /// The broken invariant.
+        source: trace::ValidationError,
+    },
+    /// A file could not be opened or read.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+}
+
+#[allow(dead_code)] // used by the text importers
+impl ImportError {
+    pub(crate) fn syntax(
+        file: &str,
+        line: u64,
+        expected: impl Into<String>,
+        found: impl Into<String>,
+    ) -> Self {
+        ImportError::Syntax {
+            file: file.to_string(),
+            line,
+            expected: expected.into(),
+            found: found.into(),
+        }
+    }
+    pub(crate) fn inconsistent(file: &str, what: impl Into<String>) -> Self {
+        ImportError::Inconsistent {
+            file: file.to_string(),
+            what: what.into(),
+        }
+    }
+}
+
+/// Reads a whole file, mapping the OS error.
+pub(crate) fn read_file(path: &std::path::Path) -> Result<Vec<u8>, ImportError> {
+    std::fs::read(path).map_err(|source| ImportError::Io {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+#[allow(dead_code)]
+/// Reads a whole file as UTF-8 text (invalid UTF-8 is reported with its byte offset).
+pub(crate) fn read_text(path: &std::path::Path) -> Result<String, ImportError> {
+    let bytes = read_file(path)?;
+    String::from_utf8(bytes).map_err(|e| ImportError::Binary {
+        file: path.display().to_string(),
+        offset: e.utf8_error().valid_up_to() as u64,
+        expected: "UTF-8 text".into(),
+        found: "a byte sequence that is not UTF-8".into(),
+    })
+}

@@ -1,0 +1,103 @@
+//! # importers: foreign traces in, execution blocks out
+//!
+//! Contract of this crate:
+//!
+//! * [`import`] reads a trace written by another tool and converts it into a validated
+//!   [`trace::Trace`]; [`Imported::notes`] says what was found (per-file counts) and anything
+//!   the conversion had to adjust. The same inputs always give the same trace.
+//! * Each format's module documents the exact mapping from its records to blocks, sends and
+//!   dependencies.
+//! * Bad input never panics: errors ([`ImportError`]) name the file and the byte offset
+//!   (binary formats) or line (text formats) and say what was expected there.
+//!
+//! Formats: [`bgtrace`] (BigSim logs, version 6).
+
+pub mod bgtrace;
+pub mod bgtrace_raw;
+mod cursor;
+mod error;
+
+pub use error::ImportError;
+
+use sim_core::SimTime;
+use std::path::Path;
+use std::str::FromStr;
+use trace::Trace;
+
+/// A foreign trace format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// BigSim `bgTrace` logs (the folder or its summary file `bgTrace`).
+    BgTrace,
+}
+
+impl Format {
+    /// Every format, in the order `--help` lists them.
+    pub const ALL: [Format; 1] = [Format::BgTrace];
+    /// The name used on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::BgTrace => "bgtrace",
+        }
+    }
+    /// One line on what the input is.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Format::BgTrace => {
+                "BigSim bgTrace logs, version 6: the folder (or its summary file bgTrace) with bgTrace0..N-1"
+            }
+        }
+    }
+}
+
+impl FromStr for Format {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Format::ALL
+            .iter()
+            .copied()
+            .find(|f| f.name() == s)
+            .ok_or_else(|| {
+                let names: Vec<&str> = Format::ALL.iter().map(|f| f.name()).collect();
+                format!("unknown format `{s}`; known formats: {}", names.join(", "))
+            })
+    }
+}
+
+impl std::fmt::Display for Format {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Options some formats need.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ImportOptions {
+    /// Compute speed used to turn flop counts into durations (SimGrid traces).
+    pub flops_per_s: f64,
+}
+
+impl Default for ImportOptions {
+    fn default() -> Self {
+        ImportOptions { flops_per_s: 1e9 }
+    }
+}
+
+/// A converted trace and what the importer has to say about it.
+#[derive(Clone, Debug)]
+pub struct Imported {
+    /// The trace.
+    pub trace: Trace,
+    /// Human-readable facts: per-file counts, adjustments made.
+    pub notes: Vec<String>,
+    /// The end of the last block in the recorded run, when the format records it.
+    pub recorded_end: Option<SimTime>,
+}
+
+/// Reads `input` as `format`.
+pub fn import(format: Format, input: &Path, opts: &ImportOptions) -> Result<Imported, ImportError> {
+    let _ = opts;
+    match format {
+        Format::BgTrace => bgtrace::import(input),
+    }
+}
