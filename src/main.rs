@@ -48,8 +48,27 @@ enum Cmd {
     /// Convert a trace from another tool (BigSim, Projections, SimGrid, GOAL) into a whatif trace.
     #[command(after_help = IMPORT_HELP)]
     Import(ImportArgs),
+    /// Write a whatif trace in another tool's format (GOAL, for LogGOPSim and its successors).
+    Export(ExportArgs),
     /// Measure simulator speed (simulated messages per second) on 3-D halo workloads.
     Bench(bench::BenchArgs),
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ExportFormat {
+    /// A GOAL schedule: per rank (object) recv / calc / send operations with requires.
+    Goal,
+}
+
+#[derive(Args)]
+struct ExportArgs {
+    /// Output format.
+    format: ExportFormat,
+    /// Trace file (binary or JSON lines).
+    trace: PathBuf,
+    /// Output file.
+    #[arg(long)]
+    out: PathBuf,
 }
 
 const IMPORT_HELP: &str = "\
@@ -80,6 +99,10 @@ struct ImportOpts {
     /// e.g. 1e9 or 2.5e10.
     #[arg(long, default_value_t = 1e9, value_parser = parse_flops)]
     flops_per_s: f64,
+    /// Largest eager message (GOAL): larger sends complete only when the receiver has matched
+    /// them (rendezvous) [default: the S of a `loggops` --net, else 65535].
+    #[arg(long, value_parser = parse_bytes)]
+    eager_limit: Option<u64>,
 }
 
 fn parse_flops(s: &str) -> Result<f64, String> {
@@ -271,12 +294,17 @@ fn dispatch(cli: Cli) -> Result<()> {
         Cmd::Gen(a) => gen_cmd(a),
         Cmd::Inspect(a) => inspect(a),
         Cmd::Import(a) => import_cmd(a),
+        Cmd::Export(a) => export_cmd(a),
         Cmd::Replay(a) => {
             let t0 = Instant::now();
             let trace = match a.format {
                 None => trace::read_trace_file(&a.trace)?,
                 Some(f) => {
-                    let imp = importers::import(f, &a.trace, &import_options(&a.import))?;
+                    let imp = importers::import(
+                        f,
+                        &a.trace,
+                        &import_options(&a.import, a.machine.net.as_ref()),
+                    )?;
                     if !a.out.quiet {
                         for n in &imp.notes {
                             eprintln!("{n}");
@@ -299,15 +327,20 @@ fn dispatch(cli: Cli) -> Result<()> {
     }
 }
 
-fn import_options(o: &ImportOpts) -> importers::ImportOptions {
+fn import_options(o: &ImportOpts, net: Option<&NetSpec>) -> importers::ImportOptions {
+    let d = importers::ImportOptions::default();
     importers::ImportOptions {
         flops_per_s: o.flops_per_s,
+        eager_limit: o.eager_limit.unwrap_or(match net {
+            Some(NetSpec::LogGops(p)) => p.eager_limit,
+            _ => d.eager_limit,
+        }),
     }
 }
 
 fn import_cmd(a: ImportArgs) -> Result<()> {
     let t0 = Instant::now();
-    let imp = importers::import(a.format, &a.input, &import_options(&a.opts))?;
+    let imp = importers::import(a.format, &a.input, &import_options(&a.opts, None))?;
     for n in &imp.notes {
         eprintln!("{n}");
     }
@@ -320,6 +353,21 @@ fn import_cmd(a: ImportArgs) -> Result<()> {
         t.num_blocks(),
         t.num_sends(),
         t0.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+fn export_cmd(a: ExportArgs) -> Result<()> {
+    let t = trace::read_trace_file(&a.trace)?;
+    let text = match a.format {
+        ExportFormat::Goal => importers::goal::export(&t)?,
+    };
+    std::fs::write(&a.out, text).with_context(|| format!("cannot write {}", a.out.display()))?;
+    eprintln!(
+        "wrote {} ({} ranks from {} blocks)",
+        a.out.display(),
+        t.objects.len(),
+        t.num_blocks()
     );
     Ok(())
 }

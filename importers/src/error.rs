@@ -66,7 +66,6 @@ pub enum ImportError {
     },
 }
 
-#[allow(dead_code)] // used by the text importers
 impl ImportError {
     pub(crate) fn syntax(
         file: &str,
@@ -97,7 +96,6 @@ pub(crate) fn read_file(path: &std::path::Path) -> Result<Vec<u8>, ImportError> 
     })
 }
 
-#[allow(dead_code)]
 /// Reads a whole file as UTF-8 text (invalid UTF-8 is reported with its byte offset).
 pub(crate) fn read_text(path: &std::path::Path) -> Result<String, ImportError> {
     let bytes = read_file(path)?;

@@ -10,12 +10,14 @@
 //! * Bad input never panics: errors ([`ImportError`]) name the file and the byte offset
 //!   (binary formats) or line (text formats) and say what was expected there.
 //!
-//! Formats: [`bgtrace`] (BigSim logs, version 6).
+//! Formats: [`bgtrace`] (BigSim logs, version 6), [`goal`] (LogGOPSim schedules; also
+//! written by [`goal::export`]).
 
 pub mod bgtrace;
 pub mod bgtrace_raw;
 mod cursor;
 mod error;
+pub mod goal;
 
 pub use error::ImportError;
 
@@ -29,15 +31,18 @@ use trace::Trace;
 pub enum Format {
     /// BigSim `bgTrace` logs (the folder or its summary file `bgTrace`).
     BgTrace,
+    /// A GOAL schedule (LogGOPSim).
+    Goal,
 }
 
 impl Format {
     /// Every format, in the order `--help` lists them.
-    pub const ALL: [Format; 1] = [Format::BgTrace];
+    pub const ALL: [Format; 2] = [Format::BgTrace, Format::Goal];
     /// The name used on the command line.
     pub fn name(self) -> &'static str {
         match self {
             Format::BgTrace => "bgtrace",
+            Format::Goal => "goal",
         }
     }
     /// One line on what the input is.
@@ -45,6 +50,9 @@ impl Format {
         match self {
             Format::BgTrace => {
                 "BigSim bgTrace logs, version 6: the folder (or its summary file bgTrace) with bgTrace0..N-1"
+            }
+            Format::Goal => {
+                "a GOAL schedule (LogGOPSim): send/recv/calc with requires/irequires; calc in ns"
             }
         }
     }
@@ -75,11 +83,17 @@ impl std::fmt::Display for Format {
 pub struct ImportOptions {
     /// Compute speed used to turn flop counts into durations (SimGrid traces).
     pub flops_per_s: f64,
+    /// Largest eager message in bytes; larger sends are rendezvous (GOAL schedules). The
+    /// default is LogGOPSim's `S`.
+    pub eager_limit: u64,
 }
 
 impl Default for ImportOptions {
     fn default() -> Self {
-        ImportOptions { flops_per_s: 1e9 }
+        ImportOptions {
+            flops_per_s: 1e9,
+            eager_limit: 65535,
+        }
     }
 }
 
@@ -96,8 +110,8 @@ pub struct Imported {
 
 /// Reads `input` as `format`.
 pub fn import(format: Format, input: &Path, opts: &ImportOptions) -> Result<Imported, ImportError> {
-    let _ = opts;
     match format {
         Format::BgTrace => bgtrace::import(input),
+        Format::Goal => goal::import(input, opts.eager_limit),
     }
 }

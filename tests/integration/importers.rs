@@ -283,3 +283,199 @@ fn bgtrace_bad_inputs_are_reported_with_offsets() {
     let e = import(Format::BgTrace, &dir, &ImportOptions::default()).unwrap_err();
     assert!(matches!(e, ImportError::Io { .. }), "{e}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// GOAL
+
+/// LogGOPS by hand for a broadcast tree given as GOAL text whose ranks only `recv` once and
+/// then `send` (no calc): a rank whose receive completes at `t` starts its k-th send at
+/// `t + k * max(o, g + (s-1)G)`; that message completes at the child `o + L + o + (s-1)G`
+/// after the send starts. Returns the latest completion (ns).
+fn loggops_tree_by_hand(text: &str, s: u64) -> u64 {
+    let (l, o, g, gb) = (2500u64, 1500u64, 1000u64, 6u64);
+    let mut sends: Vec<Vec<usize>> = Vec::new();
+    let mut cur = 0usize;
+    for line in text.lines() {
+        let t: Vec<&str> = line.split_whitespace().collect();
+        match t.as_slice() {
+            ["num_ranks", n] => sends = vec![Vec::new(); n.parse().unwrap()],
+            ["rank", r, "{"] => cur = r.parse().unwrap(),
+            [_, "send", _, "to", to, ..] => sends[cur].push(to.parse().unwrap()),
+            _ => {}
+        }
+    }
+    let mut done = vec![None; sends.len()];
+    done[0] = Some(0u64);
+    let mut queue = vec![0usize];
+    let mut end = 0;
+    while let Some(r) = queue.pop() {
+        let t = done[r].unwrap();
+        for (k, &c) in sends[r].iter().enumerate() {
+            let start = t + k as u64 * o.max(g + (s - 1) * gb);
+            end = end.max(start + o);
+            let at = start + o + l + o + (s - 1) * gb;
+            done[c] = Some(at);
+            end = end.max(at);
+            queue.push(c);
+        }
+    }
+    end
+}
+
+#[test]
+fn goal_trees_replay_as_loggops_by_hand() {
+    let Some(dir) = shared_data("goal") else {
+        return;
+    };
+    for (file, ranks, size) in [
+        ("binary_tree_32.goal", 32, 1),
+        ("binomialtreebcast_128_1024.goal", 128, 1024),
+    ] {
+        let path = dir.join(file);
+        let t = imp(Format::Goal, &path).trace;
+        assert_eq!(t.objects.len(), ranks);
+        // A broadcast tree: every rank but the root receives once.
+        assert_eq!(t.num_sends(), ranks - 1, "{file}");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let want = loggops_tree_by_hand(&text, size);
+        let r = run_with(&t, "loggops", &ReplayConfig::default());
+        assert_eq!(r.makespan, SimTime::from_ps(want * 1000), "{file}");
+        let r = run_with(&t, "alphabeta:lat=1us,bw=1GB/s", &ReplayConfig::default());
+        assert_eq!(r.blocks, t.num_blocks() as u64);
+    }
+}
+
+fn goal_file(name: &str, text: &str) -> std::path::PathBuf {
+    let p = tmpdir("goal").join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+#[test]
+fn goal_pingpong_and_rendezvous_closed_forms() {
+    // 2-rank ping-pong of 1024 B: 2 * (o + L + o + (s-1)G) with LogGOPSim's defaults.
+    let p = goal_file(
+        "pp.goal",
+        "num_ranks 2\n\nrank 0 {\nl1: send 1024b to 1 tag 7\nl2: recv 1024b from 1 tag 7\nl2 requires l1\n}\n\
+         rank 1 {\nl1: recv 1024b from 0 tag 7 // first\nl2: send 1024b to 0 tag 7 cpu 0 nic 0\nl2 requires l1\n}\n",
+    );
+    let t = imp(Format::Goal, &p).trace;
+    let r = run_with(&t, "loggops", &ReplayConfig::default());
+    let one_way = 1500 + 2500 + 1500 + 1023 * 6;
+    assert_eq!(r.makespan, SimTime::from_ps(2 * one_way * 1000));
+
+    // Rendezvous: rank 0's calc requires a 100 kB send, which completes only when rank 1
+    // (busy for 50 us first) has received it.
+    let text = "num_ranks 2\nrank 0 {\nl1: send 100000b to 1 tag 0\nl2: calc 1000\nl2 requires l1\n}\n\
+                rank 1 {\nl1: calc 50000\nl2: recv 100000b from 0 tag 0\nl2 requires l1\n}\n";
+    let p = goal_file("rdv.goal", text);
+    let t = imp(Format::Goal, &p).trace;
+    let r = run_with(&t, "loggops", &ReplayConfig::default());
+    let recv_done = 50_000 + 1500 + 99_999 * 6;
+    assert_eq!(r.makespan, SimTime::from_ps((recv_done + 1000) * 1000));
+    // The same schedule with a larger eager limit: rank 0 finishes early, rank 1 decides.
+    let opts = ImportOptions {
+        eager_limit: 1 << 20,
+        ..ImportOptions::default()
+    };
+    let t = import(Format::Goal, &p, &opts).unwrap().trace;
+    let r = run_with(&t, "loggops", &ReplayConfig::default());
+    assert_eq!(r.makespan, SimTime::from_ps(recv_done * 1000));
+    // irequires: l2 may start when l1 could (both at 0 here), so the sends overlap l1's wait.
+    let text = "num_ranks 2\nrank 0 {\nl1: recv 8b from 1 tag 0\nl2: send 8b to 1 tag 0\nl2 irequires l1\n}\n\
+                rank 1 {\nl1: recv 8b from 0 tag 0\nl2: send 8b to 0 tag 0\nl2 irequires l1\n}\n";
+    let t = imp(Format::Goal, &goal_file("ireq.goal", text)).trace;
+    let r = run_with(&t, "loggops", &ReplayConfig::default());
+    assert_eq!(
+        r.makespan,
+        SimTime::from_ps((1500 + 2500 + 1500 + 7 * 6) * 1000)
+    );
+}
+
+#[test]
+fn goal_export_round_trip_keeps_the_prediction() {
+    let dir = tmpdir("goal-export");
+    for (kind, extra) in [("pingpong", vec![]), ("ring", vec!["--ranks", "5"])] {
+        let tr = dir.join(format!("{kind}.trace"));
+        let g = dir.join(format!("{kind}.goal"));
+        let mut args = vec![
+            "gen",
+            kind,
+            "--iters",
+            "4",
+            "--bytes",
+            "2000",
+            "--out",
+            tr.to_str().unwrap(),
+        ];
+        args.extend(extra);
+        assert!(whatif(&args).status.success());
+        let o = whatif(&[
+            "export",
+            "goal",
+            tr.to_str().unwrap(),
+            "--out",
+            g.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let original = trace::read_trace_file(&tr).unwrap();
+        let back = imp(Format::Goal, &g).trace;
+        for net in ["loggops", "alphabeta:lat=1us,bw=1GB/s"] {
+            let a = run_with(&original, net, &ReplayConfig::default());
+            let b = run_with(&back, net, &ReplayConfig::default());
+            assert_eq!(a.makespan, b.makespan, "{kind} on {net}");
+        }
+    }
+}
+
+#[test]
+fn goal_errors_name_the_line() {
+    let cases = [
+        (
+            "num_ranks 2\nrank 0 {\nl1: sned 8b to 1\n}\n",
+            ":3: expected send, recv or calc",
+        ),
+        (
+            "num_ranks 2\nrank 0 {\nl1: send 8b to 5\n}\n",
+            ":3: expected a destination rank (0..2)",
+        ),
+        (
+            "num_ranks 2\nrank 0 {\nl1: send 8b to 1\n}\nrank 1 {\n}\n",
+            ":3: send `l1` from rank 0 to rank 1 tag 0 has no matching recv",
+        ),
+        (
+            "num_ranks 1\nrank 0 {\nl1: calc 5\nl1 requires l9\n}\n",
+            ":4: expected a label defined in rank 0",
+        ),
+        (
+            "num_ranks 2\nrank 0 {\nl1: recv 8b from -1\n}\n",
+            "ANY_SOURCE",
+        ),
+        // Two rendezvous sends, each waiting for the other side's receive: a deadlock.
+        (
+            "num_ranks 2\nrank 0 {\nl1: send 99999b to 1\nl2: recv 99999b from 1\nl2 requires l1\n}\nrank 1 {\nl1: send 99999b to 0\nl2: recv 99999b from 0\nl2 requires l1\n}\n",
+            "cycle",
+        ),
+        ("rank 0 {\n}\n", ":1: expected `num_ranks N` first"),
+        (
+            "num_ranks 1\nrank 0 {\nl1: calc 5\n",
+            "expected `}` closing the last rank",
+        ),
+    ];
+    for (i, (text, want)) in cases.iter().enumerate() {
+        let p = goal_file(&format!("bad{i}.goal"), text);
+        let e = import(Format::Goal, &p, &ImportOptions::default()).unwrap_err();
+        assert!(e.to_string().contains(want), "case {i}: {e}");
+    }
+    // Both ranks receive before they send: imports (the blocks are fine) but cannot finish;
+    // the replay names the stuck blocks.
+    let text = "num_ranks 2\nrank 0 {\nl1: recv 8b from 1\nl2: send 8b to 1\nl2 requires l1\n}\n\
+                rank 1 {\nl1: recv 8b from 0\nl2: send 8b to 0\nl2 requires l1\n}\n";
+    let t = imp(Format::Goal, &goal_file("deadlock.goal", text)).trace;
+    let mut net = "loggops"
+        .parse::<network_models::NetSpec>()
+        .unwrap()
+        .build();
+    let e = replay::replay(&t, net.as_mut(), &ReplayConfig::default()).unwrap_err();
+    assert!(matches!(e, replay::ReplayError::Stuck(_)), "{e}");
+}
