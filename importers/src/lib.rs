@@ -11,13 +11,14 @@
 //!   (binary formats) or line (text formats) and say what was expected there.
 //!
 //! Formats: [`bgtrace`] (BigSim logs, version 6), [`goal`] (LogGOPSim schedules; also
-//! written by [`goal::export`]).
+//! written by [`goal::export`]), [`simgrid`] (SimGrid time-independent MPI traces).
 
 pub mod bgtrace;
 pub mod bgtrace_raw;
 mod cursor;
 mod error;
 pub mod goal;
+pub mod simgrid;
 
 pub use error::ImportError;
 
@@ -33,16 +34,19 @@ pub enum Format {
     BgTrace,
     /// A GOAL schedule (LogGOPSim).
     Goal,
+    /// SimGrid time-independent traces (an index file or one trace file).
+    SimGrid,
 }
 
 impl Format {
     /// Every format, in the order `--help` lists them.
-    pub const ALL: [Format; 2] = [Format::BgTrace, Format::Goal];
+    pub const ALL: [Format; 3] = [Format::BgTrace, Format::Goal, Format::SimGrid];
     /// The name used on the command line.
     pub fn name(self) -> &'static str {
         match self {
             Format::BgTrace => "bgtrace",
             Format::Goal => "goal",
+            Format::SimGrid => "simgrid",
         }
     }
     /// One line on what the input is.
@@ -53,6 +57,9 @@ impl Format {
             }
             Format::Goal => {
                 "a GOAL schedule (LogGOPSim): send/recv/calc with requires/irequires; calc in ns"
+            }
+            Format::SimGrid => {
+                "SimGrid time-independent MPI trace: an index file listing per-rank files (relative to the index), or one file; compute in flops (--flops-per-s)"
             }
         }
     }
@@ -113,5 +120,6 @@ pub fn import(format: Format, input: &Path, opts: &ImportOptions) -> Result<Impo
     match format {
         Format::BgTrace => bgtrace::import(input),
         Format::Goal => goal::import(input, opts.eager_limit),
+        Format::SimGrid => simgrid::import(input, opts.flops_per_s),
     }
 }

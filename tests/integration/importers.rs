@@ -479,3 +479,173 @@ fn goal_errors_name_the_line() {
     let e = replay::replay(&t, net.as_mut(), &ReplayConfig::default()).unwrap_err();
     assert!(matches!(e, replay::ReplayError::Stuck(_)), "{e}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// SimGrid time-independent traces
+
+fn ti_file(name: &str, text: &str) -> std::path::PathBuf {
+    let p = tmpdir("ti").join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+#[test]
+fn simgrid_32_ranks_import_and_replay() {
+    let Some(dir) = shared_data("simgrid-ti") else {
+        return;
+    };
+    // The index lists paths relative to its own folder; the test runs from elsewhere.
+    let imported = imp(Format::SimGrid, &dir.join("smpi_replay.txt"));
+    let t = &imported.trace;
+    assert_eq!(t.objects.len(), 32);
+    // 32 ranks x (45 compute, 16 barrier, 9 bcast, 6 allreduce, 5 alltoall, 2 alltoallv, 1 gather).
+    assert!(
+        imported.notes[0].contains(
+            "192 allreduce, 160 alltoall, 64 alltoallv, 512 barrier, 288 bcast, 480 comm_size, 1440 compute, 32 finalize, 32 gather, 32 init"
+        ),
+        "{:?}",
+        imported.notes
+    );
+    // Rank 0's compute alone, at 1 Gflop/s, bounds the makespan from below.
+    let text = std::fs::read_to_string(dir.join("ti_traces_32_1/ti_trace0.txt")).unwrap();
+    let flops: f64 = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("0 compute "))
+        .map(|v| v.trim().parse::<f64>().unwrap())
+        .sum();
+    let bound = SimTime::from_ps((flops / 1e9 * 1e12) as u64);
+    for net in ["alphabeta:lat=1us,bw=1GB/s", "loggops"] {
+        let r = run_with(t, net, &ReplayConfig::default());
+        assert_eq!(r.blocks, t.num_blocks() as u64);
+        assert!(r.makespan >= bound, "{net}: {} < {bound}", r.makespan);
+    }
+    // Twice the compute speed: the prediction drops, but not below half the bound.
+    let fast = import(
+        Format::SimGrid,
+        &dir.join("smpi_replay.txt"),
+        &ImportOptions {
+            flops_per_s: 2e9,
+            ..ImportOptions::default()
+        },
+    )
+    .unwrap();
+    let a = run_with(t, "alphabeta:lat=1us,bw=1GB/s", &ReplayConfig::default());
+    let b = run_with(
+        &fast.trace,
+        "alphabeta:lat=1us,bw=1GB/s",
+        &ReplayConfig::default(),
+    );
+    assert!(b.makespan < a.makespan && b.makespan.as_ps() * 2 >= bound.as_ps());
+}
+
+#[test]
+fn simgrid_small_examples_all_replay() {
+    let Some(dir) = shared_data("simgrid-ti/small") else {
+        return;
+    };
+    let mut n = 0;
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let p = e.unwrap().path();
+        let name = p.file_name().unwrap().to_string_lossy().into_owned();
+        if !name.starts_with("actions_") {
+            continue;
+        }
+        let t = imp(Format::SimGrid, &p).trace;
+        run_with(&t, "alphabeta:lat=1us,bw=1GB/s", &ReplayConfig::default());
+        n += 1;
+    }
+    assert_eq!(n, 11);
+    // actions0.txt and actions1.txt are one rank each: replay them through an index file.
+    let index = ti_file(
+        "index.txt",
+        &format!(
+            "{}\n{}\n",
+            dir.join("actions0.txt").display(),
+            dir.join("actions1.txt").display()
+        ),
+    );
+    let t = imp(Format::SimGrid, &index).trace;
+    assert_eq!(t.objects.len(), 2);
+    // rank 1 computes 1e9 flops (1 s) between its receive and its replies.
+    let r = run_with(&t, "ideal", &ReplayConfig::default());
+    assert_eq!(r.makespan, SimTime::from_ps(1_000_000_000_000));
+}
+
+#[test]
+fn simgrid_hand_written_closed_forms() {
+    // Ping-pong of 1000 bytes.
+    let pp = ti_file(
+        "pp.txt",
+        "0 init\n1 init\n0 send 1 0 1000\n0 recv 1 0 1000\n1 recv 0 0 1000\n1 send 0 0 1000\n0 finalize\n1 finalize\n",
+    );
+    let t = imp(Format::SimGrid, &pp).trace;
+    let r = run_with(&t, "alphabeta:lat=1us,bw=1GB/s", &ReplayConfig::default());
+    assert_eq!(r.makespan, SimTime::from_ps(2 * (1_000_000 + 1_000_000)));
+    let r = run_with(&t, "loggops", &ReplayConfig::default());
+    assert_eq!(
+        r.makespan,
+        SimTime::from_ps(2 * (1500 + 2500 + 1500 + 999 * 6) * 1000)
+    );
+    // Collectives on 4 ranks, T = lat + S/bw = 2 us for 1000 B:
+    // bcast (binomial, depth 2) = 2T; barrier (dissemination, 0 B) = 2 lat;
+    // allreduce = reduce + bcast = 4T, then 1e6 flops (1 ms at 1 Gflop/s).
+    let net = "alphabeta:lat=1us,bw=1GB/s";
+    for (body, want_ps) in [
+        ("bcast 1000", 4_000_000u64),
+        ("barrier", 2_000_000),
+        ("allreduce 1000 1e6", 8_000_000 + 1_000_000_000),
+        ("alltoall 1000 1000", 3 * 2_000_000),
+        ("allgather 1000 1000", 3 * 2_000_000),
+        ("gather 1000 1000 2", 2_000_000),
+    ] {
+        let text: String = (0..4).map(|r| format!("{r} {body}\n")).collect();
+        let t = imp(Format::SimGrid, &ti_file("coll.txt", &text)).trace;
+        let r = run_with(&t, net, &ReplayConfig::default());
+        assert_eq!(r.makespan, SimTime::from_ps(want_ps), "{body}");
+    }
+    // init with an argument: sizes count 8-byte doubles.
+    let t = imp(
+        Format::SimGrid,
+        &ti_file(
+            "dbl.txt",
+            "0 init 1\n1 init 1\n0 send 1 0 125\n1 recv 0 0 125\n",
+        ),
+    )
+    .trace;
+    assert_eq!(t.all_sends()[0].bytes, 1000);
+}
+
+#[test]
+fn simgrid_errors_name_the_line() {
+    let cases = [
+        ("0 init\n0 jump 3\n", ":2: expected a TI action"),
+        (
+            "0 init\n0 send 7 0 10\n",
+            ":2: expected send: destination (a rank in 0..1)",
+        ),
+        (
+            "0 send 1 0 10\n1 init\n",
+            "rank 0 sends 1 messages to rank 1 with tag 0, but rank 1 receives 0",
+        ),
+        (
+            "0 bcast 10\n1 barrier\n",
+            "collective #0 is `barrier` (root 0) on rank 1 (line 2) but `bcast` (root 0) on rank 0 (line 1)",
+        ),
+        ("x init\n", ":1: expected `<rank> <action> ...`"),
+        (
+            "0 compute -5\n",
+            ":1: expected compute: flops (a non-negative number)",
+        ),
+        ("0 comm_split 2\n", "only MPI_COMM_WORLD"),
+        ("0 init\n2 init\n", "rank 1 has no actions"),
+    ];
+    for (i, (text, want)) in cases.iter().enumerate() {
+        let p = ti_file(&format!("bad{i}.txt"), text);
+        let e = import(Format::SimGrid, &p, &ImportOptions::default()).unwrap_err();
+        assert!(e.to_string().contains(want), "case {i}: {e}");
+    }
+    // An index naming a missing file.
+    let idx = ti_file("idx.txt", "nothere/trace0.txt\n");
+    let e = import(Format::SimGrid, &idx, &ImportOptions::default()).unwrap_err();
+    assert!(e.to_string().contains("nothere/trace0.txt"), "{e}");
+}
