@@ -11,13 +11,15 @@
 //!   (binary formats) or line (text formats) and say what was expected there.
 //!
 //! Formats: [`bgtrace`] (BigSim logs, version 6), [`goal`] (LogGOPSim schedules; also
-//! written by [`goal::export`]), [`simgrid`] (SimGrid time-independent MPI traces).
+//! written by [`goal::export`]), [`simgrid`] (SimGrid time-independent MPI traces), [`projections`] (Charm++
+//! Projections logs, versions 3.0 and 11.0).
 
 pub mod bgtrace;
 pub mod bgtrace_raw;
 mod cursor;
 mod error;
 pub mod goal;
+pub mod projections;
 pub mod simgrid;
 
 pub use error::ImportError;
@@ -36,17 +38,25 @@ pub enum Format {
     Goal,
     /// SimGrid time-independent traces (an index file or one trace file).
     SimGrid,
+    /// Charm++ Projections logs (the `.sts` file; logs next to it).
+    Projections,
 }
 
 impl Format {
     /// Every format, in the order `--help` lists them.
-    pub const ALL: [Format; 3] = [Format::BgTrace, Format::Goal, Format::SimGrid];
+    pub const ALL: [Format; 4] = [
+        Format::BgTrace,
+        Format::Projections,
+        Format::SimGrid,
+        Format::Goal,
+    ];
     /// The name used on the command line.
     pub fn name(self) -> &'static str {
         match self {
             Format::BgTrace => "bgtrace",
             Format::Goal => "goal",
             Format::SimGrid => "simgrid",
+            Format::Projections => "projections",
         }
     }
     /// One line on what the input is.
@@ -60,6 +70,9 @@ impl Format {
             }
             Format::SimGrid => {
                 "SimGrid time-independent MPI trace: an index file listing per-rank files (relative to the index), or one file; compute in flops (--flops-per-s)"
+            }
+            Format::Projections => {
+                "Charm++ Projections logs, VERSION 3.0 or 11.0: the .sts file, with <stem>.<pe>.log next to it"
             }
         }
     }
@@ -121,5 +134,6 @@ pub fn import(format: Format, input: &Path, opts: &ImportOptions) -> Result<Impo
         Format::BgTrace => bgtrace::import(input),
         Format::Goal => goal::import(input, opts.eager_limit),
         Format::SimGrid => simgrid::import(input, opts.flops_per_s),
+        Format::Projections => projections::import(input),
     }
 }

@@ -236,8 +236,10 @@ impl Plan {
         let mut releases = Vec::new();
         let recorded_wire = if cfg.recorded_delays || recorded {
             for id in trace.block_ids() {
-                if pending[id.index()] == 0
-                    && let Some(t) = trace.block(id).recorded_start
+                let b = trace.block(id);
+                if b.trigger.is_none()
+                    && trace.deps(id).is_empty()
+                    && let Some(t) = b.recorded_start
                     && t.as_ps() > 0
                 {
                     releases.push((id.0, t.as_ps()));

@@ -649,3 +649,138 @@ fn simgrid_errors_name_the_line() {
     let e = import(Format::SimGrid, &idx, &ImportOptions::default()).unwrap_err();
     assert!(e.to_string().contains("nothere/trace0.txt"), "{e}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Projections
+
+#[test]
+fn projections_hello_v3_imports_and_replays() {
+    let Some(dir) = shared_data("projections-hello") else {
+        return;
+    };
+    let imported = imp(Format::Projections, &dir.join("hello.sts"));
+    let t = &imported.trace;
+    assert_eq!(
+        (t.objects.len(), t.num_blocks(), t.num_sends()),
+        (4, 46, 53)
+    );
+    let s = trace::TraceSummary::of(t);
+    let sayhi = s
+        .entry_table
+        .iter()
+        .find(|e| e.name == "Hello::SayHi")
+        .unwrap();
+    assert_eq!(sayhi.blocks, 20);
+    for (pe, n) in [(0, 102), (1, 80), (2, 74), (3, 72)] {
+        let want = format!("hello.{pe}.log: {n} records");
+        assert!(
+            imported.notes.iter().any(|x| x.ends_with(&want)),
+            "{:?}",
+            imported.notes
+        );
+    }
+    run_with(t, "latency:lat=1us", &ReplayConfig::default());
+    // The recorded schedule comes back up to the clock skew between the PEs' logs: three
+    // messages are processed up to 28 us "before" they were created; their delay is
+    // floored at 0, which can only delay the replay, by at most 3 x 28 us.
+    assert!(
+        imported
+            .notes
+            .iter()
+            .any(|x| x.contains("3 messages begin processing before their creation time"))
+    );
+    let cfg = ReplayConfig {
+        recorded_order: true,
+        ..ReplayConfig::default()
+    };
+    let r = run_with(t, "recorded", &cfg);
+    let end = imported.recorded_end.unwrap();
+    assert!(
+        r.makespan >= end && r.makespan.as_ps() - end.as_ps() <= 84_000_000,
+        "{} vs {end}",
+        r.makespan
+    );
+}
+
+fn projections_v11(dir: &Path) -> std::path::PathBuf {
+    let sts = "PROJECTIONS_ID\nVERSION 11.0\nMACHINE \"test\"\nPROCESSORS 2\nTOTAL_CHARES 1\nTOTAL_EPS 2\n\
+               TOTAL_MSGS 1\nCHARE 0 \"Main\" -1\nENTRY CHARE 0 \"ping(Msg* m)\" 0 0\n\
+               ENTRY CHARE 1 \"pong(Msg* m)\" 0 0\nMESSAGE 0 1000\nEND\n";
+    std::fs::write(dir.join("pp.sts"), sts).unwrap();
+    // PE 0: ping (100 us, sends at +50), then a reply handler (100 us).
+    std::fs::write(
+        dir.join("pp.0.log"),
+        "PROJECTIONS-RECORD 6\n6 0\n2 0 0 100 0 -1 0 0 0 0 0 0 0\n1 0 1 150 1 0 1000 0\n\
+         3 0 0 200 0 0 0 0\n2 0 0 500 5 1 1000 500 0 0 0 0 0\n3 0 0 600 5 1 0 0\n7 700\n",
+    )
+    .unwrap();
+    // PE 1: pong (50 us, replies at +20).
+    std::fs::write(
+        dir.join("pp.1.log"),
+        "PROJECTIONS-RECORD 3\n2 0 1 300 1 0 1000 300 0 0 0 0 0\n1 0 0 320 5 1 1000 0\n3 0 1 350 1 0 0 0\n",
+    )
+    .unwrap();
+    dir.join("pp.sts")
+}
+
+#[test]
+fn projections_v11_hand_made_closed_forms() {
+    let dir = tmpdir("proj11");
+    let sts = projections_v11(&dir);
+    let imported = imp(Format::Projections, &sts);
+    let t = &imported.trace;
+    assert_eq!((t.num_blocks(), t.num_sends()), (3, 2));
+    assert_eq!(t.entries[t.blocks()[0].entry.index()].name, "Main::ping");
+    // alphabeta, T = 40 us + 1000 B at 1 GB/s = 41 us: 50 + T + 20 + T + 100.
+    let r = run_with(t, "alphabeta:lat=40us,bw=1GB/s", &ReplayConfig::default());
+    assert_eq!(
+        r.makespan,
+        SimTime::from_ps((50 + 41 + 20 + 41 + 100) * 1_000_000)
+    );
+    // The recorded schedule, exactly.
+    let cfg = ReplayConfig {
+        recorded_order: true,
+        ..ReplayConfig::default()
+    };
+    let r = run_with(t, "recorded", &cfg);
+    assert_eq!(r.makespan, imported.recorded_end.unwrap());
+    assert_eq!(r.makespan, SimTime::from_ps(600_000_000));
+}
+
+#[test]
+fn projections_errors() {
+    let dir = tmpdir("proj-bad");
+    let sts = projections_v11(&dir);
+    let good = std::fs::read_to_string(&sts).unwrap();
+    std::fs::write(&sts, good.replace("11.0", "6.0")).unwrap();
+    let e = import(Format::Projections, &sts, &ImportOptions::default()).unwrap_err();
+    assert!(
+        e.to_string().contains("accepted versions are 3.0 and 11.0"),
+        "{e}"
+    );
+    std::fs::write(&sts, &good).unwrap();
+    std::fs::write(
+        dir.join("pp.1.log"),
+        "PROJECTIONS-RECORD 1\n2 0 1 abc 1 0 1000 300 0 0 0 0 0\n",
+    )
+    .unwrap();
+    let e = import(Format::Projections, &sts, &ImportOptions::default()).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("pp.1.log:2: expected time (a number)"),
+        "{e}"
+    );
+    std::fs::write(dir.join("pp.1.log"), "PROJECTIONS-RECORD 1\n77 0\n").unwrap();
+    let e = import(Format::Projections, &sts, &ImportOptions::default()).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("pp.1.log:2: expected a Projections record type"),
+        "{e}"
+    );
+    std::fs::remove_file(dir.join("pp.1.log")).unwrap();
+    let e = import(Format::Projections, &sts, &ImportOptions::default()).unwrap_err();
+    assert!(
+        matches!(e, ImportError::Io { .. }) && e.to_string().contains("pp.1.log"),
+        "{e}"
+    );
+}
