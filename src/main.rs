@@ -52,6 +52,30 @@ enum Cmd {
     Export(ExportArgs),
     /// Measure simulator speed (simulated messages per second) on 3-D halo workloads.
     Bench(bench::BenchArgs),
+    /// Developer tool: mutate a valid foreign trace again and again and check that the
+    /// importer never panics (every input gives a trace or a clear error).
+    FuzzImport(FuzzArgs),
+}
+
+#[derive(Args)]
+struct FuzzArgs {
+    /// Input format.
+    #[arg(value_parser = parse_format)]
+    format: importers::Format,
+    /// A valid input to start from (as for `whatif import`).
+    input: PathBuf,
+    /// How long to run.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    time: SimDuration,
+    /// Stop after this many imports.
+    #[arg(long, default_value_t = u64::MAX)]
+    max_execs: u64,
+    /// Seed of the mutation stream (the run is reproducible from it).
+    #[arg(long, default_value_t = SeedTree::DEFAULT_ROOT)]
+    seed: u64,
+    /// Scratch folder [default: a new folder under the system temp dir].
+    #[arg(long)]
+    work: Option<PathBuf>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -324,6 +348,7 @@ fn dispatch(cli: Cli) -> Result<()> {
             replay_and_report(&trace, &a.machine, &a.out)
         }
         Cmd::Bench(a) => bench::run(a),
+        Cmd::FuzzImport(a) => fuzz_cmd(a),
     }
 }
 
@@ -369,6 +394,65 @@ fn export_cmd(a: ExportArgs) -> Result<()> {
         t.objects.len(),
         t.num_blocks()
     );
+    Ok(())
+}
+
+fn fuzz_cmd(a: FuzzArgs) -> Result<()> {
+    let work = a.work.clone().unwrap_or_else(|| {
+        std::env::temp_dir().join(format!(
+            "whatif-fuzz-{}-{}-{}",
+            a.format.name(),
+            a.seed,
+            std::process::id()
+        ))
+    });
+    std::fs::create_dir_all(&work)
+        .with_context(|| format!("cannot create scratch folder {}", work.display()))?;
+    let secs = a.time.as_ps() as f64 / 1e12;
+    let r = importers::fuzz::fuzz(
+        a.format,
+        &a.input,
+        &work,
+        &importers::fuzz::FuzzConfig {
+            seed: a.seed,
+            duration: std::time::Duration::from_secs_f64(secs),
+            max_execs: a.max_execs,
+            opts: importers::ImportOptions::default(),
+        },
+        |r, t| {
+            eprint!(
+                "\r{:>6.0} s  {} execs ({:.0}/s), {} accepted, {} rejected, {} panics   ",
+                t.as_secs_f64(),
+                r.execs,
+                r.execs as f64 / t.as_secs_f64(),
+                r.accepted,
+                r.rejected,
+                r.panics.len()
+            )
+        },
+    )?;
+    eprintln!();
+    println!(
+        "fuzz-import {} {}: {} execs, {} accepted, {} rejected with an error, {} panics (seed {})",
+        a.format,
+        a.input.display(),
+        r.execs,
+        r.accepted,
+        r.rejected,
+        r.panics.len(),
+        a.seed
+    );
+    for p in &r.panics {
+        println!("  panic input saved: {}", p.display());
+    }
+    if !r.panics.is_empty() {
+        bail!(
+            "the importer panicked; reproduce with: whatif fuzz-import {} {} --seed {}",
+            a.format,
+            a.input.display(),
+            a.seed
+        );
+    }
     Ok(())
 }
 

@@ -78,7 +78,7 @@ pub fn read_set(
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "bgTrace".into());
-    let mut timelines: Vec<Option<BgTimeline>> = (0..s.total_procs).map(|_| None).collect();
+    let mut found: Vec<BgTimeline> = Vec::new();
     let mut counts = Vec::new();
     for k in 0..s.emulating_pes {
         let path = dir.join(format!("{stem}{k}"));
@@ -99,20 +99,20 @@ pub fn read_set(
                     _ => c.broadcast_except += 1,
                 }
             }
-            let pe = t.pe as usize;
-            timelines[pe] = Some(t);
+            found.push(t);
         }
         counts.push(c);
     }
-    let timelines = timelines
-        .into_iter()
-        .enumerate()
-        .map(|(p, t)| {
-            t.ok_or_else(|| {
-                ImportError::inconsistent(&sum_name, format!("no file holds target processor {p}"))
-            })
-        })
-        .collect::<Result<Vec<_>, _>>()?;
+    // Each file holds its cyclic share exactly (checked per file), so sorting by processor
+    // gives every processor once.
+    found.sort_by_key(|t| t.pe);
+    if let Some((p, _)) = found.iter().enumerate().find(|(p, t)| t.pe != *p as u32) {
+        return Err(ImportError::inconsistent(
+            &sum_name,
+            format!("no file holds target processor {p}"),
+        ));
+    }
+    let timelines = found;
     Ok((s, timelines, counts))
 }
 

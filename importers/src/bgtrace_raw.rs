@@ -213,7 +213,7 @@ pub fn parse_pe_file(
             format!("{n_local}"),
         ));
     }
-    let mut offsets = Vec::with_capacity(n_local);
+    let mut offsets = Vec::with_capacity(n_local.min(c.len() / 4));
     for _ in 0..n_local {
         offsets.push(c.i32("a timeline offset")?);
     }

@@ -18,6 +18,7 @@ pub mod bgtrace;
 pub mod bgtrace_raw;
 mod cursor;
 mod error;
+pub mod fuzz;
 pub mod goal;
 pub mod projections;
 pub mod simgrid;

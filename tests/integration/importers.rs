@@ -784,3 +784,60 @@ fn projections_errors() {
         "{e}"
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// No input makes an importer panic (debug build: arithmetic overflow panics too).
+
+#[test]
+fn importers_survive_mutated_inputs() {
+    let root = tmpdir("fuzz");
+    let bg = root.join("bg");
+    std::fs::create_dir_all(&bg).unwrap();
+    tiny_bgtrace(&bg);
+    let goal = goal_file(
+        "fz.goal",
+        "num_ranks 3\nrank 0 {\nl1: calc 100\nl2: send 70000b to 1 tag 1\nl2 requires l1\nl3: recv 8b from 2 tag 0\n}\n\
+         rank 1 {\nl1: recv 70000b from 0 tag 1\nl2: send 8b to 2 tag 0 cpu 0 nic 0\nl2 irequires l1\n}\n\
+         rank 2 {\nl1: recv 8b from 1 tag 0\nl2: send 8b to 0 tag 0\nl2 requires l1\n}\n",
+    );
+    let ti = ti_file(
+        "fz.txt",
+        "0 init\n1 init\n2 init\n0 compute 1e6\n0 isend 1 0 100\n1 irecv 0 0 100\n1 wait 0 1 0\n\
+         0 bcast 1000 1\n1 bcast 1000 1\n2 bcast 1000 1\n0 allreduce 10 1e3\n1 allreduce 10 1e3\n2 allreduce 10 1e3\n\
+         0 alltoallv 9 1 2 3 9 1 2 3\n1 alltoallv 9 2 2 3 9 2 2 3\n2 alltoallv 9 3 2 3 9 3 2 3\n0 finalize\n",
+    );
+    let proj = tmpdir("fuzz-proj");
+    let sts = projections_v11(&proj);
+    let mut inputs = vec![
+        (Format::BgTrace, bg),
+        (Format::Goal, goal),
+        (Format::SimGrid, ti),
+        (Format::Projections, sts),
+    ];
+    if let Some(d) = shared_data("projections-hello") {
+        inputs.push((Format::Projections, d.join("hello.sts")));
+    }
+    for (i, (format, input)) in inputs.into_iter().enumerate() {
+        // The input itself is valid.
+        imp(format, &input);
+        let work = root.join(format!("work{i}"));
+        std::fs::create_dir_all(&work).unwrap();
+        let r = importers::fuzz::fuzz(
+            format,
+            &input,
+            &work,
+            &importers::fuzz::FuzzConfig {
+                seed: i as u64 + 1,
+                duration: std::time::Duration::from_secs(120),
+                max_execs: 400,
+                opts: ImportOptions::default(),
+            },
+            |_, _| {},
+        )
+        .unwrap();
+        assert_eq!(r.execs, 400);
+        assert!(r.panics.is_empty(), "{format}: panics on {:?}", r.panics);
+        // Most mutations are rejected, some survive: both paths are exercised.
+        assert!(r.rejected > 0, "{format}: {r:?}");
+    }
+}

@@ -1,0 +1,244 @@
+//! A mutation fuzzer for the importers: proves (by running) that no input makes them panic.
+//!
+//! [`fuzz`] copies a valid input set (every file the format reads) into a scratch folder,
+//! then repeatedly mutates one of its files (bit flips, special bytes, deletions,
+//! duplications, truncations, inserted digits and signs, swapped lines), imports the set,
+//! and restores the file. An import may succeed or return an [`ImportError`]; a panic is a
+//! bug: the input is saved next to the scratch folder and counted. Mutations come from one
+//! seeded stream, so a run is reproducible from its seed.
+
+use crate::{Format, ImportError, ImportOptions, import};
+use sim_core::SeedTree;
+use sim_core::rng::{SimRng, below};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// The files of one input set: (path relative to the scratch root, contents).
+type FileSet = Vec<(PathBuf, Vec<u8>)>;
+
+/// How long and from which seed to fuzz.
+#[derive(Clone, Debug)]
+pub struct FuzzConfig {
+    /// Seed of the mutation stream.
+    pub seed: u64,
+    /// Wall-clock budget.
+    pub duration: Duration,
+    /// Import budget.
+    pub max_execs: u64,
+    /// Options passed to every import.
+    pub opts: ImportOptions,
+}
+
+/// What a fuzzing run did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FuzzReport {
+    /// Imports run.
+    pub execs: u64,
+    /// Imports that returned a trace.
+    pub accepted: u64,
+    /// Imports that returned an error.
+    pub rejected: u64,
+    /// Inputs that made an importer panic (saved copies).
+    pub panics: Vec<PathBuf>,
+}
+
+/// The files `format` reads for `input`, as (path relative to the scratch root, bytes), and
+/// the input path relative to the root.
+fn input_set(format: Format, input: &Path) -> Result<(FileSet, PathBuf), ImportError> {
+    let read = |p: &Path| crate::error::read_file(p);
+    let name = |p: &Path| PathBuf::from(p.file_name().unwrap_or_default());
+    Ok(match format {
+        Format::Goal => (vec![(name(input), read(input)?)], name(input)),
+        Format::BgTrace => {
+            let sum = if input.is_dir() {
+                input.join("bgTrace")
+            } else {
+                input.to_path_buf()
+            };
+            let dir = sum.parent().unwrap_or(Path::new(".")).to_path_buf();
+            let s = crate::bgtrace_raw::parse_summary(&read(&sum)?, &sum.display().to_string())?;
+            let mut files = vec![(name(&sum), read(&sum)?)];
+            for k in 0..s.emulating_pes {
+                let p = dir.join(format!("{}{k}", name(&sum).display()));
+                files.push((name(&p), read(&p)?));
+            }
+            (files, name(&sum))
+        }
+        Format::Projections => {
+            let text = crate::error::read_text(input)?;
+            let pes: u32 = text
+                .lines()
+                .find_map(|l| l.strip_prefix("PROCESSORS "))
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(0);
+            let stem = name(input).display().to_string();
+            let stem = stem.strip_suffix(".sts").unwrap_or(&stem).to_string();
+            let dir = input.parent().unwrap_or(Path::new("."));
+            let mut files = vec![(name(input), read(input)?)];
+            for pe in 0..pes {
+                let p = dir.join(format!("{stem}.{pe}.log"));
+                files.push((name(&p), read(&p)?));
+            }
+            (files, name(input))
+        }
+        Format::SimGrid => {
+            let text = crate::error::read_text(input)?;
+            let dir = input.parent().unwrap_or(Path::new("."));
+            let mut files = vec![(name(input), text.clone().into_bytes())];
+            let first = text
+                .lines()
+                .map(str::trim)
+                .find(|l| !l.is_empty())
+                .unwrap_or("");
+            let is_index = first.split_whitespace().count() == 1 && first.parse::<i64>().is_err();
+            if is_index {
+                for l in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
+                    let rel = PathBuf::from(l);
+                    if rel.is_absolute() {
+                        continue;
+                    }
+                    files.push((rel.clone(), read(&dir.join(&rel))?));
+                }
+            }
+            (files, name(input))
+        }
+    })
+}
+
+fn mutate(rng: &mut SimRng, data: &mut Vec<u8>) {
+    let n = data.len() as u64;
+    let pick = |rng: &mut SimRng, n: u64| if n == 0 { 0 } else { below(rng, n) as usize };
+    match below(rng, 10) {
+        0 if n > 0 => {
+            let i = pick(rng, n);
+            data[i] ^= 1 << below(rng, 8);
+        }
+        1 if n > 0 => {
+            let i = pick(rng, n);
+            data[i] = [0, 0xff, 0x7f, 0x80, b'-', b'9', b' ', b'\n'][below(rng, 8) as usize];
+        }
+        2 if n > 0 => {
+            let i = pick(rng, n);
+            let len = (1 + below(rng, 16) as usize).min(data.len() - i);
+            data.drain(i..i + len);
+        }
+        3 if n > 0 => {
+            let i = pick(rng, n);
+            let len = (1 + below(rng, 64) as usize).min(data.len() - i);
+            let chunk: Vec<u8> = data[i..i + len].to_vec();
+            let j = pick(rng, n);
+            data.splice(j..j, chunk);
+        }
+        4 => {
+            let keep = pick(rng, n + 1);
+            data.truncate(keep);
+        }
+        5 => {
+            let i = pick(rng, n + 1);
+            let s: &[u8] = [
+                &b"-1"[..],
+                b"0",
+                b"99999999999",
+                b"4294967295",
+                b"1e308",
+                b"nan",
+                b"-0.5",
+                b"2147483648",
+            ][below(rng, 8) as usize];
+            data.splice(i..i, s.iter().copied());
+        }
+        6 if n >= 4 => {
+            // Overwrite an aligned 4-byte word with an extreme integer (binary counts, offsets).
+            let i = pick(rng, n - 3) & !3;
+            let v: i32 = [0, -1, i32::MAX, i32::MIN, 1 << 20, 7][below(rng, 6) as usize];
+            if i + 4 <= data.len() {
+                data[i..i + 4].copy_from_slice(&v.to_le_bytes());
+            }
+        }
+        7 if n >= 8 => {
+            // Overwrite 8 bytes with an extreme double (binary times).
+            let i = pick(rng, n - 7);
+            let v: f64 = [f64::NAN, f64::INFINITY, -1.0, 1e300, 0.0][below(rng, 5) as usize];
+            data[i..i + 8].copy_from_slice(&v.to_le_bytes());
+        }
+        8 => {
+            // Swap two lines (text formats).
+            let lines: Vec<&[u8]> = data.split(|&b| b == b'\n').collect();
+            if lines.len() > 2 {
+                let (a, b) = (pick(rng, lines.len() as u64), pick(rng, lines.len() as u64));
+                let mut v: Vec<Vec<u8>> = lines.iter().map(|l| l.to_vec()).collect();
+                v.swap(a, b);
+                *data = v.join(&b'\n');
+            }
+        }
+        _ => {
+            let i = pick(rng, n + 1);
+            let b = below(rng, 256) as u8;
+            data.insert(i, b);
+        }
+    }
+}
+
+/// Fuzzes `format` starting from the valid input `input` for `cfg.duration` (or
+/// `cfg.max_execs` imports, whichever comes first), in scratch folder `work`. `progress` is
+/// called about once a second with the report so far.
+pub fn fuzz(
+    format: Format,
+    input: &Path,
+    work: &Path,
+    cfg: &FuzzConfig,
+    mut progress: impl FnMut(&FuzzReport, Duration),
+) -> Result<FuzzReport, ImportError> {
+    let (seed, duration, max_execs, opts) = (cfg.seed, cfg.duration, cfg.max_execs, &cfg.opts);
+    let (files, entry) = input_set(format, input)?;
+    let io = |p: &Path, e: std::io::Error| ImportError::Io {
+        path: p.to_path_buf(),
+        source: e,
+    };
+    for (rel, bytes) in &files {
+        let p = work.join(rel);
+        if let Some(d) = p.parent() {
+            std::fs::create_dir_all(d).map_err(|e| io(d, e))?;
+        }
+        std::fs::write(&p, bytes).map_err(|e| io(&p, e))?;
+    }
+    let target = work.join(&entry);
+    let mut rng = SeedTree::new(seed).stream("fuzz");
+    let mut report = FuzzReport::default();
+    let start = Instant::now();
+    let mut last = start;
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    while report.execs < max_execs && start.elapsed() < duration {
+        let k = below(&mut rng, files.len() as u64) as usize;
+        let mut data = files[k].1.clone();
+        for _ in 0..1 + below(&mut rng, 4) {
+            mutate(&mut rng, &mut data);
+        }
+        let path = work.join(&files[k].0);
+        std::fs::write(&path, &data).map_err(|e| io(&path, e))?;
+        match catch_unwind(AssertUnwindSafe(|| import(format, &target, opts))) {
+            Ok(Ok(_)) => report.accepted += 1,
+            Ok(Err(_)) => report.rejected += 1,
+            Err(_) => {
+                let keep = work.with_file_name(format!(
+                    "{}-panic-{}-{}",
+                    format.name(),
+                    report.panics.len(),
+                    files[k].0.display().to_string().replace('/', "_")
+                ));
+                std::fs::write(&keep, &data).map_err(|e| io(&keep, e))?;
+                report.panics.push(keep);
+            }
+        }
+        std::fs::write(&path, &files[k].1).map_err(|e| io(&path, e))?;
+        report.execs += 1;
+        if last.elapsed() >= Duration::from_secs(1) {
+            last = Instant::now();
+            progress(&report, start.elapsed());
+        }
+    }
+    std::panic::set_hook(hook);
+    Ok(report)
+}
