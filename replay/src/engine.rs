@@ -91,12 +91,12 @@ impl<'a, Q: EventQueue<u64>> Engine<'a, Q> {
     pub(crate) fn run(mut self) -> Result<ReplayReport, ReplayError> {
         for i in 0..self.plan.releases.len() {
             let (b, t) = self.plan.releases[i];
-            self.plan.pending[b as usize] += 1;
+            self.plan.wait[b as usize].pending += 1;
             self.sched
                 .schedule(SimTime::from_ps(t), EventClass::Normal, ev(ARRIVE, b))?;
         }
         for b in 0..self.plan.blocks.len() {
-            if self.plan.pending[b] == 0 {
+            if self.plan.wait[b].pending == 0 {
                 self.make_ready(b as u32, SimTime::ZERO)?;
             }
         }
@@ -104,11 +104,10 @@ impl<'a, Q: EventQueue<u64>> Engine<'a, Q> {
             let index = (e & INDEX_MASK) as u32;
             match e >> KIND_SHIFT {
                 ARRIVE => {
-                    let k = &mut self.plan.key_ps[index as usize];
-                    *k = (*k).max(t.as_ps());
-                    let p = &mut self.plan.pending[index as usize];
-                    *p -= 1;
-                    if *p == 0 {
+                    let w = &mut self.plan.wait[index as usize];
+                    w.key_ps = w.key_ps.max(t.as_ps());
+                    w.pending -= 1;
+                    if w.pending == 0 {
                         self.make_ready(index, t)?;
                     }
                 }
@@ -165,7 +164,7 @@ impl<'a, Q: EventQueue<u64>> Engine<'a, Q> {
         let cb = self.plan.blocks[b as usize];
         let pe = &mut self.pes[cb.pe as usize];
         pe.ready
-            .push(Reverse((cb.prio, self.plan.key_ps[b as usize], b)));
+            .push(Reverse((cb.prio, self.plan.wait[b as usize].key_ps, b)));
         if !pe.busy && !pe.dispatch_pending {
             pe.dispatch_pending = true;
             self.sched
@@ -377,25 +376,23 @@ impl<'a, Q: EventQueue<u64>> Engine<'a, Q> {
             self.plan.dep_start[b as usize],
             self.plan.dep_start[b as usize + 1],
         );
-        let key = self.plan.key_ps[b as usize];
+        let key = self.plan.wait[b as usize].key_ps;
         if let Some(&next) = self.plan.chain_next.get(b as usize)
             && next != u32::MAX
         {
-            let k = &mut self.plan.key_ps[next as usize];
-            *k = (*k).max(key);
-            let p = &mut self.plan.pending[next as usize];
-            *p -= 1;
-            if *p == 0 {
+            let w = &mut self.plan.wait[next as usize];
+            w.key_ps = w.key_ps.max(key);
+            w.pending -= 1;
+            if w.pending == 0 {
                 self.make_ready(next, t)?;
             }
         }
         for i in d0..d1 {
             let d = self.plan.dependents[i as usize];
-            let k = &mut self.plan.key_ps[d as usize];
-            *k = (*k).max(key);
-            let p = &mut self.plan.pending[d as usize];
-            *p -= 1;
-            if *p == 0 {
+            let w = &mut self.plan.wait[d as usize];
+            w.key_ps = w.key_ps.max(key);
+            w.pending -= 1;
+            if w.pending == 0 {
                 self.make_ready(d, t)?;
             }
         }

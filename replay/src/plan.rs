@@ -40,16 +40,24 @@ pub(crate) struct CSend {
     pub cons_end: u32,
 }
 
+/// What a block still waits for.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct BlockWait {
+    /// Effective receive time (BigSim's `effRecvTime`): the latest of its trigger's arrival
+    /// and its dependencies' effective receive times. Ready blocks run in order of it.
+    pub key_ps: u64,
+    /// Unfinished dependencies, plus one while the trigger has not arrived.
+    pub pending: u32,
+}
+
 #[derive(Debug)]
 pub(crate) struct Plan {
     pub pes: u32,
     pub blocks: Vec<CBlock>,
     pub extra: Vec<CBlockExtra>,
-    pub pending: Vec<u32>,
-    /// Effective receive time of each block (BigSim's `effRecvTime`): the latest of its
-    /// trigger's arrival and its dependencies' effective receive times. Ready blocks run in
-    /// order of it.
-    pub key_ps: Vec<u64>,
+    /// Per block: unmet conditions and effective receive time, side by side (one cache line
+    /// per update).
+    pub wait: Vec<BlockWait>,
     /// Per consumer slot, the message's recorded delay, when the replay uses recorded delays.
     pub recorded_wire: Option<Vec<u64>>,
     /// With recorded delays: blocks that need neither a message nor another block, with their
@@ -116,7 +124,7 @@ impl Plan {
 
         let mut blocks = Vec::with_capacity(n);
         let mut extra = Vec::with_capacity(n);
-        let mut pending = Vec::with_capacity(n);
+        let mut wait: Vec<BlockWait> = Vec::with_capacity(n);
         // (send index, consumer block) pairs, to group consumers by send.
         let mut cons_count = vec![0u32; all_sends.len() + 1];
         let mut trigger_send: Vec<u32> = Vec::with_capacity(n);
@@ -145,7 +153,10 @@ impl Plan {
                 entry: b.entry.0,
                 trigger_send: sent.map_or(u32::MAX, |s| s as u32),
             });
-            pending.push(trace.deps(id).len() as u32 + b.trigger.is_some() as u32);
+            wait.push(BlockWait {
+                key_ps: 0,
+                pending: trace.deps(id).len() as u32 + b.trigger.is_some() as u32,
+            });
             match sent {
                 Some(s) => {
                     cons_count[s] += 1;
@@ -229,7 +240,7 @@ impl Plan {
             for w in order.windows(2) {
                 if w[0].0 == w[1].0 {
                     chain_next[w[0].2 as usize] = w[1].2;
-                    pending[w[1].2 as usize] += 1;
+                    wait[w[1].2 as usize].pending += 1;
                 }
             }
         }
@@ -254,8 +265,7 @@ impl Plan {
             pes,
             blocks,
             extra,
-            pending,
-            key_ps: vec![0; n],
+            wait,
             recorded_wire,
             releases,
             chain_next,

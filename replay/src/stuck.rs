@@ -47,7 +47,7 @@ const SHOW: usize = 10;
 
 pub(crate) fn diagnose(plan: &Plan, completed: u64) -> StuckReport {
     // After the loop drains, exactly the blocks with pending > 0 never ran.
-    let stuck = |b: u32| plan.pending[b as usize] > 0;
+    let stuck = |b: u32| plan.wait[b as usize].pending > 0;
     // Inverse of the dependents CSR, only for stuck blocks: which stuck deps does a block wait on?
     let n = plan.blocks.len();
     let mut waits_on: Vec<Vec<Wait>> = vec![Vec::new(); n];
@@ -75,7 +75,7 @@ pub(crate) fn diagnose(plan: &Plan, completed: u64) -> StuckReport {
         let mut waits = std::mem::take(&mut waits_on[b as usize]);
         let mut root = waits.is_empty();
         // `pending` counts unfinished dependencies plus one while the trigger has not arrived.
-        if plan.pending[b as usize] > waits.len() as u32 {
+        if plan.wait[b as usize].pending > waits.len() as u32 {
             match sender_of[b as usize] {
                 u32::MAX => waits.push(Wait::MessageNeverSent),
                 s => {
