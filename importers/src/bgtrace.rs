@@ -19,7 +19,7 @@ use crate::bgtrace_raw::{BgSummary, BgTimeline, parse_pe_file, parse_summary};
 use crate::error::read_file;
 use crate::{ImportError, Imported};
 use sim_core::{SimDuration, SimTime};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use trace::{
     Block, BlockId, Destination, EntryId, MsgId, ObjectId, PeId, Send, TraceBuilder, TraceMeta,
@@ -53,6 +53,27 @@ fn summary_path(input: &Path) -> PathBuf {
     }
 }
 
+/// The per-emulating-PE files `<summary name>0..N-1` next to the summary.
+fn pe_file_paths(sum_path: &Path, s: &BgSummary) -> Vec<PathBuf> {
+    let dir = sum_path.parent().unwrap_or(Path::new("."));
+    let stem = sum_path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "bgTrace".into());
+    (0..s.emulating_pes)
+        .map(|k| dir.join(format!("{stem}{k}")))
+        .collect()
+}
+
+/// Every file a log set consists of, summary first.
+pub(crate) fn files(input: &Path) -> Result<Vec<PathBuf>, ImportError> {
+    let sum_path = summary_path(input);
+    let s = parse_summary(&read_file(&sum_path)?, &sum_path.display().to_string())?;
+    let mut v = vec![sum_path.clone()];
+    v.extend(pe_file_paths(&sum_path, &s));
+    Ok(v)
+}
+
 fn secs_to_ps(x: f64, what: &str, file: &str, offset: u64) -> Result<u64, ImportError> {
     let ps = (x * 1e12).round();
     if !ps.is_finite() || !(0.0..=1.8e19).contains(&ps) {
@@ -73,15 +94,10 @@ pub fn read_set(
     let sum_path = summary_path(input);
     let sum_name = sum_path.display().to_string();
     let s = parse_summary(&read_file(&sum_path)?, &sum_name)?;
-    let dir = sum_path.parent().unwrap_or(Path::new("."));
-    let stem = sum_path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "bgTrace".into());
     let mut found: Vec<BgTimeline> = Vec::new();
     let mut counts = Vec::new();
-    for k in 0..s.emulating_pes {
-        let path = dir.join(format!("{stem}{k}"));
+    for (k, path) in pe_file_paths(&sum_path, &s).into_iter().enumerate() {
+        let k = k as u32;
         let name = path.display().to_string();
         let tls = parse_pe_file(&read_file(&path)?, &name, k, &s)?;
         let mut c = BgFileCounts {
@@ -162,8 +178,10 @@ pub fn import(input: &Path) -> Result<Imported, ImportError> {
 
     let mut entries: HashMap<String, EntryId> = HashMap::new();
     let mut entry_ids = Vec::new();
+    let mut block_obj = Vec::new();
     for t in &tls {
         for l in &t.logs {
+            block_obj.push(object(t.pe, l.obj_id));
             let e = match entries.get(&l.name) {
                 Some(&e) => e,
                 None => {
@@ -197,11 +215,11 @@ pub fn import(input: &Path) -> Result<Imported, ImportError> {
         }
         n += t.logs.len();
     }
-    let mut sent: HashMap<MsgId, ()> = HashMap::with_capacity(consumers.len());
+    let mut sent: HashSet<MsgId> = HashSet::with_capacity(consumers.len());
     for t in &tls {
         for l in t.logs.iter() {
             for m in &l.msgs {
-                sent.insert(label(t.pe as i32, m.msg_id), ());
+                sent.insert(label(t.pe as i32, m.msg_id));
             }
         }
     }
@@ -215,7 +233,6 @@ pub fn import(input: &Path) -> Result<Imported, ImportError> {
     for t in &tls {
         let file = file_of(t.pe);
         for (i, l) in t.logs.iter().enumerate() {
-            let gid = base[t.pe as usize] + i;
             let start = secs_to_ps(l.start_time, "BgTimeLog.startTime", &file, l.offset)?;
             let dur = secs_to_ps(l.exec_time, "BgTimeLog.execTime", &file, l.offset)?;
             recorded_end = recorded_end.max(start.saturating_add(dur));
@@ -241,9 +258,7 @@ pub fn import(input: &Path) -> Result<Imported, ImportError> {
                                     ),
                                 ));
                             }
-                            let _ = c;
-                            let cl = log_at(&tls, &base, c);
-                            Destination::Object(object(vp, cl.obj_id))
+                            Destination::Object(block_obj[c])
                         }
                         None => Destination::Object(home[d as usize]),
                     },
@@ -281,7 +296,7 @@ pub fn import(input: &Path) -> Result<Imported, ImportError> {
             let mut arrival = None;
             if l.src_pe >= 0 || l.msg_id >= 0 {
                 let lab = label(l.src_pe, l.msg_id);
-                if sent.contains_key(&lab) {
+                if sent.contains(&lab) {
                     trigger = Some(lab);
                     if l.recv_time >= 0.0 {
                         arrival = Some(SimTime::from_ps(secs_to_ps(
@@ -295,10 +310,9 @@ pub fn import(input: &Path) -> Result<Imported, ImportError> {
                     dropped += 1;
                 }
             }
-            let _ = gid;
             b.block(
                 Block {
-                    object: object(t.pe, l.obj_id),
+                    object: block_obj[base[t.pe as usize] + i],
                     entry: entry_ids[base[t.pe as usize] + i],
                     duration: SimDuration::from_ps(dur),
                     trigger,
@@ -345,13 +359,4 @@ pub fn import(input: &Path) -> Result<Imported, ImportError> {
         notes,
         recorded_end: Some(SimTime::from_ps(recorded_end)),
     })
-}
-
-fn log_at<'a>(
-    tls: &'a [BgTimeline],
-    base: &[usize],
-    global: usize,
-) -> &'a crate::bgtrace_raw::BgLog {
-    let vp = base.partition_point(|&b| b <= global) - 1;
-    &tls[vp].logs[global - base[vp]]
 }

@@ -43,67 +43,29 @@ pub struct FuzzReport {
     pub panics: Vec<PathBuf>,
 }
 
-/// The files `format` reads for `input`, as (path relative to the scratch root, bytes), and
-/// the input path relative to the root.
+/// The files `format` reads for `input`, as (path relative to the input's folder, bytes),
+/// and the input's own relative path. Files outside that folder (absolute index entries) are
+/// left in place and not mutated.
 fn input_set(format: Format, input: &Path) -> Result<(FileSet, PathBuf), ImportError> {
-    let read = |p: &Path| crate::error::read_file(p);
-    let name = |p: &Path| PathBuf::from(p.file_name().unwrap_or_default());
-    Ok(match format {
-        Format::Goal => (vec![(name(input), read(input)?)], name(input)),
-        Format::BgTrace => {
-            let sum = if input.is_dir() {
-                input.join("bgTrace")
-            } else {
-                input.to_path_buf()
-            };
-            let dir = sum.parent().unwrap_or(Path::new(".")).to_path_buf();
-            let s = crate::bgtrace_raw::parse_summary(&read(&sum)?, &sum.display().to_string())?;
-            let mut files = vec![(name(&sum), read(&sum)?)];
-            for k in 0..s.emulating_pes {
-                let p = dir.join(format!("{}{k}", name(&sum).display()));
-                files.push((name(&p), read(&p)?));
-            }
-            (files, name(&sum))
+    let paths = match format {
+        Format::Goal => vec![input.to_path_buf()],
+        Format::BgTrace => crate::bgtrace::files(input)?,
+        Format::Projections => crate::projections::files(input)?,
+        Format::SimGrid => crate::simgrid::files(input)?,
+    };
+    let base = paths[0].parent().unwrap_or(Path::new(".")).to_path_buf();
+    let mut set = Vec::new();
+    for p in &paths {
+        if let Ok(rel) = p.strip_prefix(&base) {
+            set.push((rel.to_path_buf(), crate::error::read_file(p)?));
         }
-        Format::Projections => {
-            let text = crate::error::read_text(input)?;
-            let pes: u32 = text
-                .lines()
-                .find_map(|l| l.strip_prefix("PROCESSORS "))
-                .and_then(|v| v.trim().parse().ok())
-                .unwrap_or(0);
-            let stem = name(input).display().to_string();
-            let stem = stem.strip_suffix(".sts").unwrap_or(&stem).to_string();
-            let dir = input.parent().unwrap_or(Path::new("."));
-            let mut files = vec![(name(input), read(input)?)];
-            for pe in 0..pes {
-                let p = dir.join(format!("{stem}.{pe}.log"));
-                files.push((name(&p), read(&p)?));
-            }
-            (files, name(input))
-        }
-        Format::SimGrid => {
-            let text = crate::error::read_text(input)?;
-            let dir = input.parent().unwrap_or(Path::new("."));
-            let mut files = vec![(name(input), text.clone().into_bytes())];
-            let first = text
-                .lines()
-                .map(str::trim)
-                .find(|l| !l.is_empty())
-                .unwrap_or("");
-            let is_index = first.split_whitespace().count() == 1 && first.parse::<i64>().is_err();
-            if is_index {
-                for l in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
-                    let rel = PathBuf::from(l);
-                    if rel.is_absolute() {
-                        continue;
-                    }
-                    files.push((rel.clone(), read(&dir.join(&rel))?));
-                }
-            }
-            (files, name(input))
-        }
-    })
+    }
+    let entry = if input.is_dir() {
+        PathBuf::from(".")
+    } else {
+        set[0].0.clone()
+    };
+    Ok((set, entry))
 }
 
 fn mutate(rng: &mut SimRng, data: &mut Vec<u8>) {

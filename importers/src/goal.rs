@@ -260,23 +260,31 @@ fn op_kind(p: &P, t: &[&str], ranks: u32, ignored: &mut usize) -> Result<Kind, I
             opt(t, 2, ignored)?;
             Ok(Kind::Calc { ns })
         }
-        Some("send") => {
+        Some(word @ ("send" | "recv")) => {
             let bytes = p.bytes(t.get(1).copied())?;
-            if t.get(2) != Some(&"to") {
-                return Err(p.err("`to`", format!("{:?}", t.get(2))));
+            let (dir, what) = if word == "send" {
+                ("to", "a destination rank")
+            } else {
+                ("from", "a source rank")
+            };
+            if t.get(2) != Some(&dir) {
+                return Err(p.err(format!("`{dir}`"), format!("{:?}", t.get(2))));
             }
-            let to = p.peer(t.get(3).copied(), ranks, "a destination rank")?;
+            let peer = p.peer(t.get(3).copied(), ranks, what)?;
             let tag = opt(t, 4, ignored)?;
-            Ok(Kind::Send { bytes, to, tag })
-        }
-        Some("recv") => {
-            let bytes = p.bytes(t.get(1).copied())?;
-            if t.get(2) != Some(&"from") {
-                return Err(p.err("`from`", format!("{:?}", t.get(2))));
-            }
-            let from = p.peer(t.get(3).copied(), ranks, "a source rank")?;
-            let tag = opt(t, 4, ignored)?;
-            Ok(Kind::Recv { bytes, from, tag })
+            Ok(if word == "send" {
+                Kind::Send {
+                    bytes,
+                    to: peer,
+                    tag,
+                }
+            } else {
+                Kind::Recv {
+                    bytes,
+                    from: peer,
+                    tag,
+                }
+            })
         }
         other => Err(p.err("send, recv or calc", format!("{other:?}"))),
     }

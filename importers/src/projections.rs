@@ -36,7 +36,7 @@ use crate::error::read_text;
 use crate::{ImportError, Imported};
 use sim_core::{SimDuration, SimTime};
 use std::collections::{BTreeMap, HashMap};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use trace::{Block, Destination, EntryId, MsgId, ObjectId, PeId, Send, TraceBuilder, TraceMeta};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -90,7 +90,12 @@ fn parse_sts(text: &str, file: &str) -> Result<Sts, ImportError> {
                     .get(1)
                     .and_then(|v| v.parse::<i64>().ok())
                     .ok_or_else(|| err("`CHARE <id> <name>`"))?;
-                let name = unquote(&t[2.min(t.len())..], version == Some(Version::V11));
+                // 11.0: `CHARE <id> "<name>" <ndims>`; 3.0: `CHARE <id> <name>`.
+                let mut rest = &t[2.min(t.len())..];
+                if version == Some(Version::V11) && rest.len() > 1 {
+                    rest = &rest[..rest.len() - 1];
+                }
+                let name = unquote(rest);
                 chares.insert(id, name);
             }
             Some("ENTRY") => {
@@ -103,7 +108,7 @@ fn parse_sts(text: &str, file: &str) -> Result<Sts, ImportError> {
                 let chare = t[t.len() - 2].parse::<i64>().map_err(|_| {
                     err("`ENTRY CHARE <ep> <name> <chare> <msg>` with a numeric chare")
                 })?;
-                let name = unquote(&t[3..t.len() - 2], true);
+                let name = unquote(&t[3..t.len() - 2]);
                 eps.push((ep, name, chare));
             }
             _ => {}
@@ -132,23 +137,9 @@ fn parse_sts(text: &str, file: &str) -> Result<Sts, ImportError> {
     })
 }
 
-fn unquote(t: &[&str], quoted: bool) -> String {
-    let s = t.join(" ");
-    if quoted && s.starts_with('"') {
-        if let Some(end) = s[1..].find('"') {
-            return s[1..1 + end].to_string();
-        }
-    }
-    if quoted {
-        // `CHARE <id> "<name>" <ndims>`: drop a trailing number.
-        if let Some((a, b)) = s.rsplit_once(' ')
-            && b.parse::<i64>().is_ok()
-            && !a.is_empty()
-        {
-            return a.trim_matches('"').to_string();
-        }
-    }
-    s
+/// Joins a name's tokens and drops surrounding quotes (11.0 quotes names, 3.0 does not).
+fn unquote(t: &[&str]) -> String {
+    t.join(" ").trim_matches('"').to_string()
 }
 
 struct Creation {
@@ -167,24 +158,43 @@ struct Blk {
     sends: Vec<(u32, i64)>,
 }
 
+/// The per-PE logs `<stem>.<pe>.log` next to the `.sts` file.
+fn log_paths(sts_path: &Path, pes: u32) -> Vec<PathBuf> {
+    let name = sts_path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let stem = name.strip_suffix(".sts").unwrap_or(&name);
+    let dir = sts_path.parent().unwrap_or(Path::new("."));
+    (0..pes)
+        .map(|pe| dir.join(format!("{stem}.{pe}.log")))
+        .collect()
+}
+
+/// Every file a log set consists of, the `.sts` first.
+pub(crate) fn files(sts_path: &Path) -> Result<Vec<PathBuf>, ImportError> {
+    let sts = parse_sts(&read_text(sts_path)?, &sts_path.display().to_string())?;
+    let mut v = vec![sts_path.to_path_buf()];
+    v.extend(log_paths(sts_path, sts.pes));
+    Ok(v)
+}
+
 /// Imports a Projections log set given its `.sts` file.
 pub fn import(sts_path: &Path) -> Result<Imported, ImportError> {
     let sts_name = sts_path.display().to_string();
     let sts = parse_sts(&read_text(sts_path)?, &sts_name)?;
     let stem = sts_path
-        .file_name()
+        .file_stem()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let stem = stem.strip_suffix(".sts").unwrap_or(&stem).to_string();
-    let dir = sts_path.parent().unwrap_or(Path::new("."));
     let us = |v: f64| (v * 1e6).round() as u64;
 
     let mut blocks: Vec<Blk> = Vec::new();
     let mut creations: HashMap<(u32, i64), Creation> = HashMap::new();
     let mut files = Vec::new();
     let (mut stray_ends, mut unterminated, mut dup_events) = (0usize, 0usize, 0usize);
-    for pe in 0..sts.pes {
-        let path = dir.join(format!("{stem}.{pe}.log"));
+    for (pe, path) in log_paths(sts_path, sts.pes).into_iter().enumerate() {
+        let pe = pe as u32;
         let file = path.display().to_string();
         let text = read_text(&path)?;
         let mut open: Option<usize> = None;

@@ -68,23 +68,47 @@ struct Action {
     line: u64,
 }
 
-/// Reads the input: index file or single trace; returns actions per rank and file names.
-fn read_actions(input: &Path) -> Result<(Vec<Vec<Action>>, Vec<String>), ImportError> {
-    let text = read_text(input)?;
+/// The lines of an index file, or `None` when `text` is a trace itself (an index's first
+/// non-empty line is a single token that is not a number).
+fn index_entries(text: &str) -> Option<Vec<&str>> {
     let first = text
         .lines()
         .map(str::trim)
         .find(|l| !l.is_empty())
         .unwrap_or("");
     let mut t = first.split_whitespace();
-    let is_index = match (t.next(), t.next()) {
-        (Some(a), None) => a.parse::<i64>().is_err(),
-        _ => false,
-    };
+    match (t.next(), t.next()) {
+        (Some(a), None) if a.parse::<i64>().is_err() => Some(
+            text.lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+                .collect(),
+        ),
+        _ => None,
+    }
+}
+
+/// Every file the input consists of: the input first, then the traces an index lists.
+pub(crate) fn files(input: &Path) -> Result<Vec<PathBuf>, ImportError> {
+    let text = read_text(input)?;
+    let dir = input.parent().unwrap_or(Path::new("."));
+    let mut v = vec![input.to_path_buf()];
+    v.extend(
+        index_entries(&text)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|l| dir.join(l)),
+    );
+    Ok(v)
+}
+
+/// Reads the input: index file or single trace; returns actions per rank and file names.
+fn read_actions(input: &Path) -> Result<(Vec<Vec<Action>>, Vec<String>), ImportError> {
+    let text = read_text(input)?;
     let mut files: Vec<(PathBuf, String)> = Vec::new();
-    if is_index {
+    if let Some(entries) = index_entries(&text) {
         let dir = input.parent().unwrap_or(Path::new("."));
-        for l in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        for l in entries {
             let p = dir.join(l);
             let body = read_text(&p)?;
             files.push((p, body));
@@ -226,8 +250,7 @@ impl Ctx<'_> {
     }
     /// Closes the segment; the next one (entry `name`) waits for it and for `wait`.
     fn wait_for(&mut self, s: &mut Seg, wait: &[BlockId], name: &str) {
-        let mut blk = Block::new(s.obj, s.entry, SimDuration::from_ps(s.dur_ps));
-        blk.iteration = None;
+        let blk = Block::new(s.obj, s.entry, SimDuration::from_ps(s.dur_ps));
         let id = self.b.block(blk, &s.deps, &s.sends);
         s.sends.clear();
         s.deps.clear();
