@@ -2,6 +2,7 @@
 //! replaying a trace of its execution blocks on a simulated one.
 
 mod bench;
+mod emulate_cmd;
 mod report;
 
 use anyhow::{Context, Result, bail};
@@ -50,6 +51,13 @@ enum Cmd {
     Import(ImportArgs),
     /// Write a whatif trace in another tool's format (GOAL, for LogGOPSim and its successors).
     Export(ExportArgs),
+    /// Run a built-in message-driven program on V virtual PEs in simulated time and record its
+    /// trace (BigSim-style emulation).
+    #[command(after_help = emulate_cmd::programs_help())]
+    Emulate(emulate_cmd::EmulateArgs),
+    /// Run a built-in program for real on k threads and report wall time per iteration (to
+    /// check predictions against this machine).
+    RunNative(emulate_cmd::NativeArgs),
     /// Measure simulator speed (simulated messages per second) on 3-D halo workloads.
     Bench(bench::BenchArgs),
     /// Developer tool: mutate a valid foreign trace again and again and check that the
@@ -347,6 +355,8 @@ fn dispatch(cli: Cli) -> Result<()> {
             }
             replay_and_report(&trace, &a.machine, &a.out)
         }
+        Cmd::Emulate(a) => emulate_cmd::emulate(a),
+        Cmd::RunNative(a) => emulate_cmd::run_native(a),
         Cmd::Bench(a) => bench::run(a),
         Cmd::FuzzImport(a) => fuzz_cmd(a),
     }

@@ -24,6 +24,7 @@
 //! MK's depth convention D = number of processors in the chain (so fill is D-1 hops),
 //! with s = r = o = 0.
 
+pub mod programs;
 mod synth;
 
 pub use synth::{GenError, SynthParams, halo, pingpong, pipeline, ring};

@@ -3,6 +3,7 @@
 mod cli;
 mod closed_forms;
 mod determinism;
+mod emulator;
 mod engine;
 mod importers;
 mod network;

@@ -1,0 +1,546 @@
+//! Emulation: run a program on V virtual PEs in simulated time and record its trace.
+//!
+//! The emulator is a discrete-event simulation with exactly the replay's rules (see the
+//! `replay` crate docs): per-PE non-preemptive schedulers picking the smallest
+//! `(priority, effective receive time, order)`, decisions taken after every arrival and
+//! completion at an instant, zero-time blocks completing inline, sends leaving at their offset
+//! plus receive and send overheads, and the same network model driven the same way
+//! (stateless, departure-ordered or event-driven). The difference: an entry method runs —
+//! for real — when its block starts, and what it sends becomes the block's sends. So replaying
+//! the recorded trace with the same network model, PE count and mapping reproduces every
+//! block's start time (recorded as `recorded_start`).
+
+use crate::ctx::{Clock, Payload, Timing};
+use crate::error::EmuError;
+use crate::model::{InitialMap, Message, ObjRef, Program};
+use crate::runtime::{Instance, RUNTIME_ENTRIES, Scratch, instantiate};
+use network_models::{Driving, MessageInfo, NetIo, NetworkModel};
+use sim_core::{EventClass, RadixQueue, RunLimits, Scheduler, SimDuration, SimTime};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use trace::{Block, BlockId, Destination, EntryId, MsgId, ObjectId, PeId, Send, Trace, TraceMeta};
+
+/// How to emulate.
+#[derive(Clone, Debug)]
+pub struct EmulateConfig {
+    /// Virtual PEs (the target machine's processors).
+    pub pes: u32,
+    /// Initial placement of each collection's elements.
+    pub map: InitialMap,
+    /// Where block durations come from.
+    pub timing: Timing,
+    /// Honour message priorities (replay with `--priority` to reproduce the schedule).
+    pub priority: bool,
+    /// Stop with an error after this many blocks (0: no limit).
+    pub max_blocks: u64,
+    /// Recorded in the trace as its generator (e.g. the command line).
+    pub generator: String,
+    /// Canonical network spec recorded in the trace (replay's default `--net`).
+    pub net_spec: String,
+}
+
+impl Default for EmulateConfig {
+    fn default() -> Self {
+        EmulateConfig {
+            pes: 1,
+            map: InitialMap::Block,
+            timing: Timing::Model,
+            priority: false,
+            max_blocks: 0,
+            generator: String::new(),
+            net_spec: "ideal".into(),
+        }
+    }
+}
+
+/// Progress of a running emulation.
+#[derive(Clone, Copy, Debug)]
+pub struct Progress {
+    /// Blocks executed so far.
+    pub blocks: u64,
+    /// Simulated time reached.
+    pub now: SimTime,
+}
+
+/// A finished emulation.
+#[derive(Debug)]
+pub struct Emulation {
+    /// The recorded trace (validated). Every block carries its emulated start and its
+    /// trigger's arrival as `recorded_start` / `recorded_arrival`.
+    pub trace: Trace,
+    /// End of the last block in the emulated timeline.
+    pub makespan: SimTime,
+    /// Messages between different PEs.
+    pub remote_messages: u64,
+    /// Messages within a PE.
+    pub local_messages: u64,
+    /// Simulator events processed.
+    pub events: u64,
+}
+
+const KIND_SHIFT: u32 = 61;
+const ARRIVE: u64 = 0;
+const END: u64 = 1;
+const DISPATCH: u64 = 2;
+const DEPART: u64 = 3;
+const NET: u64 = 4;
+const INDEX_MASK: u64 = (1 << KIND_SHIFT) - 1;
+
+fn ev(kind: u64, index: u32) -> u64 {
+    (kind << KIND_SHIFT) | index as u64
+}
+
+/// A message in flight or waiting, or a continuation waiting for its block to end.
+#[derive(Debug)]
+struct Item<M> {
+    obj: u32,
+    prio: i32,
+    trigger: Option<MsgId>,
+    src_pe: u32,
+    bytes: u64,
+    key_ps: u64,
+    arrival_ps: Option<u64>,
+    payload: Payload<M>,
+    deps: Vec<u32>,
+}
+
+#[derive(Debug, Default)]
+struct Vp {
+    busy: bool,
+    dispatch_pending: bool,
+    /// Continuations released when the running block ends.
+    release: Vec<u32>,
+    ready: BinaryHeap<Reverse<(i32, u64, u64, u32)>>,
+}
+
+struct Emu<'a, P: Program> {
+    inst: Instance<P::Obj, P::Msg>,
+    net: &'a mut dyn NetworkModel,
+    cfg: &'a EmulateConfig,
+    sched: Scheduler<u64, RadixQueue<u64>>,
+    vps: Vec<Vp>,
+    items: Vec<Option<Item<P::Msg>>>,
+    free: Vec<u32>,
+    seq: u64,
+    overheads: bool,
+    driving: Driving,
+    io: NetIo,
+    scratch: Scratch<P::Msg>,
+    sends: Vec<Send>,
+    deps: Vec<BlockId>,
+    trace: Trace,
+    block_key: Vec<u64>,
+    next_msg: u64,
+    makespan: SimTime,
+    remote: u64,
+    local: u64,
+    clock: Clock,
+}
+
+/// Emulates `program` on `cfg.pes` virtual PEs with network model `net`, calling `progress`
+/// every 65,536 blocks.
+pub fn emulate<P: Program>(
+    program: &P,
+    cfg: &EmulateConfig,
+    net: &mut dyn NetworkModel,
+    progress: &mut dyn FnMut(&Progress),
+) -> Result<Emulation, EmuError> {
+    net.check_pes(cfg.pes)
+        .map_err(|e| EmuError::Config(format!("network model: {e}")))?;
+    if net.uses_recorded_delays() {
+        return Err(EmuError::Config(
+            "the `recorded` network model replays recorded delays; emulation needs a model \
+             that computes them (e.g. latency, alphabeta, loggops)"
+                .into(),
+        ));
+    }
+    let inst = instantiate(program, cfg.pes, cfg.map)?;
+    let mut trace = Trace::new(TraceMeta {
+        name: program.name(),
+        generator: cfg.generator.clone(),
+        description: format!(
+            "emulated on {} virtual PEs, {} timing, {} initial map",
+            cfg.pes,
+            match cfg.timing {
+                Timing::Measured => "measured",
+                Timing::Model => "model",
+            },
+            match cfg.map {
+                InitialMap::Block => "block",
+                InitialMap::RoundRobin => "round-robin",
+            }
+        ),
+        recorded_pes: cfg.pes,
+        net: Some(cfg.net_spec.clone()),
+        seed: None,
+    });
+    for e in program.entries().iter().chain(RUNTIME_ENTRIES.iter()) {
+        trace.entries.push(trace::EntryMethod {
+            name: e.to_string(),
+        });
+    }
+    for o in 0..inst.slots.len() as u32 {
+        trace.objects.push(trace::ObjectInfo {
+            name: inst.world.object_name(o),
+            recorded_pe: PeId(inst.world.pe_of[o as usize]),
+        });
+    }
+    let emu = Emu::<P> {
+        overheads: net.has_overheads(),
+        driving: net.driving(),
+        net,
+        cfg,
+        sched: Scheduler::new(RadixQueue::new(), RunLimits::default()),
+        vps: (0..cfg.pes).map(|_| Vp::default()).collect(),
+        items: Vec::new(),
+        free: Vec::new(),
+        seq: 0,
+        io: NetIo::default(),
+        scratch: Scratch::default(),
+        sends: Vec::new(),
+        deps: Vec::new(),
+        trace,
+        block_key: Vec::new(),
+        next_msg: 0,
+        makespan: SimTime::ZERO,
+        remote: 0,
+        local: 0,
+        clock: match cfg.timing {
+            Timing::Measured => Clock::Wall,
+            Timing::Model => Clock::Model,
+        },
+        inst,
+    };
+    emu.run(progress)
+}
+
+impl<P: Program> Emu<'_, P> {
+    fn alloc(&mut self, item: Item<P::Msg>) -> u32 {
+        match self.free.pop() {
+            Some(i) => {
+                self.items[i as usize] = Some(item);
+                i
+            }
+            None => {
+                self.items.push(Some(item));
+                (self.items.len() - 1) as u32
+            }
+        }
+    }
+
+    fn run(mut self, progress: &mut dyn FnMut(&Progress)) -> Result<Emulation, EmuError> {
+        let starts = std::mem::take(&mut self.inst.starts);
+        for (o, m) in starts {
+            let it = self.alloc(Item {
+                obj: o.0,
+                prio: 0,
+                trigger: None,
+                src_pe: u32::MAX,
+                bytes: 0,
+                key_ps: 0,
+                arrival_ps: None,
+                payload: Payload::User(m),
+                deps: Vec::new(),
+            });
+            self.make_ready(it, SimTime::ZERO)?;
+        }
+        let mut next_report = 1u64 << 16;
+        while let Some((t, e)) = self.sched.next_event()? {
+            let index = (e & INDEX_MASK) as u32;
+            match e >> KIND_SHIFT {
+                ARRIVE => {
+                    let it = self.items[index as usize].as_mut().expect("live item");
+                    it.arrival_ps = Some(t.as_ps());
+                    it.key_ps = t.as_ps();
+                    self.make_ready(index, t)?;
+                }
+                END => {
+                    let vp = &mut self.vps[index as usize];
+                    vp.busy = false;
+                    self.finish(index, t)?;
+                    let vp = &mut self.vps[index as usize];
+                    if !vp.ready.is_empty() && !vp.dispatch_pending {
+                        vp.dispatch_pending = true;
+                        self.sched
+                            .schedule(t, EventClass::Late, ev(DISPATCH, index))?;
+                    }
+                }
+                DISPATCH => self.dispatch(index, t)?,
+                DEPART => self.depart(index, t)?,
+                _ => {
+                    self.net.handle_event(t, index, &mut self.io);
+                    self.drain_net()?;
+                }
+            }
+            let blocks = self.trace.num_blocks() as u64;
+            if blocks >= next_report {
+                next_report = blocks + (1 << 16);
+                progress(&Progress { blocks, now: t });
+            }
+            if self.cfg.max_blocks > 0 && blocks >= self.cfg.max_blocks {
+                return Err(EmuError::BlockLimit { blocks, at: t });
+            }
+        }
+        let mut unfinished = Vec::new();
+        for (o, slot) in self.inst.slots.iter().enumerate() {
+            let need = self.inst.world.need[o];
+            for (stream, seq, got, need) in slot.unfinished(need) {
+                unfinished.push(format!(
+                    "{} holds {} {seq} with {got} of {need} contributions",
+                    self.inst.world.object_name(o as u32),
+                    if stream == 0 {
+                        "reduction"
+                    } else {
+                        "at_sync barrier"
+                    }
+                ));
+            }
+        }
+        if !unfinished.is_empty() {
+            let n = unfinished.len();
+            unfinished.truncate(5);
+            return Err(EmuError::Incomplete(format!(
+                "{n} waiting, e.g. {} (every element of a collection must contribute to each reduction)",
+                unfinished.join("; ")
+            )));
+        }
+        self.trace.validate()?;
+        Ok(Emulation {
+            makespan: self.makespan,
+            remote_messages: self.remote,
+            local_messages: self.local,
+            events: self.sched.events(),
+            trace: self.trace,
+        })
+    }
+
+    fn make_ready(&mut self, it: u32, t: SimTime) -> Result<(), EmuError> {
+        let item = self.items[it as usize].as_ref().expect("live item");
+        let pe = self.inst.world.pe_of[item.obj as usize];
+        let prio = if self.cfg.priority { item.prio } else { 0 };
+        self.seq += 1;
+        let vp = &mut self.vps[pe as usize];
+        vp.ready.push(Reverse((prio, item.key_ps, self.seq, it)));
+        if !vp.busy && !vp.dispatch_pending {
+            vp.dispatch_pending = true;
+            self.sched.schedule(t, EventClass::Late, ev(DISPATCH, pe))?;
+        }
+        Ok(())
+    }
+
+    fn dispatch(&mut self, pe: u32, t: SimTime) -> Result<(), EmuError> {
+        loop {
+            let vp = &mut self.vps[pe as usize];
+            if vp.busy {
+                break;
+            }
+            let Some(Reverse((_, _, _, it))) = vp.ready.pop() else {
+                break;
+            };
+            let dur = self.start(it, pe, t)?;
+            let end = t
+                .checked_add(dur)
+                .ok_or(EmuError::Sched(sim_core::SchedError::Overflow))?;
+            if dur == SimDuration::ZERO {
+                self.finish(pe, t)?;
+            } else {
+                self.vps[pe as usize].busy = true;
+                self.sched.schedule(end, EventClass::Normal, ev(END, pe))?;
+                break;
+            }
+        }
+        self.vps[pe as usize].dispatch_pending = false;
+        Ok(())
+    }
+
+    /// The running block of `pe` ends at `t`: release the continuations it completed.
+    fn finish(&mut self, pe: u32, t: SimTime) -> Result<(), EmuError> {
+        if t > self.makespan {
+            self.makespan = t;
+        }
+        let mut release = std::mem::take(&mut self.vps[pe as usize].release);
+        for &it in &release {
+            let item = self.items[it as usize].as_mut().expect("live item");
+            item.key_ps = item
+                .deps
+                .iter()
+                .map(|&d| self.block_key[d as usize])
+                .max()
+                .unwrap_or(0);
+            self.make_ready(it, t)?;
+        }
+        release.clear();
+        self.vps[pe as usize].release = release;
+        Ok(())
+    }
+
+    /// Runs item `it` as a new block on `pe` starting at `t`; returns the block's duration
+    /// including overheads.
+    fn start(&mut self, it: u32, pe: u32, t: SimTime) -> Result<SimDuration, EmuError> {
+        let item = self.items[it as usize].take().expect("live item");
+        self.free.push(it);
+        let overflow = || EmuError::Sched(sim_core::SchedError::Overflow);
+        let mut recv_oh = 0u64;
+        if self.overheads && item.trigger.is_some() && item.src_pe != pe {
+            recv_oh = self
+                .net
+                .recv_overhead(&MessageInfo {
+                    src_pe: item.src_pe,
+                    dst_pe: pe,
+                    bytes: item.bytes,
+                })
+                .as_ps();
+        }
+        let base = t.as_ps().checked_add(recv_oh).ok_or_else(overflow)?;
+        let block_id = self.trace.num_blocks() as u32;
+        let me = ObjRef(item.obj);
+        let exec = self.inst.slots[item.obj as usize].execute(
+            &self.inst.world,
+            me,
+            item.payload,
+            self.clock,
+            block_id,
+            &mut self.scratch,
+        );
+        let u = self.inst.world.user_entries;
+        let mut send_oh = 0u64;
+        self.sends.clear();
+        let outs = std::mem::take(&mut self.scratch.outs);
+        let mut outs = outs;
+        for out in outs.drain(..) {
+            let msg = MsgId(self.next_msg);
+            self.next_msg += 1;
+            let entry = match &out.payload {
+                Payload::User(m) => m.entry() as u32,
+                Payload::Contrib { .. } => u,
+                Payload::Done { .. } => u + 1,
+                Payload::Resume => u + 2,
+            };
+            self.sends.push(Send {
+                msg,
+                offset: SimDuration::from_ps(out.offset_ps),
+                dest: Destination::Object(ObjectId(out.to.0)),
+                bytes: out.bytes,
+                entry: EntryId(entry),
+            });
+            let dst = self.inst.world.pe_of[out.to.0 as usize];
+            let bytes = out.bytes;
+            let slot = self.alloc(Item {
+                obj: out.to.0,
+                prio: out.prio,
+                trigger: Some(msg),
+                src_pe: pe,
+                bytes,
+                key_ps: 0,
+                arrival_ps: None,
+                payload: out.payload,
+                deps: Vec::new(),
+            });
+            let ready = base
+                .checked_add(out.offset_ps)
+                .and_then(|x| x.checked_add(send_oh))
+                .ok_or_else(overflow)?;
+            if dst == pe {
+                self.local += 1;
+                self.sched.schedule(
+                    SimTime::from_ps(ready),
+                    EventClass::Normal,
+                    ev(ARRIVE, slot),
+                )?;
+                continue;
+            }
+            self.remote += 1;
+            let info = MessageInfo {
+                src_pe: pe,
+                dst_pe: dst,
+                bytes,
+            };
+            let (depart, cpu) = if self.overheads {
+                let st = self.net.sender(&info, SimTime::from_ps(ready));
+                (st.depart, st.cpu.as_ps())
+            } else {
+                (SimTime::from_ps(ready), 0)
+            };
+            send_oh = send_oh.checked_add(cpu).ok_or_else(overflow)?;
+            if self.driving == Driving::Stateless {
+                let wire = self.net.wire_time(&info, depart);
+                let at = depart.checked_add(wire).ok_or_else(overflow)?;
+                self.sched
+                    .schedule(at, EventClass::Normal, ev(ARRIVE, slot))?;
+            } else {
+                self.sched
+                    .schedule(depart, EventClass::Normal, ev(DEPART, slot))?;
+            }
+        }
+        self.scratch.outs = outs;
+        self.block_key.push(item.key_ps);
+        for (payload, deps) in exec.completions {
+            let c = self.alloc(Item {
+                obj: item.obj,
+                prio: 0,
+                trigger: None,
+                src_pe: u32::MAX,
+                bytes: 0,
+                key_ps: 0,
+                arrival_ps: None,
+                payload,
+                deps,
+            });
+            self.vps[pe as usize].release.push(c);
+        }
+        self.deps.clear();
+        self.deps.extend(item.deps.iter().map(|&d| BlockId(d)));
+        let mut block = Block::new(
+            ObjectId(item.obj),
+            EntryId(exec.entry),
+            SimDuration::from_ps(exec.dur_ps),
+        );
+        block.trigger = item.trigger;
+        block.iteration = exec.iteration;
+        block.lb_sync = exec.lb_sync;
+        block.priority = item.prio;
+        block.recorded_start = Some(t);
+        block.recorded_arrival = item.arrival_ps.map(SimTime::from_ps);
+        self.trace.push_block(block, &self.deps, &self.sends);
+        let total = recv_oh
+            .checked_add(exec.dur_ps)
+            .and_then(|d| d.checked_add(send_oh))
+            .ok_or_else(overflow)?;
+        Ok(SimDuration::from_ps(total))
+    }
+
+    fn depart(&mut self, it: u32, t: SimTime) -> Result<(), EmuError> {
+        let item = self.items[it as usize].as_ref().expect("live item");
+        let info = MessageInfo {
+            src_pe: item.src_pe,
+            dst_pe: self.inst.world.pe_of[item.obj as usize],
+            bytes: item.bytes,
+        };
+        if self.driving == Driving::EventDriven {
+            self.net.start_message(t, &info, it, &mut self.io);
+            return self.drain_net();
+        }
+        let wire = self.net.wire_time(&info, t);
+        let at = t
+            .checked_add(wire)
+            .ok_or(EmuError::Sched(sim_core::SchedError::Overflow))?;
+        self.sched
+            .schedule(at, EventClass::Normal, ev(ARRIVE, it))?;
+        Ok(())
+    }
+
+    fn drain_net(&mut self) -> Result<(), EmuError> {
+        for i in 0..self.io.events.len() {
+            let (at, e) = self.io.events[i];
+            self.sched.schedule(at, EventClass::Normal, ev(NET, e))?;
+        }
+        self.io.events.clear();
+        for i in 0..self.io.deliveries.len() {
+            let d = self.io.deliveries[i];
+            self.sched
+                .schedule(d.at, EventClass::Normal, ev(ARRIVE, d.token))?;
+        }
+        self.io.deliveries.clear();
+        Ok(())
+    }
+}

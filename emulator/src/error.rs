@@ -1,0 +1,40 @@
+//! Errors of the emulator and the native run.
+
+/// Why an emulation or a native run failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum EmuError {
+    /// The program is inconsistent (e.g. a collection declared but not filled).
+    #[error("program: {0}")]
+    Program(String),
+    /// The configuration does not fit (zero PEs, a network model for fewer PEs, ...).
+    #[error("configuration: {0}")]
+    Config(String),
+    /// A program parameter is missing, unknown or malformed.
+    #[error("parameter: {0}")]
+    Param(String),
+    /// Simulated time overflowed or an event limit was hit.
+    #[error(transparent)]
+    Sched(#[from] sim_core::SchedError),
+    /// The block limit was reached (a program that never goes quiet?).
+    #[error(
+        "stopped after {blocks} blocks (the limit) at simulated time {at}; does the program ever \
+         stop sending? Raise the limit with --max-blocks"
+    )]
+    BlockLimit {
+        /// Blocks executed.
+        blocks: u64,
+        /// Simulated time reached.
+        at: sim_core::SimTime,
+    },
+    /// The program went quiet with reductions still waiting for contributions (a real run
+    /// would hang).
+    #[error("the program went quiet with unfinished reductions: {0}")]
+    Incomplete(String),
+    /// The recorded trace failed validation (a bug in the emulator).
+    #[error("recorded trace is invalid: {0}")]
+    Trace(#[from] trace::ValidationError),
+    /// A native worker thread panicked.
+    #[error("native run: {0}")]
+    Native(String),
+}

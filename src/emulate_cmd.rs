@@ -1,0 +1,273 @@
+//! `whatif emulate` and `whatif run-native`: run a built-in message-driven program on many
+//! virtual PEs (recording a trace) or for real on k threads.
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use emulator::{EmulateConfig, InitialMap, NativeConfig, Timing};
+use network_models::NetSpec;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+use trace::Format;
+
+pub(crate) fn programs_help() -> String {
+    format!(
+        "Programs and their --set parameters (key=default  meaning):\n{}\n\n\
+Examples:\n  whatif emulate stencil3d --pes 48 --set grid=64x64x48 --set block=16x8x8 --set iters=25 --out s.trace\n  \
+whatif emulate simple-imbalance --pes 100 --set objects_per_pe=2 --set iters=10 --set lb_at=5 --out si.trace\n  \
+whatif replay s.trace                       # reproduces the emulated timeline\n  \
+whatif replay s.trace --net latency:lat=100us   # what if the latency were 100 us?",
+        scenarios::programs::help()
+    )
+}
+
+fn parse_kv(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.trim().to_string())),
+        _ => Err(format!("`{s}` is not key=value")),
+    }
+}
+
+#[derive(Args)]
+pub(crate) struct EmulateArgs {
+    /// Program to run (listed below).
+    program: String,
+    /// Virtual PEs (the target machine's processor count).
+    #[arg(long, default_value_t = 4)]
+    pes: u32,
+    /// Program parameter, repeatable: --set key=value.
+    #[arg(long = "set", value_parser = parse_kv, value_name = "KEY=VALUE")]
+    sets: Vec<(String, String)>,
+    /// Block durations: `model` (declared by the program; deterministic) or `measured`
+    /// (wall-clock time of the real work on this host).
+    #[arg(long, default_value = "model")]
+    timing: Timing,
+    /// Network model the emulated timeline uses (recorded as the trace's default for replay).
+    #[arg(long, default_value = "latency:lat=1us")]
+    net: NetSpec,
+    /// Initial placement of each collection: block or round-robin.
+    #[arg(long, default_value = "block")]
+    map: InitialMap,
+    /// Honour message priorities (replay with --priority to reproduce the timeline).
+    #[arg(long)]
+    priority: bool,
+    /// Stop with an error after this many blocks.
+    #[arg(long, default_value_t = 500_000_000)]
+    max_blocks: u64,
+    /// Output trace; `.jsonl` writes the JSON-lines text form, anything else the binary form.
+    #[arg(long)]
+    out: PathBuf,
+    /// No progress or summary on stderr.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+/// Peak resident memory of this process (Linux), for the summary line.
+fn peak_rss() -> Option<String> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    let kb: u64 = s
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()?;
+    Some(format!("{:.1} MiB", kb as f64 / 1024.0))
+}
+
+pub(crate) fn emulate(a: EmulateArgs) -> Result<()> {
+    let generator = format!(
+        "whatif emulate {} --pes {}{} --timing {} --net {}",
+        a.program,
+        a.pes,
+        a.sets
+            .iter()
+            .map(|(k, v)| format!(" --set {k}={v}"))
+            .collect::<String>(),
+        match a.timing {
+            Timing::Measured => "measured",
+            Timing::Model => "model",
+        },
+        a.net
+    );
+    let cfg = EmulateConfig {
+        pes: a.pes,
+        map: a.map,
+        timing: a.timing,
+        priority: a.priority,
+        max_blocks: a.max_blocks,
+        generator,
+        net_spec: a.net.to_string(),
+    };
+    let mut net = a.net.build();
+    let t0 = Instant::now();
+    let mut last = Instant::now();
+    let show = !a.quiet && std::io::stderr().is_terminal();
+    let quiet = a.quiet;
+    let mut progress = |p: &emulator::Progress| {
+        if !quiet && last.elapsed() >= Duration::from_secs(1) {
+            last = Instant::now();
+            let line = format!(
+                "emulating: {} blocks, simulated time {}, {:.0} s",
+                p.blocks,
+                p.now,
+                t0.elapsed().as_secs_f64()
+            );
+            if show {
+                eprint!("\r{line}   ");
+            } else {
+                eprintln!("{line}");
+            }
+        }
+    };
+    let e = scenarios::programs::emulate(&a.program, &a.sets, &cfg, net.as_mut(), &mut progress)
+        .with_context(|| format!("emulating {}", a.program))?;
+    if show {
+        eprint!("\r{:60}\r", "");
+    }
+    let wall = t0.elapsed();
+    let t = &e.trace;
+    trace::write_trace_file(t, &a.out, Format::from_path(&a.out))
+        .with_context(|| format!("writing {}", a.out.display()))?;
+    if !a.quiet {
+        let summary = trace::TraceSummary::of(t);
+        let _ = summary;
+        eprintln!(
+            "emulated {} on {} virtual PEs ({} timing, net {}): {} objects, {} blocks, {} messages ({} remote)",
+            t.meta.name,
+            a.pes,
+            if a.timing == Timing::Model {
+                "model"
+            } else {
+                "measured"
+            },
+            a.net,
+            t.objects.len(),
+            t.num_blocks(),
+            e.remote_messages + e.local_messages,
+            e.remote_messages
+        );
+        eprintln!(
+            "emulated makespan {}; wall {:.3} s on 1 host thread; peak memory {}",
+            e.makespan,
+            wall.as_secs_f64(),
+            peak_rss().unwrap_or_else(|| "unknown".into())
+        );
+        eprintln!("wrote {}", a.out.display());
+    }
+    Ok(())
+}
+
+#[derive(Args)]
+pub(crate) struct NativeArgs {
+    /// Program to run (see `whatif emulate --help` for the list).
+    program: String,
+    /// OS threads, one per PE.
+    #[arg(long, default_value_t = 2)]
+    threads: u32,
+    /// Program parameter, repeatable: --set key=value.
+    #[arg(long = "set", value_parser = parse_kv, value_name = "KEY=VALUE")]
+    sets: Vec<(String, String)>,
+    /// Initial placement of each collection: block or round-robin.
+    #[arg(long, default_value = "block")]
+    map: InitialMap,
+    /// Run higher-priority messages first.
+    #[arg(long)]
+    priority: bool,
+    /// Runs; the summary gives each and the median.
+    #[arg(long, default_value_t = 1)]
+    repeat: u32,
+    /// Print one JSON object instead of the human summary.
+    #[arg(long)]
+    json: bool,
+}
+
+fn mean(d: &[Duration]) -> Option<f64> {
+    (!d.is_empty()).then(|| d.iter().map(|x| x.as_secs_f64()).sum::<f64>() / d.len() as f64)
+}
+
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    Some(if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    })
+}
+
+pub(crate) fn run_native(a: NativeArgs) -> Result<()> {
+    if a.threads == 0 {
+        bail!("--threads must be at least 1");
+    }
+    if a.repeat == 0 {
+        bail!("--repeat must be at least 1");
+    }
+    let cfg = NativeConfig {
+        threads: a.threads,
+        map: a.map,
+        priority: a.priority,
+    };
+    let mut walls = Vec::new();
+    let mut iter_means = Vec::new();
+    let mut runs = Vec::new();
+    for i in 0..a.repeat {
+        let r = scenarios::programs::run_native(&a.program, &a.sets, &cfg)
+            .with_context(|| format!("running {} natively", a.program))?;
+        let its = r.iteration_times();
+        let m = mean(&its);
+        if !a.json {
+            eprintln!(
+                "run {}: wall {:.6} s, {} blocks, {} cross-thread messages, {} iterations{}",
+                i + 1,
+                r.wall.as_secs_f64(),
+                r.blocks,
+                r.remote_messages,
+                its.len(),
+                m.map(|m| format!(", mean iteration {:.6} s", m))
+                    .unwrap_or_default()
+            );
+        }
+        walls.push(r.wall.as_secs_f64());
+        if let Some(m) = m {
+            iter_means.push(m);
+        }
+        runs.push(serde_json::json!({
+            "wall_s": r.wall.as_secs_f64(),
+            "blocks": r.blocks,
+            "remote_messages": r.remote_messages,
+            "iterations_s": its.iter().map(|d| d.as_secs_f64()).collect::<Vec<_>>(),
+            "mean_iteration_s": m,
+        }));
+    }
+    let med_wall = median(walls);
+    let med_iter = median(iter_means);
+    if a.json {
+        println!(
+            "{}",
+            serde_json::json!({
+                "program": a.program,
+                "threads": a.threads,
+                "sets": a.sets.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>(),
+                "runs": runs,
+                "median_wall_s": med_wall,
+                "median_mean_iteration_s": med_iter,
+            })
+        );
+    } else {
+        println!(
+            "{} on {} threads, {} run(s): median wall {:.6} s{}",
+            a.program,
+            a.threads,
+            a.repeat,
+            med_wall.unwrap_or(0.0),
+            med_iter
+                .map(|m| format!(", median of mean iteration times {m:.6} s"))
+                .unwrap_or_default()
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,588 @@
+//! The emulator: the recorded timeline is what the replay predicts, for every program and
+//! network model; native runs; errors.
+
+use crate::run_with;
+use emulator::{EmulateConfig, InitialMap, Timing};
+use network_models::NetSpec;
+use replay::ReplayConfig;
+use scenarios::programs::{self, PROGRAMS};
+use trace::Trace;
+
+fn sets(kv: &[(&str, &str)]) -> Vec<(String, String)> {
+    kv.iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// Small parameters for each program, so every test runs in milliseconds.
+fn small(name: &str) -> Vec<(String, String)> {
+    sets(match name {
+        "stencil3d" => &[("grid", "16x16x12"), ("block", "4x8x4"), ("iters", "5")],
+        "simple-imbalance" => &[("iters", "6"), ("lb_at", "3"), ("work", "100us")],
+        "pingpong" => &[("iters", "10")],
+        "ring" => &[("laps", "3")],
+        "kneighbor" => &[("k", "2"), ("iters", "4")],
+        "pipeline" => &[("items", "6")],
+        "broadcast-tree" | "collect-tree" => &[("rounds", "3")],
+        "divide-conquer" => &[("depth", "4"), ("iters", "2")],
+        "chain" => &[("chains", "3")],
+        "cycle" => &[("cycles", "2")],
+        "leanmd" => &[("atoms", "20"), ("steps", "3")],
+        _ => &[],
+    })
+}
+
+pub fn emulate(name: &str, kv: &[(String, String)], pes: u32, net: &str, timing: Timing) -> Trace {
+    emulate_cfg(
+        name,
+        kv,
+        net,
+        &EmulateConfig {
+            pes,
+            timing,
+            ..Default::default()
+        },
+    )
+}
+
+fn emulate_cfg(name: &str, kv: &[(String, String)], net: &str, cfg: &EmulateConfig) -> Trace {
+    let spec: NetSpec = net.parse().expect("net spec");
+    let mut model = spec.build();
+    let cfg = EmulateConfig {
+        net_spec: spec.to_string(),
+        ..cfg.clone()
+    };
+    programs::emulate(name, kv, &cfg, model.as_mut(), &mut |_| {})
+        .unwrap_or_else(|e| panic!("{name}: {e}"))
+        .trace
+}
+
+/// Replays `t` on `net` with the recorded mapping; returns how many blocks start elsewhere
+/// than the emulator said, and the first of them.
+fn mismatches(t: &Trace, net: &str, policy: replay::SchedPolicy) -> (usize, Option<String>) {
+    let cfg = ReplayConfig {
+        timeline: true,
+        policy,
+        ..Default::default()
+    };
+    let r = run_with(t, net, &cfg);
+    let tl = r.timeline.expect("timeline");
+    assert_eq!(tl.len(), t.num_blocks());
+    let mut wrong = 0;
+    let mut first = None;
+    for rec in &tl {
+        let b = t.block(trace::BlockId(rec.block));
+        if b.recorded_start != Some(rec.start) {
+            wrong += 1;
+            first.get_or_insert(format!(
+                "block {} emulated at {:?}, replayed at {}",
+                rec.block, b.recorded_start, rec.start
+            ));
+        }
+    }
+    (wrong, first)
+}
+
+fn assert_reproduced(t: &Trace, net: &str, policy: replay::SchedPolicy, what: &str) {
+    let (wrong, first) = mismatches(t, net, policy);
+    assert_eq!(
+        wrong, 0,
+        "{what}: {wrong} blocks start elsewhere, first {first:?}"
+    );
+}
+
+#[test]
+fn another_network_gives_another_timeline() {
+    // The exactness check can fail: the same trace on a slower network starts blocks later.
+    let t = emulate(
+        "stencil3d",
+        &small("stencil3d"),
+        8,
+        "latency:lat=3us",
+        Timing::Model,
+    );
+    let (wrong, _) = mismatches(&t, "latency:lat=4us", replay::SchedPolicy::Fifo);
+    assert!(wrong > t.num_blocks() / 2, "{wrong} of {}", t.num_blocks());
+}
+
+const NETS: &[&str] = &[
+    "ideal",
+    "latency:lat=3us",
+    "alphabeta:lat=2us,bw=1GB/s,o_send=300ns,o_recv=500ns",
+    "hops:topo=torus:2x2x2,lat=1us,hop=100ns,bw=2GB/s",
+    "loggops:L=2us,o=400ns,g=1us,G=1ns,O=0ns,S=65536",
+    "contention:topo=torus:2x2x2,lat=500ns,hop=100ns,bw=1GB/s,packet=1024",
+];
+
+#[test]
+fn model_traces_replay_to_the_emulated_start_of_every_block() {
+    for p in PROGRAMS {
+        for net in NETS {
+            let t = emulate(p.name, &small(p.name), 8, net, Timing::Model);
+            assert_reproduced(
+                &t,
+                net,
+                replay::SchedPolicy::Fifo,
+                &format!("{} on {net}", p.name),
+            );
+        }
+    }
+}
+
+#[test]
+fn round_robin_map_and_fewer_pes_are_reproduced_too() {
+    for p in ["stencil3d", "leanmd", "simple-imbalance", "kneighbor"] {
+        let cfg = EmulateConfig {
+            pes: 3,
+            map: InitialMap::RoundRobin,
+            ..Default::default()
+        };
+        let net = "alphabeta:lat=1us,bw=1GB/s,o_send=100ns";
+        let t = emulate_cfg(
+            p,
+            &small(p),
+            net,
+            &EmulateConfig {
+                net_spec: String::new(),
+                ..cfg
+            },
+        );
+        assert_reproduced(&t, net, replay::SchedPolicy::Fifo, p);
+    }
+}
+
+#[test]
+fn measured_traces_replay_to_the_emulated_timeline() {
+    for p in ["stencil3d", "pingpong", "leanmd", "divide-conquer"] {
+        let net = "latency:lat=2us";
+        let t = emulate(p, &small(p), 4, net, Timing::Measured);
+        assert!(
+            t.blocks().iter().any(|b| b.duration.as_ps() > 0),
+            "{p}: measured something"
+        );
+        assert_reproduced(&t, net, replay::SchedPolicy::Fifo, p);
+        // Makespan: the emulator's own (latest recorded end) equals the replay's.
+        let emu_end = t
+            .blocks()
+            .iter()
+            .map(|b| b.recorded_start.unwrap().as_ps() + b.duration.as_ps())
+            .max()
+            .unwrap();
+        let r = crate::run(&t, net);
+        assert_eq!(r.makespan.as_ps(), emu_end, "{p}");
+    }
+}
+
+#[test]
+fn model_emulation_is_deterministic() {
+    for p in PROGRAMS {
+        let a = emulate(p.name, &small(p.name), 5, "latency:lat=1us", Timing::Model);
+        let b = emulate(p.name, &small(p.name), 5, "latency:lat=1us", Timing::Model);
+        let (mut x, mut y) = (Vec::new(), Vec::new());
+        trace::binary::write_binary(&a, &mut x).unwrap();
+        trace::binary::write_binary(&b, &mut y).unwrap();
+        assert!(x == y, "{}: two emulations differ", p.name);
+    }
+}
+
+// ---- One property of each program's trace ----
+
+fn entry(t: &Trace, name: &str) -> trace::EntryId {
+    trace::EntryId(
+        t.entries
+            .iter()
+            .position(|e| e.name == name)
+            .unwrap_or_else(|| panic!("no entry {name}")) as u32,
+    )
+}
+
+/// `(source object, destination object)` of every send invoking `name`.
+fn edges(t: &Trace, name: &str) -> Vec<(u32, u32)> {
+    let e = entry(t, name);
+    let mut out = Vec::new();
+    for id in t.block_ids() {
+        for s in t.sends(id) {
+            if s.entry == e {
+                let trace::Destination::Object(d) = s.dest else {
+                    panic!("not p2p")
+                };
+                out.push((t.block(id).object.0, d.0));
+            }
+        }
+    }
+    out
+}
+
+fn model(name: &str, kv: &[(&str, &str)], pes: u32) -> Trace {
+    emulate(name, &sets(kv), pes, "latency:lat=1us", Timing::Model)
+}
+
+#[test]
+fn stencil3d_sends_one_face_per_neighbour_pair_per_iteration() {
+    // 4x2x3 objects: directed neighbour pairs 2((a-1)bc + a(b-1)c + ab(c-1)) = 2(18+12+16) = 92.
+    let t = model(
+        "stencil3d",
+        &[("grid", "16x8x12"), ("block", "4x4x4"), ("iters", "7")],
+        6,
+    );
+    assert_eq!(t.objects.len(), 24);
+    let e = edges(&t, "recvGhost");
+    assert_eq!(e.len(), 92 * 7);
+    // Every face goes to a grid neighbour (linear ids differ by 1, 3 or 6 here).
+    assert!(e.iter().all(|(a, b)| [1, 3, 6].contains(&a.abs_diff(*b))));
+    // Face size: 4x4 points of 8 bytes.
+    assert!(
+        t.all_sends()
+            .iter()
+            .filter(|s| s.entry == entry(&t, "recvGhost"))
+            .all(|s| s.bytes == 128)
+    );
+    // Each object computes each iteration exactly once: objects x iters marked blocks.
+    assert_eq!(
+        t.blocks().iter().filter(|b| b.iteration.is_some()).count(),
+        24 * 7
+    );
+    // Model cost: 64 points x 17 ns per compute.
+    assert!(
+        t.blocks()
+            .iter()
+            .filter(|b| b.iteration.is_some())
+            .all(|b| b.duration.as_ps() == 64 * 17_000)
+    );
+}
+
+#[test]
+fn stencil3d_expresses_lee_table_6_1() {
+    // 64x64x48 on 48 PEs: VF 1, 2, 4, 8, 16.
+    for (block, vf) in [
+        ("16x16x16", 1),
+        ("16x8x16", 2),
+        ("16x8x8", 4),
+        ("8x8x8", 8),
+        ("8x8x4", 16),
+    ] {
+        let t = model(
+            "stencil3d",
+            &[("grid", "64x64x48"), ("block", block), ("iters", "2")],
+            48,
+        );
+        assert_eq!(t.objects.len(), 48 * vf, "{block}");
+    }
+    // 256x256x192 with 64x64x64 blocks: 48 objects.
+    let p = scenarios::programs::find("stencil3d").unwrap();
+    let params = scenarios::programs::Params::parse(
+        p.name,
+        p.params,
+        &sets(&[("grid", "256x256x192"), ("block", "64x32x32")]),
+    )
+    .unwrap();
+    let s = scenarios::programs::stencil3d::Stencil3d::new(&params).unwrap();
+    assert_eq!(s.objects().iter().product::<u32>(), 48 * 4);
+}
+
+#[test]
+fn simple_imbalance_heavy_objects_do_twice_the_work_and_all_sync_once() {
+    let t = model(
+        "simple-imbalance",
+        &[
+            ("objects_per_pe", "3"),
+            ("iters", "6"),
+            ("lb_at", "3"),
+            ("work", "1ms"),
+        ],
+        4,
+    );
+    assert_eq!(t.objects.len(), 12);
+    let mut work = [0u64; 12];
+    for b in t.blocks() {
+        work[b.object.index()] += b.duration.as_ps();
+    }
+    // Objects of PEs 0-1 (ids 0-5) are light, PEs 2-3 heavy: 6 iterations of 1 or 2 ms.
+    assert!(work[..6].iter().all(|w| *w == 6_000_000_000));
+    assert!(work[6..].iter().all(|w| *w == 12_000_000_000));
+    assert_eq!(t.blocks().iter().filter(|b| b.lb_sync).count(), 12);
+    // Every iteration is one barrier: iterations 0..6 marked on every object.
+    for k in 0..6 {
+        assert_eq!(
+            t.blocks().iter().filter(|b| b.iteration == Some(k)).count(),
+            12
+        );
+    }
+    // Iteration time before the sync is the heavy PE's 3 objects x 2 ms (+ barrier latency).
+    let r = crate::run(&t, "latency:lat=1us");
+    let its = r.iteration_times();
+    assert!(
+        its[1].as_ps() >= 6_000_000_000 && its[1].as_ps() < 6_100_000_000,
+        "{:?}",
+        its[1]
+    );
+}
+
+#[test]
+fn pingpong_alternates_between_the_two_objects() {
+    let t = model("pingpong", &[("iters", "9"), ("bytes", "100")], 2);
+    let mut all = edges(&t, "ping");
+    all.extend(edges(&t, "pong"));
+    assert_eq!(all.len(), 18);
+    assert_eq!(edges(&t, "ping"), vec![(0, 1); 9]);
+    assert_eq!(edges(&t, "pong"), vec![(1, 0); 9]);
+    // Closed form with work 0 on latency L: 2 x iters x L.
+    assert_eq!(
+        crate::run(&t, "latency:lat=5us").makespan.as_ps(),
+        2 * 9 * 5_000_000
+    );
+}
+
+#[test]
+fn ring_token_visits_the_next_object_each_hop() {
+    let t = model("ring", &[("laps", "3"), ("objects_per_pe", "2")], 5);
+    let e = edges(&t, "token");
+    assert_eq!(e.len(), 3 * 10 - 1);
+    assert!(e.iter().all(|(a, b)| *b == (a + 1) % 10));
+}
+
+#[test]
+fn kneighbor_exchanges_2k_messages_per_object_per_iteration() {
+    let t = model("kneighbor", &[("k", "2"), ("iters", "5")], 9);
+    let e = edges(&t, "exchange");
+    assert_eq!(e.len(), 2 * 2 * 9 * 5);
+    assert!(e.iter().all(|(a, b)| {
+        let d = a.abs_diff(*b);
+        d <= 2 || d >= 7
+    }));
+}
+
+#[test]
+fn pipeline_fill_plus_steady_state() {
+    // MK: makespan (D-1)(L+W) + B W, one stage per PE.
+    let (d, b, w, l) = (6u64, 10u64, 7_000_000u64, 3_000_000u64);
+    let t = model(
+        "pipeline",
+        &[("items", "10"), ("work", "7us"), ("bytes", "0")],
+        6,
+    );
+    assert_eq!(edges(&t, "stage").len() as u64, (d - 1) * b);
+    let r = crate::run(&t, "latency:lat=3us");
+    assert_eq!(r.makespan.as_ps(), (d - 1) * (l + w) + b * w);
+}
+
+#[test]
+fn broadcast_tree_uses_hypercube_edges_and_depth_dim() {
+    let t = model("broadcast-tree", &[("rounds", "3"), ("work", "0ns")], 16);
+    let e = edges(&t, "down");
+    assert_eq!(e.len(), 3 * 15);
+    assert!(e.iter().all(|(a, b)| (a ^ b).is_power_of_two()));
+    // One round on latency L with no work reaches the deepest node after dim hops.
+    let t1 = model("broadcast-tree", &[("rounds", "1"), ("work", "0ns")], 16);
+    assert_eq!(
+        crate::run(&t1, "latency:lat=2us").makespan.as_ps(),
+        4 * 2_000_000
+    );
+}
+
+#[test]
+fn collect_tree_root_receives_dim_messages_per_round() {
+    let t = model("collect-tree", &[("rounds", "4")], 32);
+    let e = edges(&t, "up");
+    assert_eq!(e.len(), 4 * 31);
+    assert_eq!(e.iter().filter(|(_, b)| *b == 0).count(), 4 * 5);
+    assert!(e.iter().all(|(a, b)| (a ^ b).is_power_of_two() && b < a));
+}
+
+#[test]
+fn divide_conquer_splits_down_and_combines_up() {
+    let t = model("divide-conquer", &[("depth", "5"), ("iters", "2")], 8);
+    let nodes = 63;
+    assert_eq!(t.objects.len(), nodes);
+    assert_eq!(edges(&t, "task").len(), 2 * (nodes - 1));
+    assert_eq!(edges(&t, "result").len(), 2 * (nodes - 1));
+    // Leaves (32 of them) each run one 10us task per problem.
+    let leaf = t
+        .blocks()
+        .iter()
+        .filter(|b| b.duration.as_ps() == 10_000_000)
+        .count();
+    assert_eq!(leaf, 2 * 32);
+    assert!(edges(&t, "result").iter().all(|(a, b)| *b == (a - 1) / 2));
+}
+
+#[test]
+fn chain_visits_every_object_once_per_chain() {
+    let t = model("chain", &[("chains", "4")], 7);
+    let e = edges(&t, "visit");
+    assert_eq!(e.len(), 4 * 6);
+    let visit = entry(&t, "visit");
+    for o in 1..7u32 {
+        assert_eq!(
+            t.blocks()
+                .iter()
+                .filter(|b| b.entry == visit && b.object.0 == o)
+                .count(),
+            4
+        );
+    }
+    assert!(
+        t.blocks()
+            .iter()
+            .all(|b| b.entry != visit || b.object.0 != 0)
+    );
+}
+
+#[test]
+fn cycle_each_object_receives_one_token_per_step() {
+    let (n, cycles) = (6u32, 2u32);
+    let t = model("cycle", &[("cycles", "2")], n);
+    let e = edges(&t, "token");
+    assert_eq!(e.len() as u32, n * n * cycles);
+    for o in 0..n {
+        assert_eq!(e.iter().filter(|(_, b)| *b == o).count() as u32, n * cycles);
+    }
+    // In step s every object handles one token: with no work and latency L, token blocks
+    // start at multiples of L, n of them at each.
+    let t0 = emulate(
+        "cycle",
+        &sets(&[("cycles", "1"), ("work", "0ns")]),
+        n,
+        "latency:lat=1us",
+        Timing::Model,
+    );
+    let tok = entry(&t0, "token");
+    for s in 1..=n as u64 {
+        let at = t0
+            .blocks()
+            .iter()
+            .filter(|b| b.entry == tok && b.recorded_start.unwrap().as_ps() == s * 1_000_000)
+            .count();
+        assert_eq!(at as u32, n, "step {s}");
+    }
+}
+
+#[test]
+fn leanmd_cells_get_27_positions_and_forces_per_step() {
+    let t = model(
+        "leanmd",
+        &[("cells", "3x4x3"), ("steps", "3"), ("atoms", "10")],
+        6,
+    );
+    let cells = 36usize;
+    assert_eq!(t.objects.len(), cells + cells * 14);
+    assert_eq!(edges(&t, "calculateForces").len(), 3 * 27 * cells);
+    assert_eq!(edges(&t, "receiveForces").len(), 3 * 27 * cells);
+    for c in 0..cells as u32 {
+        assert_eq!(
+            edges(&t, "receiveForces")
+                .iter()
+                .filter(|(_, b)| *b == c)
+                .count(),
+            3 * 27
+        );
+    }
+    // One energy reduction per step, each broadcasting nextStep to every cell.
+    assert_eq!(edges(&t, "nextStep").len(), 3 * cells);
+}
+
+#[test]
+fn native_runs_execute_the_same_blocks_and_messages_as_the_emulation() {
+    for p in PROGRAMS {
+        let kv = small(p.name);
+        let spec: NetSpec = "latency:lat=1us".parse().unwrap();
+        let mut net = spec.build();
+        let cfg = EmulateConfig {
+            pes: 2,
+            ..Default::default()
+        };
+        let e = programs::emulate(p.name, &kv, &cfg, net.as_mut(), &mut |_| {}).unwrap();
+        let n = programs::run_native(
+            p.name,
+            &kv,
+            &emulator::NativeConfig {
+                threads: 2,
+                map: InitialMap::Block,
+                priority: false,
+            },
+        )
+        .unwrap();
+        assert_eq!(n.blocks, e.trace.num_blocks() as u64, "{}", p.name);
+        assert_eq!(n.remote_messages, e.remote_messages, "{}", p.name);
+        let marked: std::collections::BTreeSet<u32> = e
+            .trace
+            .blocks()
+            .iter()
+            .filter_map(|b| b.iteration)
+            .collect();
+        assert_eq!(n.iterations.len(), marked.len(), "{}", p.name);
+    }
+}
+
+#[test]
+fn bad_programs_and_parameters_are_clear_errors() {
+    let cfg = EmulateConfig {
+        pes: 4,
+        ..Default::default()
+    };
+    let mut net = NetSpec::Ideal.build();
+    let err = |name: &str, kv: &[(&str, &str)]| {
+        let mut net = NetSpec::Ideal.build();
+        programs::emulate(name, &sets(kv), &cfg, net.as_mut(), &mut |_| {})
+            .unwrap_err()
+            .to_string()
+    };
+    let e = err("stencil4d", &[]);
+    assert!(
+        e.contains("unknown program `stencil4d`") && e.contains("stencil3d, simple-imbalance"),
+        "{e}"
+    );
+    let e = err("stencil3d", &[("blocks", "8x8x8")]);
+    assert!(
+        e.contains("no parameter `blocks`") && e.contains("grid, block, iters, cell_cost"),
+        "{e}"
+    );
+    let e = err("stencil3d", &[("block", "7x8x8")]);
+    assert!(e.contains("does not divide"), "{e}");
+    let e = err("stencil3d", &[("grid", "64x64")]);
+    assert!(e.contains("expected three positive extents"), "{e}");
+    let e = err("ring", &[("work", "10")]);
+    assert!(e.contains("work=10") && e.contains("duration"), "{e}");
+    let e = err("simple-imbalance", &[("lb_at", "10")]);
+    assert!(e.contains("must be below iters"), "{e}");
+    let e = err("leanmd", &[("cells", "2x3x3")]);
+    assert!(e.contains("at least 3"), "{e}");
+    // The recorded-delay model cannot drive an emulation.
+    let mut rec = NetSpec::Recorded.build();
+    let e = programs::emulate("ring", &[], &cfg, rec.as_mut(), &mut |_| {})
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("recorded"), "{e}");
+    // A model too small for the machine.
+    let mut small_topo = "hops:topo=torus:2x2x1,lat=1us,hop=1ns,bw=1GB/s"
+        .parse::<NetSpec>()
+        .unwrap()
+        .build();
+    let e = programs::emulate(
+        "ring",
+        &[],
+        &EmulateConfig {
+            pes: 8,
+            ..cfg.clone()
+        },
+        small_topo.as_mut(),
+        &mut |_| {},
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("network model"), "{e}");
+    // A block limit stops runaway programs with a message.
+    let e = programs::emulate(
+        "ring",
+        &sets(&[("laps", "1000")]),
+        &EmulateConfig {
+            max_blocks: 100,
+            ..cfg.clone()
+        },
+        net.as_mut(),
+        &mut |_| {},
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("stopped after 100 blocks"), "{e}");
+}
