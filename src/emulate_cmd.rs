@@ -48,6 +48,10 @@ pub(crate) struct EmulateArgs {
     /// Initial placement of each collection: block or round-robin.
     #[arg(long, default_value = "block")]
     map: InitialMap,
+    /// CPU-speed factor of the target relative to this host (0.5: target twice as fast),
+    /// recorded in the trace; the replay applies it by default.
+    #[arg(long, default_value = "1", value_parser = sim_core::Ratio::parse)]
+    cpu_scale: sim_core::Ratio,
     /// Honour message priorities (replay with --priority to reproduce the timeline).
     #[arg(long)]
     priority: bool,
@@ -98,6 +102,7 @@ pub(crate) fn emulate(a: EmulateArgs) -> Result<()> {
         max_blocks: a.max_blocks,
         generator,
         net_spec: a.net.to_string(),
+        cpu_scale: a.cpu_scale,
     };
     let mut net = a.net.build();
     let t0 = Instant::now();
@@ -130,8 +135,6 @@ pub(crate) fn emulate(a: EmulateArgs) -> Result<()> {
     trace::write_trace_file(t, &a.out, Format::from_path(&a.out))
         .with_context(|| format!("writing {}", a.out.display()))?;
     if !a.quiet {
-        let summary = trace::TraceSummary::of(t);
-        let _ = summary;
         eprintln!(
             "emulated {} on {} virtual PEs ({} timing, net {}): {} objects, {} blocks, {} messages ({} remote)",
             t.meta.name,

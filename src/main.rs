@@ -237,9 +237,10 @@ struct MachineArgs {
     /// Object placement: recorded (folded/spread when --pes differs), block, round-robin.
     #[arg(long, default_value = "recorded")]
     map: Mapping,
-    /// Factor on recorded block durations and send offsets (0.5 = a CPU twice as fast).
-    #[arg(long, default_value = "1", value_parser = Ratio::parse)]
-    cpu_scale: Ratio,
+    /// Factor on recorded block durations and send offsets (0.5 = a CPU twice as fast)
+    /// [default: the factor recorded in the trace, else 1].
+    #[arg(long, value_parser = Ratio::parse)]
+    cpu_scale: Option<Ratio>,
     /// Run ready blocks by their priority (smaller first) instead of FIFO.
     #[arg(long)]
     priority: bool,
@@ -589,11 +590,25 @@ fn inspect(a: InspectArgs) -> Result<()> {
     Ok(())
 }
 
-fn machine_config(m: &MachineArgs, timeline: bool) -> ReplayConfig {
+/// The CPU-speed factor: `--cpu-scale`, else the trace's recorded factor, else 1.
+fn cpu_scale_for(trace: &Trace, m: &MachineArgs) -> Result<Ratio> {
+    Ok(match (m.cpu_scale, &trace.meta.cpu_scale) {
+        (Some(r), _) => r,
+        (None, Some(rec)) => Ratio::parse(rec).with_context(|| {
+            format!(
+                "the CPU-speed factor recorded in trace `{}`",
+                trace.meta.name
+            )
+        })?,
+        (None, None) => Ratio::ONE,
+    })
+}
+
+fn machine_config(m: &MachineArgs, cpu_scale: Ratio, timeline: bool) -> ReplayConfig {
     ReplayConfig {
         pes: m.pes,
         mapping: m.map.clone(),
-        cpu_scale: CpuScale::Uniform(m.cpu_scale),
+        cpu_scale: CpuScale::Uniform(cpu_scale),
         policy: if m.priority {
             SchedPolicy::Priority
         } else {
@@ -643,7 +658,8 @@ fn net_for(trace: &Trace, m: &MachineArgs) -> Result<NetSpec> {
 
 fn replay_and_report(trace: &Trace, m: &MachineArgs, o: &OutputArgs) -> Result<()> {
     let spec = net_for(trace, m)?;
-    let cfg = machine_config(m, o.timeline.is_some());
+    let cpu_scale = cpu_scale_for(trace, m)?;
+    let cfg = machine_config(m, cpu_scale, o.timeline.is_some());
     let mut net = spec.build();
     let t0 = Instant::now();
     let result = replay::replay(trace, net.as_mut(), &cfg);
@@ -674,7 +690,7 @@ fn replay_and_report(trace: &Trace, m: &MachineArgs, o: &OutputArgs) -> Result<(
         trace,
         net: spec.to_string(),
         mapping: m.map.to_string(),
-        cpu_scale: m.cpu_scale.to_string(),
+        cpu_scale: cpu_scale.to_string(),
         policy: if m.priority { "priority" } else { "fifo" },
         seed: m.seed,
     };

@@ -15,7 +15,7 @@ use crate::error::EmuError;
 use crate::model::{InitialMap, Message, ObjRef, Program};
 use crate::runtime::{Instance, RUNTIME_ENTRIES, Scratch, instantiate};
 use network_models::{Driving, MessageInfo, NetIo, NetworkModel};
-use sim_core::{EventClass, RadixQueue, RunLimits, Scheduler, SimDuration, SimTime};
+use sim_core::{EventClass, RadixQueue, Ratio, RunLimits, Scheduler, SimDuration, SimTime};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use trace::{Block, BlockId, Destination, EntryId, MsgId, ObjectId, PeId, Send, Trace, TraceMeta};
@@ -37,6 +37,11 @@ pub struct EmulateConfig {
     pub generator: String,
     /// Canonical network spec recorded in the trace (replay's default `--net`).
     pub net_spec: String,
+    /// CPU-speed factor of the target relative to the recorded durations (`0.5`: the target
+    /// CPU is twice as fast as the host that measured them). Recorded in the trace, where the
+    /// replay applies it by default; the emulated timeline applies it the same way (durations
+    /// and send offsets scaled, rounded down to the picosecond).
+    pub cpu_scale: Ratio,
 }
 
 impl Default for EmulateConfig {
@@ -49,6 +54,7 @@ impl Default for EmulateConfig {
             max_blocks: 0,
             generator: String::new(),
             net_spec: "ideal".into(),
+            cpu_scale: Ratio::ONE,
         }
     }
 }
@@ -173,6 +179,7 @@ pub fn emulate<P: Program>(
         recorded_pes: cfg.pes,
         net: Some(cfg.net_spec.clone()),
         seed: None,
+        cpu_scale: (cfg.cpu_scale != Ratio::ONE).then(|| cfg.cpu_scale.to_string()),
     });
     for e in program.entries().iter().chain(RUNTIME_ENTRIES.iter()) {
         trace.entries.push(trace::EntryMethod {
@@ -215,6 +222,15 @@ pub fn emulate<P: Program>(
 }
 
 impl<P: Program> Emu<'_, P> {
+    /// A recorded duration or offset on the target CPU.
+    fn scale(&self, ps: u64) -> u64 {
+        if self.cfg.cpu_scale == Ratio::ONE {
+            ps
+        } else {
+            self.cfg.cpu_scale.scale(SimDuration::from_ps(ps)).as_ps()
+        }
+    }
+
     fn alloc(&mut self, item: Item<P::Msg>) -> u32 {
         match self.free.pop() {
             Some(i) => {
@@ -437,7 +453,7 @@ impl<P: Program> Emu<'_, P> {
                 deps: Vec::new(),
             });
             let ready = base
-                .checked_add(out.offset_ps)
+                .checked_add(self.scale(out.offset_ps))
                 .and_then(|x| x.checked_add(send_oh))
                 .ok_or_else(overflow)?;
             if dst == pe {
@@ -503,7 +519,7 @@ impl<P: Program> Emu<'_, P> {
         block.recorded_arrival = item.arrival_ps.map(SimTime::from_ps);
         self.trace.push_block(block, &self.deps, &self.sends);
         let total = recv_oh
-            .checked_add(exec.dur_ps)
+            .checked_add(self.scale(exec.dur_ps))
             .and_then(|d| d.checked_add(send_oh))
             .ok_or_else(overflow)?;
         Ok(SimDuration::from_ps(total))

@@ -150,6 +150,7 @@ pub fn import(input: &Path) -> Result<Imported, ImportError> {
         recorded_pes: s.total_procs,
         net: Some("recorded".into()),
         seed: None,
+        cpu_scale: None,
     });
 
     // Objects: distinct non-null objIds per VP; the first is the VP's home object.

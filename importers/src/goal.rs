@@ -458,6 +458,7 @@ pub fn import(path: &Path, eager_limit: u64) -> Result<Imported, ImportError> {
         recorded_pes: n as u32,
         net: Some("loggops".into()),
         seed: None,
+        cpu_scale: None,
     });
     let e_calc = b.entry("calc");
     let e_send = b.entry("send");

@@ -391,6 +391,7 @@ pub fn import(sts_path: &Path) -> Result<Imported, ImportError> {
         recorded_pes: sts.pes,
         net: None,
         seed: None,
+        cpu_scale: None,
     });
     for pe in 0..sts.pes {
         tb.object(format!("pe{pe}"), PeId(pe));

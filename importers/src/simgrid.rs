@@ -376,6 +376,7 @@ pub fn import(input: &Path, flops_per_s: f64) -> Result<Imported, ImportError> {
         recorded_pes: p,
         net: None,
         seed: None,
+        cpu_scale: None,
     });
     let e_msg = b.entry("msg");
     for r in 0..p {

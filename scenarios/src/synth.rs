@@ -81,6 +81,7 @@ fn meta(name: String, pes: u32, p: &SynthParams) -> TraceMeta {
         recorded_pes: pes,
         net: None,
         seed: (p.jitter.num() != 0).then_some(p.seed),
+        cpu_scale: None,
     }
 }
 

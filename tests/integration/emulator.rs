@@ -152,6 +152,52 @@ fn round_robin_map_and_fewer_pes_are_reproduced_too() {
 }
 
 #[test]
+fn priorities_and_cpu_scale_are_reproduced() {
+    let kv = sets(&[
+        ("grid", "16x16x12"),
+        ("block", "4x4x4"),
+        ("iters", "6"),
+        ("prioritize", "1"),
+    ]);
+    let net = "alphabeta:lat=5us,bw=1GB/s,o_recv=1us";
+    let cfg = EmulateConfig {
+        pes: 4,
+        priority: true,
+        ..Default::default()
+    };
+    let t = emulate_cfg("stencil3d", &kv, net, &cfg);
+    assert!(t.blocks().iter().any(|b| b.priority > 0));
+    assert_reproduced(
+        &t,
+        net,
+        replay::SchedPolicy::Priority,
+        "stencil3d with priorities",
+    );
+    // CPU-speed factor: recorded in the trace and applied by the emulated timeline as by the
+    // replay.
+    let third = sim_core::Ratio::parse("1/3").unwrap();
+    let cfg = EmulateConfig {
+        pes: 4,
+        cpu_scale: third,
+        ..Default::default()
+    };
+    let t = emulate_cfg("leanmd", &small("leanmd"), net, &cfg);
+    assert_eq!(t.meta.cpu_scale.as_deref(), Some("1/3"));
+    let rc = ReplayConfig {
+        timeline: true,
+        cpu_scale: replay::CpuScale::Uniform(third),
+        ..Default::default()
+    };
+    let r = run_with(&t, net, &rc);
+    for rec in r.timeline.unwrap() {
+        assert_eq!(
+            t.block(trace::BlockId(rec.block)).recorded_start,
+            Some(rec.start)
+        );
+    }
+}
+
+#[test]
 fn measured_traces_replay_to_the_emulated_timeline() {
     for p in ["stencil3d", "pingpong", "leanmd", "divide-conquer"] {
         let net = "latency:lat=2us";
@@ -534,7 +580,8 @@ fn bad_programs_and_parameters_are_clear_errors() {
     );
     let e = err("stencil3d", &[("blocks", "8x8x8")]);
     assert!(
-        e.contains("no parameter `blocks`") && e.contains("grid, block, iters, cell_cost"),
+        e.contains("no parameter `blocks`")
+            && e.contains("grid, block, iters, cell_cost, prioritize"),
         "{e}"
     );
     let e = err("stencil3d", &[("block", "7x8x8")]);

@@ -1,13 +1,14 @@
-//! The binary trace format, version 1.
+//! The binary trace format, version 2 (version 1, without `cpu_scale`, is still read).
 //!
 //! Little-endian; integers marked *v* are unsigned LEB128 varints, *z* are zigzag varints,
 //! *str* is a *v* length followed by that many UTF-8 bytes.
 //!
 //! ```text
 //! offset 0   magic      8 bytes  "WHATIFTR"
-//!        8   version    u16      1
+//!        8   version    u16      2
 //! header     name str, generator str, description str, recorded_pes v,
 //!            has_net u8 (0|1) [net str], has_seed u8 (0|1) [seed v],
+//!            has_cpu_scale u8 (0|1) [cpu_scale str]          (version 2 only)
 //!            n_entries v  then per entry:  name str
 //!            n_objects v  then per object: name str, recorded_pe v
 //!            n_groups v   then per group:  n_members v, member object v ...
@@ -37,7 +38,7 @@ use std::io::{self, Read, Write};
 /// The 8 bytes every binary trace starts with.
 pub const MAGIC: &[u8; 8] = b"WHATIFTR";
 /// The format version this build writes and reads.
-pub const VERSION: u16 = 1;
+pub const VERSION: u16 = 2;
 const TRAILER: &[u8; 4] = b"WEND";
 const MAX_STRING: u64 = 1 << 20;
 
@@ -106,6 +107,13 @@ pub fn write_binary<W: Write>(trace: &Trace, w: W) -> io::Result<()> {
         Some(s) => {
             o.u8(1)?;
             o.v(s)?;
+        }
+        None => o.u8(0)?,
+    }
+    match &m.cpu_scale {
+        Some(c) => {
+            o.u8(1)?;
+            o.str(c)?;
         }
         None => o.u8(0)?,
     }
@@ -352,11 +360,11 @@ impl<R: Read> BinaryReader<R> {
         let mut ver = [0u8; 2];
         self.fill(&mut ver, "format version")?;
         let version = u16::from_le_bytes(ver);
-        if version != VERSION {
+        if version != VERSION && version != 1 {
             return self.fail(
                 8,
-                format!("format version {VERSION}"),
-                format!("found version {version} (this build reads only version {VERSION})"),
+                format!("format version 1 or {VERSION}"),
+                format!("found version {version} (this build reads versions 1 to {VERSION})"),
             );
         }
         let name = self.str("trace name")?;
@@ -370,6 +378,11 @@ impl<R: Read> BinaryReader<R> {
         };
         let seed = if self.flag("seed presence flag")? {
             Some(self.v("seed")?)
+        } else {
+            None
+        };
+        let cpu_scale = if version >= 2 && self.flag("cpu-scale presence flag")? {
+            Some(self.str("cpu scale")?)
         } else {
             None
         };
@@ -419,6 +432,7 @@ impl<R: Read> BinaryReader<R> {
                 recorded_pes,
                 net,
                 seed,
+                cpu_scale,
             },
             entries,
             objects,

@@ -21,6 +21,10 @@ pub struct TraceMeta {
     pub net: Option<String>,
     /// The root seed the producer used, if it used randomness.
     pub seed: Option<u64>,
+    /// CPU-speed factor the replay applies by default to durations and send offsets (a ratio
+    /// such as `0.5` or `1/3`: target CPU time per recorded time), e.g. when the trace was
+    /// recorded on a host slower or faster than the target. `None`: 1.
+    pub cpu_scale: Option<String>,
 }
 
 /// An entry method (a handler a message can invoke).

@@ -13,6 +13,7 @@ pub(crate) fn sample() -> Trace {
         recorded_pes: 2,
         net: Some("latency:lat=5us".into()),
         seed: Some(7),
+        cpu_scale: None,
     });
     let work = b.entry("work");
     let recv = b.entry("recv");
@@ -315,4 +316,40 @@ fn summary_counts() {
         text.contains("recv") && text.contains("5 (4 triggered"),
         "{text}"
     );
+}
+
+#[test]
+fn cpu_scale_round_trips_and_version_1_is_still_read() {
+    let mut t = sample();
+    t.meta.cpu_scale = Some("1/3".into());
+    let bytes = encode(&t);
+    assert_eq!(&bytes[8..10], &2u16.to_le_bytes());
+    let back = binary::read_binary(&bytes[..], "v2").unwrap();
+    assert_eq!(back.meta.cpu_scale.as_deref(), Some("1/3"));
+    let mut text = Vec::new();
+    text::write_text(&t, &mut text).unwrap();
+    assert_eq!(text::read_text(&text[..], "t").unwrap(), t);
+    // A version-1 file is a version-2 file without the cpu-scale flag byte.
+    let t0 = sample();
+    let v2 = encode(&t0);
+    let header_end = {
+        // magic, version, then name/generator/description (1-byte lengths here), pes, net, seed
+        let mut at = 10;
+        for _ in 0..3 {
+            at += 1 + v2[at] as usize;
+        }
+        at += 1; // recorded_pes
+        at += 1 + 1 + v2[at + 1] as usize; // has_net, net
+        at += 1 + 1; // has_seed, seed 7
+        at
+    };
+    assert_eq!(v2[header_end], 0, "cpu-scale flag of a trace without one");
+    let mut v1 = v2.clone();
+    v1.remove(header_end);
+    v1[8..10].copy_from_slice(&1u16.to_le_bytes());
+    assert_eq!(binary::read_binary(&v1[..], "v1").unwrap(), t0);
+    let mut v3 = v2;
+    v3[8..10].copy_from_slice(&3u16.to_le_bytes());
+    let e = binary::read_binary(&v3[..], "v3").unwrap_err().to_string();
+    assert!(e.contains("found version 3"), "{e}");
 }

@@ -40,6 +40,8 @@ struct HeaderLine {
     net: Option<String>,
     #[serde(default)]
     seed: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    cpu_scale: Option<String>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -130,6 +132,7 @@ pub fn write_text<W: Write>(trace: &Trace, mut w: W) -> io::Result<()> {
         recorded_pes: m.recorded_pes,
         net: m.net.clone(),
         seed: m.seed,
+        cpu_scale: m.cpu_scale.clone(),
     };
     line(&mut w, &header)?;
     for (i, e) in trace.entries.iter().enumerate() {
@@ -233,6 +236,7 @@ pub fn read_text<R: BufRead>(r: R, path: &str) -> Result<Trace, TraceError> {
                 recorded_pes: h.recorded_pes,
                 net: h.net,
                 seed: h.seed,
+                cpu_scale: h.cpu_scale,
             }));
             continue;
         };

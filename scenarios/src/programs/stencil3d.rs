@@ -37,6 +37,11 @@ pub const PARAMS: &[ParamSpec] = &[
         default: "17ns",
         help: "modelled cost of one point update (model timing)",
     },
+    ParamSpec {
+        key: "prioritize",
+        default: "0",
+        help: "1: ghost messages carry their iteration as priority (earlier first under --priority)",
+    },
 ];
 
 /// One line for `--help`.
@@ -54,6 +59,8 @@ pub struct Stencil3d {
     pub iters: u32,
     /// Modelled cost per point update.
     pub cell_cost: SimDuration,
+    /// Ghost messages carry their iteration as priority.
+    pub prioritize: bool,
 }
 
 impl Stencil3d {
@@ -64,6 +71,7 @@ impl Stencil3d {
             block: p.dims3("block")?,
             iters: p.u32_min("iters", 1)?,
             cell_cost: p.duration("cell_cost")?,
+            prioritize: p.u32_min("prioritize", 0)? > 0,
         };
         for d in 0..3 {
             if s.grid[d] % s.block[d] != 0 {
@@ -121,6 +129,7 @@ pub struct Block {
     origin: [u32; 3],
     iters: u32,
     cell_cost: SimDuration,
+    prioritize: bool,
     nb: [Option<ObjRef>; 6],
     need: u32,
     iter: u32,
@@ -192,9 +201,11 @@ impl Block {
             }
             // The receiver sees it on its opposite side.
             let side = (dir ^ 1) as u8;
-            ctx.send(
+            let prio = if self.prioritize { iter as i32 } else { 0 };
+            ctx.send_prio(
                 to,
                 8 * points as u64,
+                prio,
                 Msg::Ghost {
                     iter,
                     dir: side,
@@ -327,12 +338,14 @@ impl Program for Stencil3d {
     }
     fn build(&self, b: &mut Builder<Block, Msg>) -> Result<(), EmuError> {
         let c = b.collection("block", self.objects())?;
-        let (blk, iters, cell_cost) = (self.block, self.iters, self.cell_cost);
+        let (blk, iters, cell_cost, prioritize) =
+            (self.block, self.iters, self.cell_cost, self.prioritize);
         b.fill(c, |idx| Block {
             ext: blk.map(|e| e as usize),
             origin: [0, 1, 2].map(|d| idx[d] * blk[d]),
             iters,
             cell_cost,
+            prioritize,
             nb: [None; 6],
             need: 0,
             iter: 0,
