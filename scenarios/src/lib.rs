@@ -1,6 +1,12 @@
-//! # scenarios: workloads that build traces directly
+//! # scenarios: workloads — trace generators and the emulator's programs
 //!
-//! Contract of this crate: each generator returns a valid [`Trace`] whose structure is
+//! Two kinds of workload live here:
+//!
+//! * [`programs`]: message-driven Rust programs for the `emulator` crate (`whatif emulate`,
+//!   `whatif run-native`), each with named `--set` parameters and a documented trace shape.
+//! * Generators (below) that build a trace directly, with closed-form replay times.
+//!
+//! Contract of the generators: each returns a valid [`Trace`] whose structure is
 //! documented below precisely enough to derive its replay time by hand. All generators place
 //! rank `r` on recorded PE `r`, label messages densely in send order, and are deterministic:
 //! the only randomness is the optional compute jitter, drawn from the `gen/compute-jitter`
