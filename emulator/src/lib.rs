@@ -10,7 +10,7 @@
 //!   with a [`Callback`], marks its iteration ([`Ctx::iteration`]) and reaches load-balancing
 //!   sync points ([`Ctx::at_sync`], answered by [`Chare::resume_from_sync`] once every element
 //!   has arrived).
-//! * **Emulation** ([`emulate`]): the program runs on V virtual PEs inside a discrete-event
+//! * **Emulation** ([`emulate()`]): the program runs on V virtual PEs inside a discrete-event
 //!   simulation that follows the replay's rules exactly (scheduling order, overheads, network
 //!   model). Every entry execution becomes one execution block of the recorded
 //!   [`trace::Trace`] with its duration, triggering message, sends at their offsets, iteration
