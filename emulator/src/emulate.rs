@@ -300,7 +300,7 @@ impl<P: Program> Emu<'_, P> {
         let mut unfinished = Vec::new();
         for (o, slot) in self.inst.slots.iter().enumerate() {
             let need = self.inst.world.need[o];
-            for (stream, seq, got, need) in slot.unfinished(need) {
+            for (stream, seq, got) in slot.unfinished() {
                 unfinished.push(format!(
                     "{} holds {} {seq} with {got} of {need} contributions",
                     self.inst.world.object_name(o as u32),
@@ -421,8 +421,7 @@ impl<P: Program> Emu<'_, P> {
         let u = self.inst.world.user_entries;
         let mut send_oh = 0u64;
         self.sends.clear();
-        let outs = std::mem::take(&mut self.scratch.outs);
-        let mut outs = outs;
+        let mut outs = std::mem::take(&mut self.scratch.outs);
         for out in outs.drain(..) {
             let msg = MsgId(self.next_msg);
             self.next_msg += 1;

@@ -107,9 +107,9 @@ pub(crate) fn instantiate<P: Program>(
         }
         leaders.sort_unstable();
         leaders.dedup_by_key(|l| l.0);
-        let mut leader_of_pe = std::collections::HashMap::with_capacity(leaders.len());
+        let mut leader_of_pe = vec![u32::MAX; pes as usize];
         for (j, &(pe, o)) in leaders.iter().enumerate() {
-            leader_of_pe.insert(pe, o);
+            leader_of_pe[pe as usize] = o;
             if j > 0 {
                 let par = leaders[(j - 1) / 4].1;
                 parent[o as usize] = par;
@@ -118,7 +118,7 @@ pub(crate) fn instantiate<P: Program>(
         }
         for i in 0..len {
             let o = c.base + i;
-            let l = leader_of_pe[&pe_of[o as usize]];
+            let l = leader_of_pe[pe_of[o as usize] as usize];
             if l != o {
                 parent[o as usize] = l;
                 need[l as usize] += 1;
@@ -272,11 +272,9 @@ impl<O: Chare<Msg = M>, M: Message> Slot<O, M> {
         ))
     }
 
-    /// Reductions that have started here but not completed: `(stream, seq, got, need)`.
-    pub(crate) fn unfinished(&self, need: u32) -> impl Iterator<Item = (u8, u32, u32, u32)> + '_ {
-        self.pending
-            .iter()
-            .map(move |p| (p.stream, p.seq, p.got, need))
+    /// Reductions that have started here but not completed: `(stream, seq, got)`.
+    pub(crate) fn unfinished(&self) -> impl Iterator<Item = (u8, u32, u32)> + '_ {
+        self.pending.iter().map(|p| (p.stream, p.seq, p.got))
     }
 
     /// Runs `payload` on this object (`me`), recording sends into `scratch.outs` (cleared
