@@ -624,6 +624,7 @@ fn machine_config(m: &MachineArgs, cpu_scale: Ratio, timeline: bool) -> ReplayCo
         timeline,
         recorded_delays: false,
         recorded_order: m.recorded_order,
+        remap: None,
     }
 }
 

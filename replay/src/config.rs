@@ -145,4 +145,7 @@ pub struct ReplayConfig {
     /// id): a block also waits for the previous block of its recorded PE. This replays the
     /// recorded schedule (a validation mode) rather than re-deciding it message by message.
     pub recorded_order: bool,
+    /// Objects that move to other PEs part-way through the run (a load balancer's decision at
+    /// a sync point); `None`: every object stays where [`ReplayConfig::mapping`] puts it.
+    pub remap: Option<crate::Remap>,
 }

@@ -6,7 +6,9 @@
 //! ## Semantics
 //!
 //! * **Machine.** `P` PEs (default: as recorded). Objects are placed by the [`Mapping`]
-//!   (default: as recorded); a block runs on its object's PE.
+//!   (default: as recorded); a block runs on its object's PE. A [`Remap`]
+//!   ([`ReplayConfig::remap`]) moves objects to new PEs after given blocks (a load balancer's
+//!   decision at a sync point); [`with_migration_cost`] also charges the moves as messages.
 //! * **Readiness.** A block is *ready* when its trigger message (if any) has arrived and all its
 //!   dependencies have finished. Blocks with neither are ready at time 0.
 //! * **Scheduling.** Each PE is message-driven and non-preemptive: it runs one ready block at a
@@ -45,9 +47,11 @@
 mod config;
 mod engine;
 mod plan;
+mod remap;
 mod stuck;
 
 pub use config::{CpuScale, Mapping, ReplayConfig, SchedPolicy};
+pub use remap::{MIGRATE_ENTRY, Remap, with_migration_cost};
 pub use stuck::{StuckBlock, StuckReport, Wait};
 
 use network_models::NetworkModel;

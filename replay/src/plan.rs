@@ -107,6 +107,7 @@ impl Plan {
         }
         let map = cfg.mapping.resolve(trace, pes)?;
         let n = trace.num_blocks();
+        let block_pe = block_pes(trace, &map, cfg.remap.as_ref(), pes)?;
         let index = trace.message_index();
 
         // Iteration labels -> dense slots.
@@ -130,12 +131,10 @@ impl Plan {
         let mut trigger_send: Vec<u32> = Vec::with_capacity(n);
         for id in trace.block_ids() {
             let b = trace.block(id);
-            let pe = map[b.object.index()];
+            let pe = block_pe[id.index()];
             let scale: Ratio = cfg.cpu_scale.of(pe);
             let sent = b.trigger.and_then(|m| index.lookup(m));
-            let trigger_src_pe = sent.map_or(u32::MAX, |s| {
-                map[trace.block(BlockId(send_block[s])).object.index()]
-            });
+            let trigger_src_pe = sent.map_or(u32::MAX, |s| block_pe[send_block[s] as usize]);
             blocks.push(CBlock {
                 pe,
                 iter_slot: b.iteration.map_or(NO_ITER, |i| {
@@ -281,6 +280,34 @@ impl Plan {
             entries: trace.entries.len(),
         })
     }
+}
+
+/// The PE of every block: its object's PE under `map`, or under the remap after the object's
+/// switch block.
+fn block_pes(
+    trace: &Trace,
+    map: &[u32],
+    remap: Option<&crate::Remap>,
+    pes: u32,
+) -> Result<Vec<u32>, ReplayError> {
+    let Some(r) = remap else {
+        return Ok(trace
+            .blocks()
+            .iter()
+            .map(|b| map[b.object.index()])
+            .collect());
+    };
+    r.check(trace, pes)?;
+    Ok(trace
+        .block_ids()
+        .map(|id| {
+            let o = trace.block(id).object.index();
+            match r.switch_after[o] {
+                Some(s) if id > s => r.map[o],
+                _ => map[o],
+            }
+        })
+        .collect())
 }
 
 /// The recorded delay of every (send, consumer) pair: the consumer's recorded arrival minus

@@ -1,0 +1,255 @@
+//! `rec-bipart`: recursive bipartition of the object communication graph and the PE set
+//! (after Charm++'s RecBipartLB).
+//!
+//! The PE range `[lo, hi)` splits at `mid = lo + (hi - lo) / 2`. The objects split so each
+//! half's load (with its PEs' background load) is proportional to its PEs' capacity (speed):
+//! the first half grows by breadth-first search over the communication graph from a
+//! pseudo-peripheral object (the last one reached by a BFS from the lowest-id object), taking
+//! objects in BFS order until its load is closest to its share; disconnected pieces are
+//! entered at their lowest-id object. Then up to 8 boundary passes move any object whose
+//! move lowers the cut weight (bytes + messages) while the first half stays within the
+//! allowed imbalance: `(tolerance - 1) / levels` of its share (levels = ceil(log2 P), so the
+//! allowance does not compound), or the deviation BFS left if larger.
+//! Both halves recurse until one PE remains. Non-migratable objects stay put and count as
+//! their PE's background load. Cost: O((objects + edges) log P).
+
+use crate::LbDatabase;
+use sim_core::{Ratio, SimDuration};
+use std::collections::VecDeque;
+
+/// Undirected adjacency in CSR form: neighbours of `v` are `nbr[start[v]..start[v+1]]`,
+/// sorted by id, with their weights in `w`.
+pub(crate) struct Graph {
+    pub start: Vec<usize>,
+    pub nbr: Vec<u32>,
+    pub w: Vec<u64>,
+}
+
+impl Graph {
+    pub(crate) fn of(db: &LbDatabase) -> Graph {
+        let n = db.objects.len();
+        let mut deg = vec![0usize; n + 1];
+        for e in &db.edges {
+            deg[e.a as usize] += 1;
+            deg[e.b as usize] += 1;
+        }
+        let mut start = vec![0usize; n + 1];
+        for v in 0..n {
+            start[v + 1] = start[v] + deg[v];
+        }
+        let mut fill = start.clone();
+        let mut nbr = vec![0u32; start[n]];
+        let mut w = vec![0u64; start[n]];
+        // Edges are sorted by (a, b), so each list comes out sorted by neighbour id.
+        for e in &db.edges {
+            for (x, y) in [(e.a, e.b), (e.b, e.a)] {
+                let i = fill[x as usize];
+                nbr[i] = y;
+                w[i] = e.weight();
+                fill[x as usize] += 1;
+            }
+        }
+        for v in 0..n {
+            let r = start[v]..start[v + 1];
+            let mut pairs: Vec<(u32, u64)> = nbr[r.clone()]
+                .iter()
+                .copied()
+                .zip(w[r.clone()].iter().copied())
+                .collect();
+            pairs.sort_unstable();
+            for (k, (a, b)) in pairs.into_iter().enumerate() {
+                nbr[r.start + k] = a;
+                w[r.start + k] = b;
+            }
+        }
+        Graph { start, nbr, w }
+    }
+    fn neighbours(&self, v: u32) -> impl Iterator<Item = (u32, u64)> + '_ {
+        let r = self.start[v as usize]..self.start[v as usize + 1];
+        self.nbr[r.clone()]
+            .iter()
+            .copied()
+            .zip(self.w[r].iter().copied())
+    }
+}
+
+/// Capacity weight of a PE: proportional to its speed (1 / CPU factor).
+fn capacity(scale: Ratio) -> u128 {
+    if scale.num() == 0 {
+        return 1u128 << 80;
+    }
+    (1_000_000_000u128 * scale.den() as u128 / scale.num() as u128).max(1)
+}
+
+struct State<'a> {
+    db: &'a LbDatabase,
+    g: Graph,
+    /// Subproblem id of each object (objects of the current split share one).
+    member: Vec<u32>,
+    /// In the first half (during a split).
+    side_a: Vec<bool>,
+    visited: Vec<u32>,
+    next_id: u32,
+    map: Vec<u32>,
+    slack: Ratio,
+}
+
+/// The rec-bipart map. `tolerance` (e.g. 1.05) bounds the imbalance boundary moves may add.
+pub(crate) fn rec_bipart(db: &LbDatabase, tolerance: Ratio) -> Vec<u32> {
+    let n = db.objects.len();
+    let objs: Vec<u32> = (0..n as u32)
+        .filter(|&o| db.objects[o as usize].migratable)
+        .collect();
+    // The imbalance allowance is shared among the levels of bisection, so the final
+    // imbalance stays near `tolerance` rather than compounding per level.
+    let levels = u64::from(32 - (db.num_pes().max(2) - 1).leading_zeros());
+    let slack = Ratio::new(
+        tolerance.num().saturating_sub(tolerance.den()),
+        tolerance.den().saturating_mul(levels),
+    )
+    .unwrap_or(Ratio::new(0, 1).expect("0/1"));
+    let mut st = State {
+        db,
+        g: Graph::of(db),
+        member: vec![u32::MAX; n],
+        side_a: vec![false; n],
+        visited: vec![u32::MAX; n],
+        next_id: 0,
+        map: db.current_map(),
+        slack,
+    };
+    // Explicit stack instead of recursion: (objects, pe lo, pe hi).
+    let mut stack = vec![(objs, 0u32, db.num_pes())];
+    while let Some((objs, lo, hi)) = stack.pop() {
+        if hi - lo == 1 || objs.is_empty() {
+            for &o in &objs {
+                st.map[o as usize] = lo;
+            }
+            continue;
+        }
+        let mid = lo + (hi - lo) / 2;
+        let (a, b) = st.split(&objs, lo, mid, hi);
+        stack.push((b, mid, hi));
+        stack.push((a, lo, mid));
+    }
+    st.map
+}
+
+impl State<'_> {
+    fn load(&self, o: u32) -> u64 {
+        self.db.objects[o as usize].load_ps
+    }
+
+    /// BFS order of `objs` (all members of subproblem `id`), starting at `seed`, entering
+    /// unreached pieces at their lowest id.
+    fn bfs(&mut self, objs: &[u32], id: u32, seed: u32, stamp: u32) -> Vec<u32> {
+        let mut order = Vec::with_capacity(objs.len());
+        let mut q = VecDeque::new();
+        for s in std::iter::once(seed).chain(objs.iter().copied()) {
+            if self.visited[s as usize] == stamp {
+                continue;
+            }
+            self.visited[s as usize] = stamp;
+            q.push_back(s);
+            while let Some(v) = q.pop_front() {
+                order.push(v);
+                for (u, _) in self.g.neighbours(v) {
+                    if self.member[u as usize] == id && self.visited[u as usize] != stamp {
+                        self.visited[u as usize] = stamp;
+                        q.push_back(u);
+                    }
+                }
+            }
+        }
+        order
+    }
+
+    fn split(&mut self, objs: &[u32], lo: u32, mid: u32, hi: u32) -> (Vec<u32>, Vec<u32>) {
+        let id = self.next_id;
+        self.next_id += 2;
+        for &o in objs {
+            self.member[o as usize] = id;
+            self.side_a[o as usize] = false;
+        }
+        let pes = &self.db.pes;
+        let cap = |r: std::ops::Range<u32>| -> u128 {
+            r.map(|p| capacity(pes[p as usize].cpu_scale)).sum()
+        };
+        let bg = |r: std::ops::Range<u32>| -> u128 {
+            r.map(|p| pes[p as usize].background_ps as u128).sum()
+        };
+        let obj_total: u128 = objs.iter().map(|&o| self.load(o) as u128).sum();
+        let total = obj_total + bg(lo..hi);
+        let share = total * cap(lo..mid) / cap(lo..hi).max(1);
+        let target = share.saturating_sub(bg(lo..mid)).min(obj_total);
+
+        // Pseudo-peripheral seed: the last object a BFS from the first one reaches.
+        let probe = self.bfs(objs, id, objs[0], id);
+        let seed = *probe.last().expect("objs is not empty");
+        let order = self.bfs(objs, id, seed, id + 1);
+
+        // Prefix of the BFS order whose load is closest to the target.
+        let mut acc: u128 = 0;
+        let mut take = 0usize;
+        for (i, &o) in order.iter().enumerate() {
+            let with = acc + self.load(o) as u128;
+            if with >= target {
+                if with - target <= target - acc {
+                    take = i + 1;
+                    acc = with;
+                } else {
+                    take = i;
+                }
+                break;
+            }
+            acc = with;
+            take = i + 1;
+        }
+        for &o in &order[..take] {
+            self.side_a[o as usize] = true;
+        }
+        let mut load_a = acc;
+        let dev = |l: u128| l.abs_diff(target);
+        let allowed = dev(load_a).max(
+            self.slack
+                .scale(SimDuration::from_ps(
+                    u64::try_from(target).unwrap_or(u64::MAX),
+                ))
+                .as_ps() as u128,
+        );
+
+        // Boundary refinement: greedy positive-gain moves within the allowed imbalance.
+        for _ in 0..8 {
+            let mut moved = false;
+            for &o in objs {
+                let (mut same, mut other) = (0u64, 0u64);
+                let a = self.side_a[o as usize];
+                for (u, w) in self.g.neighbours(o) {
+                    if self.member[u as usize] != id {
+                        continue;
+                    }
+                    if self.side_a[u as usize] == a {
+                        same = same.saturating_add(w);
+                    } else {
+                        other = other.saturating_add(w);
+                    }
+                }
+                if other <= same {
+                    continue;
+                }
+                let l = self.load(o) as u128;
+                let new_a = if a { load_a - l } else { load_a + l };
+                if dev(new_a) <= allowed {
+                    self.side_a[o as usize] = !a;
+                    load_a = new_a;
+                    moved = true;
+                }
+            }
+            if !moved {
+                break;
+            }
+        }
+        let (a, b): (Vec<u32>, Vec<u32>) = objs.iter().partition(|&&o| self.side_a[o as usize]);
+        (a, b)
+    }
+}
