@@ -3,6 +3,7 @@
 
 mod bench;
 mod emulate_cmd;
+mod lb_cmd;
 mod report;
 
 use anyhow::{Context, Result, bail};
@@ -58,6 +59,10 @@ enum Cmd {
     /// Run a built-in program for real on k threads and report wall time per iteration (to
     /// check predictions against this machine).
     RunNative(emulate_cmd::NativeArgs),
+    /// Compare load-balancing strategies on a trace: static metrics of each map and its
+    /// replayed iteration time on the simulated network.
+    #[command(after_help = lb_cmd::lb_help())]
+    Lb(lb_cmd::LbArgs),
     /// Measure simulator speed (simulated messages per second) on 3-D halo workloads.
     Bench(bench::BenchArgs),
     /// Developer tool: mutate a valid foreign trace again and again and check that the
@@ -231,9 +236,10 @@ struct MachineArgs {
     /// `lat = "1us"`, `bw = "10GB/s"`.
     #[arg(long, value_name = "FILE")]
     net_file: Option<PathBuf>,
-    /// Simulated PEs [default: as recorded].
+    /// Simulated PEs, or `objects`: one PE per object, each object on its own PE (the
+    /// "infinite processors" bound) [default: as recorded].
     #[arg(long)]
-    pes: Option<u32>,
+    pes: Option<PeCount>,
     /// Object placement: recorded (folded/spread when --pes differs), block, round-robin.
     #[arg(long, default_value = "recorded")]
     map: Mapping,
@@ -358,6 +364,7 @@ fn dispatch(cli: Cli) -> Result<()> {
         }
         Cmd::Emulate(a) => emulate_cmd::emulate(a),
         Cmd::RunNative(a) => emulate_cmd::run_native(a),
+        Cmd::Lb(a) => lb_cmd::lb(a),
         Cmd::Bench(a) => bench::run(a),
         Cmd::FuzzImport(a) => fuzz_cmd(a),
     }
@@ -604,10 +611,53 @@ fn cpu_scale_for(trace: &Trace, m: &MachineArgs) -> Result<Ratio> {
     })
 }
 
-fn machine_config(m: &MachineArgs, cpu_scale: Ratio, timeline: bool) -> ReplayConfig {
+/// A PE count on the command line: a number, or `objects` (one PE per object).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum PeCount {
+    /// This many.
+    N(u32),
+    /// As many as the trace has objects.
+    PerObject,
+}
+
+impl std::str::FromStr for PeCount {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim() {
+            "objects" | "per-object" => Ok(PeCount::PerObject),
+            t => match t.parse::<u32>() {
+                Ok(0) => Err("the machine needs at least one PE".into()),
+                Ok(n) => Ok(PeCount::N(n)),
+                Err(_) => Err(format!(
+                    "`{s}`: expected a PE count (e.g. 64) or `objects` (one PE per object)"
+                )),
+            },
+        }
+    }
+}
+
+impl PeCount {
+    fn resolve(self, trace: &Trace) -> u32 {
+        match self {
+            PeCount::N(n) => n,
+            PeCount::PerObject => (trace.objects.len() as u32).max(1),
+        }
+    }
+}
+
+fn machine_config(
+    m: &MachineArgs,
+    trace: &Trace,
+    cpu_scale: Ratio,
+    timeline: bool,
+) -> ReplayConfig {
     ReplayConfig {
-        pes: m.pes,
-        mapping: m.map.clone(),
+        pes: m.pes.map(|p| p.resolve(trace)),
+        mapping: match (m.pes, &m.map) {
+            // One PE per object means each object on its own PE.
+            (Some(PeCount::PerObject), Mapping::Recorded) => Mapping::Block,
+            (_, map) => map.clone(),
+        },
         cpu_scale: CpuScale::Uniform(cpu_scale),
         policy: if m.priority {
             SchedPolicy::Priority
@@ -660,7 +710,7 @@ fn net_for(trace: &Trace, m: &MachineArgs) -> Result<NetSpec> {
 fn replay_and_report(trace: &Trace, m: &MachineArgs, o: &OutputArgs) -> Result<()> {
     let spec = net_for(trace, m)?;
     let cpu_scale = cpu_scale_for(trace, m)?;
-    let cfg = machine_config(m, cpu_scale, o.timeline.is_some());
+    let cfg = machine_config(m, trace, cpu_scale, o.timeline.is_some());
     let mut net = spec.build();
     let t0 = Instant::now();
     let result = replay::replay(trace, net.as_mut(), &cfg);

@@ -6,15 +6,23 @@
 //! the first half grows by breadth-first search over the communication graph from a
 //! pseudo-peripheral object (the last one reached by a BFS from the lowest-id object), taking
 //! objects in BFS order until its load is closest to its share; disconnected pieces are
-//! entered at their lowest-id object. Then up to 8 boundary passes move any object whose
-//! move lowers the cut weight (bytes + messages) while the first half stays within the
-//! allowed imbalance: `(tolerance - 1) / levels` of its share (levels = ceil(log2 P), so the
-//! allowance does not compound), or the deviation BFS left if larger.
-//! Both halves recurse until one PE remains. Non-migratable objects stay put and count as
-//! their PE's background load. Cost: O((objects + edges) log P).
+//! entered at their lowest-id object. Then up to 8 Fiduccia-Mattheyses passes lower the cut
+//! weight (bytes + messages): each pass moves every object at most once, best gain first,
+//! hill-climbing through losses, and keeps the best prefix whose imbalance is allowed:
+//! `(tolerance - 1) / levels` of the half's share (levels = ceil(log2 P), so the allowance does
+//! not compound), or the deviation BFS left if larger; moves in between may exceed that by one
+//! object.
+//! Both halves recurse until one PE remains. Splits balance only to whole objects, so if a
+//! PE ends above greedy's max load x `tolerance`, a refine pass (variant B, threshold greedy's
+//! max x `tolerance`) starting from the partition moves the fewest objects needed (best
+//! effort). Non-migratable objects stay put and count as their PE's background load. Cost: O((objects + edges) log P).
 
 use crate::LbDatabase;
+use crate::greedy::{greedy, max_effective};
+use crate::refine::{RefineVariant, refine_at};
+use priority_queue::PriorityQueue;
 use sim_core::{Ratio, SimDuration};
+use std::cmp::Reverse;
 use std::collections::VecDeque;
 
 /// Undirected adjacency in CSR form: neighbours of `v` are `nbr[start[v]..start[v+1]]`,
@@ -132,12 +140,142 @@ pub(crate) fn rec_bipart(db: &LbDatabase, tolerance: Ratio) -> Vec<u32> {
         stack.push((b, mid, hi));
         stack.push((a, lo, mid));
     }
+    // Bisection balances each split only to whole objects; a refine pass (B) from the
+    // partition then evens out PEs above greedy's max load x tolerance with few moves.
+    let cap = tolerance
+        .scale(SimDuration::from_ps(max_effective(db, &greedy(db))))
+        .as_ps();
+    if max_effective(db, &st.map) > cap {
+        return refine_at(db, &st.map, RefineVariant::B, cap).0;
+    }
     st.map
 }
+
+/// Fiduccia-Mattheyses passes per bisection (each stops early when it gains nothing).
+const FM_PASSES: usize = 8;
 
 impl State<'_> {
     fn load(&self, o: u32) -> u64 {
         self.db.objects[o as usize].load_ps
+    }
+
+    /// Cut weight saved by moving `o` to the other side: its weight to the other side minus
+    /// its weight to its own side (within subproblem `id`).
+    fn gain(&self, o: u32, id: u32) -> i64 {
+        let a = self.side_a[o as usize];
+        let mut g: i64 = 0;
+        for (u, w) in self.g.neighbours(o) {
+            if self.member[u as usize] != id {
+                continue;
+            }
+            let w = i64::try_from(w).unwrap_or(i64::MAX / 4);
+            if self.side_a[u as usize] == a {
+                g = g.saturating_sub(w);
+            } else {
+                g = g.saturating_add(w);
+            }
+        }
+        g
+    }
+
+    /// One FM pass: every object moves at most once, always the best-gain move (from either
+    /// side) that keeps the first half's load within `loose` of `target` (ties: the move
+    /// from the heavier side, then the lower id); afterwards the moves are rolled back to the
+    /// prefix with the largest total gain whose imbalance is within `strict`. Returns that
+    /// gain (0: nothing kept).
+    fn fm_pass(
+        &mut self,
+        objs: &[u32],
+        id: u32,
+        target: u128,
+        load_a: &mut u128,
+        strict: u128,
+        loose: u128,
+    ) -> i64 {
+        type Pq = PriorityQueue<u32, (i64, Reverse<u32>)>;
+        let (mut pq_a, mut pq_b): (Pq, Pq) = (PriorityQueue::new(), PriorityQueue::new());
+        for &o in objs {
+            let g = self.gain(o, id);
+            if self.side_a[o as usize] {
+                pq_a.push(o, (g, Reverse(o)));
+            } else {
+                pq_b.push(o, (g, Reverse(o)));
+            }
+        }
+        let dev = |l: u128| l.abs_diff(target);
+        let stall_limit = 64 + objs.len() / 8;
+        let (mut cum, mut best, mut best_len, mut stall) = (0i64, 0i64, 0usize, 0usize);
+        let mut moved: Vec<u32> = Vec::new();
+        loop {
+            let cand = |pq: &Pq, from_a: bool, load_a: u128| {
+                pq.peek().and_then(|(&o, &(g, _))| {
+                    let l = self.load(o) as u128;
+                    let new_a = if from_a { load_a - l } else { load_a + l };
+                    (dev(new_a) <= loose).then_some((g, o, new_a))
+                })
+            };
+            let a_heavier = *load_a > target;
+            let pick = match (cand(&pq_a, true, *load_a), cand(&pq_b, false, *load_a)) {
+                (Some(x), Some(y)) => {
+                    if x.0 > y.0 || (x.0 == y.0 && a_heavier) {
+                        Some((x, true))
+                    } else {
+                        Some((y, false))
+                    }
+                }
+                (Some(x), None) => Some((x, true)),
+                (None, Some(y)) => Some((y, false)),
+                (None, None) => None,
+            };
+            let Some(((g, o, new_a), from_a)) = pick else {
+                break;
+            };
+            if from_a {
+                pq_a.remove(&o);
+            } else {
+                pq_b.remove(&o);
+            }
+            self.side_a[o as usize] = !from_a;
+            *load_a = new_a;
+            cum = cum.saturating_add(g);
+            moved.push(o);
+            for (u, w) in self.g.neighbours(o) {
+                if self.member[u as usize] != id {
+                    continue;
+                }
+                let w2 = i64::try_from(w).unwrap_or(i64::MAX / 4).saturating_mul(2);
+                // A neighbour left behind now has one more edge across; one on the new side
+                // one fewer.
+                let delta = if self.side_a[u as usize] == from_a {
+                    w2
+                } else {
+                    -w2
+                };
+                let pq = if self.side_a[u as usize] {
+                    &mut pq_a
+                } else {
+                    &mut pq_b
+                };
+                pq.change_priority_by(&u, |p| p.0 = p.0.saturating_add(delta));
+            }
+            if cum > best && dev(*load_a) <= strict {
+                best = cum;
+                best_len = moved.len();
+                stall = 0;
+            } else {
+                stall += 1;
+                if stall > stall_limit {
+                    break;
+                }
+            }
+        }
+        for &o in moved[best_len..].iter().rev() {
+            let a = self.side_a[o as usize];
+            let l = self.load(o) as u128;
+            *load_a = if a { *load_a - l } else { *load_a + l };
+            self.side_a[o as usize] = !a;
+        }
+        best
     }
 
     /// BFS order of `objs` (all members of subproblem `id`), starting at `seed`, entering
@@ -218,34 +356,14 @@ impl State<'_> {
                 .as_ps() as u128,
         );
 
-        // Boundary refinement: greedy positive-gain moves within the allowed imbalance.
-        for _ in 0..8 {
-            let mut moved = false;
-            for &o in objs {
-                let (mut same, mut other) = (0u64, 0u64);
-                let a = self.side_a[o as usize];
-                for (u, w) in self.g.neighbours(o) {
-                    if self.member[u as usize] != id {
-                        continue;
-                    }
-                    if self.side_a[u as usize] == a {
-                        same = same.saturating_add(w);
-                    } else {
-                        other = other.saturating_add(w);
-                    }
-                }
-                if other <= same {
-                    continue;
-                }
-                let l = self.load(o) as u128;
-                let new_a = if a { load_a - l } else { load_a + l };
-                if dev(new_a) <= allowed {
-                    self.side_a[o as usize] = !a;
-                    load_a = new_a;
-                    moved = true;
-                }
-            }
-            if !moved {
+        // Fiduccia-Mattheyses passes within the allowed imbalance.
+        let max_obj = objs
+            .iter()
+            .map(|&o| self.load(o) as u128)
+            .max()
+            .unwrap_or(0);
+        for _ in 0..FM_PASSES {
+            if self.fm_pass(objs, id, target, &mut load_a, allowed, allowed + max_obj) <= 0 {
                 break;
             }
         }

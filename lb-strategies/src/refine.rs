@@ -33,13 +33,13 @@ pub(crate) fn refine(db: &LbDatabase, variant: RefineVariant, upper: Ratio) -> V
         return current;
     }
     let mut hi = upper.scale(SimDuration::from_ps(lo)).as_ps().max(lo);
-    let (mut best, ok) = refine_at(db, variant, hi);
+    let (mut best, ok) = refine_at(db, &current, variant, hi);
     if !ok {
         return best;
     }
     while hi - lo > lo / 100 && hi - lo > 1 {
         let mid = lo + (hi - lo) / 2;
-        let (map, ok) = refine_at(db, variant, mid);
+        let (map, ok) = refine_at(db, &current, variant, mid);
         if ok {
             hi = mid;
             best = map;
@@ -50,10 +50,16 @@ pub(crate) fn refine(db: &LbDatabase, variant: RefineVariant, upper: Ratio) -> V
     best
 }
 
-/// One refinement pass at threshold `m`: the map and whether no heavy PE remains.
-fn refine_at(db: &LbDatabase, variant: RefineVariant, m: u64) -> (Vec<u32>, bool) {
+/// One refinement pass at threshold `m` starting from `start`: the map and whether no heavy
+/// PE remains.
+pub(crate) fn refine_at(
+    db: &LbDatabase,
+    start: &[u32],
+    variant: RefineVariant,
+    m: u64,
+) -> (Vec<u32>, bool) {
     let n_pes = db.num_pes();
-    let mut map = db.current_map();
+    let mut map = start.to_vec();
     let mut raw = db.raw_loads(&map);
     let eff = |raw: &[u64], p: u32| db.effective_ps(p, raw[p as usize]);
     let key = |o: u32| (Reverse(db.objects[o as usize].load_ps), o);
@@ -61,7 +67,7 @@ fn refine_at(db: &LbDatabase, variant: RefineVariant, m: u64) -> (Vec<u32>, bool
     let mut on: Vec<Vec<u32>> = vec![Vec::new(); n_pes as usize];
     for (o, r) in db.objects.iter().enumerate() {
         if r.migratable && r.load_ps > 0 {
-            on[r.from_pe as usize].push(o as u32);
+            on[map[o] as usize].push(o as u32);
         }
     }
     for v in &mut on {

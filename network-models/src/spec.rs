@@ -86,6 +86,16 @@ Network models (--net MODEL[:key=value,...]; durations take ps|ns|us|ms|s, bandw
 Messages between objects on the same PE arrive when sent and pay no overheads.";
 
 impl NetSpec {
+    /// The interconnect and PEs per node, for the models that have a topology (`hops`,
+    /// `contention`).
+    pub fn topology(&self) -> Option<(&Topology, u32)> {
+        match self {
+            NetSpec::Hops(h) => Some((&h.topology, h.pes_per_node.max(1))),
+            NetSpec::Contention(c) => Some((&c.topology, c.pes_per_node.max(1))),
+            _ => None,
+        }
+    }
+
     /// The model this spec describes.
     pub fn build(&self) -> Box<dyn NetworkModel> {
         match *self {

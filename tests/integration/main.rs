@@ -6,6 +6,7 @@ mod determinism;
 mod emulator;
 mod engine;
 mod importers;
+mod lb;
 mod network;
 
 use network_models::NetSpec;

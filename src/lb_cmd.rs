@@ -1,0 +1,418 @@
+//! `whatif lb`: compare load-balancing strategies on a trace, statically and by replay.
+
+use crate::{MachineArgs, cpu_scale_for, machine_config, net_for};
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use lb_strategies::{
+    DbOptions, LbDatabase, LbPoint, Metrics, PeTopology, STRATEGIES_HELP, Strategy, SyncPlan,
+    metrics, parse_list, sync_iterations,
+};
+use replay::{Mapping, Remap, ReplayConfig, ReplayReport};
+use serde::Serialize;
+use sim_core::units::parse_bytes;
+use std::path::PathBuf;
+use std::time::Instant;
+use trace::Trace;
+
+/// Help shown after the options.
+pub(crate) fn lb_help() -> String {
+    format!(
+        "{STRATEGIES_HELP}\n\n\
+How it works: the LB database is built from the trace (object loads in the window before the \
+LB point, non-migratable load as background, the communication graph); each strategy maps the \
+objects onto the PEs; the static metrics score the map; then the trace is replayed with the \
+map applied at the LB point (`--at start`: for the whole run) on the simulated network.\n\
+pre_lb / post_lb iteration: mean iteration time before the sync point K (iterations < K) and \
+after it (iterations > K; iteration K contains the LB step). At the start, pre_lb is the run \
+without balancing and post_lb the run with the map. Without iteration markers: the makespans.\n\n\
+Example (Lee's SimpleImbalance, LB at iteration 5 of 10):\n  \
+whatif emulate simple-imbalance --pes 100 --set objects_per_pe=2 --out si.trace\n  \
+whatif lb si.trace --strategies dummy,rotate,greedy,refine --at 5"
+    )
+}
+
+#[derive(Args)]
+pub(crate) struct LbArgs {
+    /// Trace file (binary or JSON lines), e.g. from `whatif emulate`.
+    trace: PathBuf,
+    /// Strategies to compare, comma separated, each `name[:key=value,...]` (listed below)
+    /// [default: dummy,rotate,random,greedy,greedy-refine,refine,rec-bipart, plus topo when
+    /// the network model has a topology].
+    #[arg(long)]
+    strategies: Option<String>,
+    /// Where the balancer runs: `start` (the map applies to the whole run) or the iteration K
+    /// of a sync point (`at_sync`) in the trace [default: the first sync point, else start].
+    #[arg(long)]
+    at: Option<LbPoint>,
+    /// Charge every moved object as a message of this many bytes from its old PE to its new
+    /// one at the sync point (e.g. 64KiB); its later blocks wait for it [default: free moves].
+    #[arg(long, default_value = "0", value_parser = parse_bytes)]
+    migrate_bytes: u64,
+    #[command(flatten)]
+    machine: MachineArgs,
+    /// Print the rows as one JSON list instead of the table.
+    #[arg(long)]
+    json: bool,
+    /// Also write the rows to this CSV file.
+    #[arg(long)]
+    csv: Option<PathBuf>,
+    /// Write the LB database into this folder: objects.csv, pes.csv, edges.csv, db.json.
+    #[arg(long)]
+    db: Option<PathBuf>,
+    /// Write each strategy's map into this folder (one CSV per strategy:
+    /// object,name,from_pe,to_pe).
+    #[arg(long)]
+    maps: Option<PathBuf>,
+    /// No progress on stderr.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+/// One strategy's results. Simulated and static figures only (no wall-clock times), so equal
+/// inputs give identical rows.
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct Row {
+    strategy: String,
+    at: String,
+    pes: u32,
+    pre_lb_iteration_s: f64,
+    post_lb_iteration_s: f64,
+    post_over_pre: f64,
+    makespan_s: f64,
+    idle_fraction: f64,
+    max_avg_load: f64,
+    max_load_s: f64,
+    avg_load_s: f64,
+    migrations: u64,
+    migrated_bytes: u64,
+    cut_bytes: u64,
+    cut_messages: u64,
+    hop_bytes: Option<u64>,
+    remote_messages: u64,
+}
+
+fn secs(ps: u64) -> f64 {
+    ps as f64 / 1e12
+}
+
+/// A time in seconds with 4 significant digits and a unit.
+fn short(s: f64) -> String {
+    let (v, u) = if s >= 1.0 {
+        (s, "s")
+    } else if s >= 1e-3 {
+        (s * 1e3, "ms")
+    } else if s >= 1e-6 {
+        (s * 1e6, "us")
+    } else {
+        (s * 1e9, "ns")
+    };
+    let decimals = if v >= 100.0 {
+        1
+    } else if v >= 10.0 {
+        2
+    } else {
+        3
+    };
+    format!("{v:.decimals$} {u}")
+}
+
+/// Mean duration (ps) of the iterations whose label passes `keep`; `None` if none does.
+fn mean_iteration(r: &ReplayReport, keep: impl Fn(u32) -> bool) -> Option<u64> {
+    let times = r.iteration_times();
+    let sel: Vec<u64> = r
+        .iterations
+        .iter()
+        .zip(&times)
+        .filter(|((label, _), _)| keep(*label))
+        .map(|(_, d)| d.as_ps())
+        .collect();
+    (!sel.is_empty()).then(|| sel.iter().sum::<u64>() / sel.len() as u64)
+}
+
+fn replay_run(
+    trace: &Trace,
+    spec: &network_models::NetSpec,
+    cfg: &ReplayConfig,
+) -> Result<ReplayReport> {
+    let mut net = spec.build();
+    match replay::replay(trace, net.as_mut(), cfg) {
+        Ok(r) => Ok(r),
+        Err(e) => bail!("replay of `{}` failed: {e}", trace.meta.name),
+    }
+}
+
+pub(crate) fn lb(a: LbArgs) -> Result<()> {
+    let trace = trace::read_trace_file(&a.trace)?;
+    let spec = net_for(&trace, &a.machine)?;
+    let cpu = cpu_scale_for(&trace, &a.machine)?;
+    let base_cfg = machine_config(&a.machine, &trace, cpu, false);
+    let pes = base_cfg.pes.unwrap_or(trace.meta.recorded_pes);
+    let current = base_cfg
+        .mapping
+        .resolve(&trace, pes)
+        .context("the initial placement")?;
+    let topo = spec.topology().map(|(t, ppn)| PeTopology {
+        topology: t.clone(),
+        pes_per_node: ppn,
+    });
+    let strategies: Vec<Strategy> = match &a.strategies {
+        Some(s) => parse_list(s)?,
+        None => {
+            let mut s = "dummy,rotate,random,greedy,greedy-refine,refine,rec-bipart".to_string();
+            if topo.is_some() {
+                s.push_str(",topo");
+            }
+            parse_list(&s)?
+        }
+    };
+    let point = match a.at {
+        Some(p) => p,
+        None => sync_iterations(&trace)
+            .first()
+            .map_or(LbPoint::Start, |&k| LbPoint::Iteration(k)),
+    };
+    let plan = SyncPlan::find(&trace, point)?;
+    let db = LbDatabase::from_trace(
+        &trace,
+        &plan,
+        &DbOptions {
+            current: &current,
+            pes,
+            cpu_scale: &[cpu],
+            migrate_bytes: a.migrate_bytes,
+        },
+    )?;
+    let movable = plan.migratable.iter().filter(|m| **m).count();
+    if !a.quiet {
+        eprintln!(
+            "{}: {} objects ({movable} migratable), {} blocks; LB at {point} onto {pes} PEs; \
+             network {spec}; {} communicating pairs",
+            trace.meta.name,
+            trace.objects.len(),
+            trace.num_blocks(),
+            db.edges.len()
+        );
+    }
+    if let Some(dir) = &a.db {
+        db.write_csv(dir)?;
+        db.write_json(&dir.join("db.json"))?;
+        if !a.quiet {
+            eprintln!("wrote the LB database to {}", dir.display());
+        }
+    }
+    if let Some(dir) = &a.maps {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+
+    // Without balancing, for the pre-LB figure at the start.
+    let baseline = if point == LbPoint::Start {
+        Some(replay_run(&trace, &spec, &base_cfg)?)
+    } else {
+        None
+    };
+    let bytes = vec![a.migrate_bytes; trace.objects.len()];
+    let mut rows = Vec::with_capacity(strategies.len());
+    for s in &strategies {
+        let t0 = Instant::now();
+        let map = s.map(&db, topo.as_ref(), a.machine.seed)?;
+        let decided = t0.elapsed();
+        let m: Metrics = metrics(&db, &map, topo.as_ref());
+        if let Some(dir) = &a.maps {
+            write_map(dir, s, &trace, &current, &map)?;
+        }
+        let t1 = Instant::now();
+        let r = match point {
+            LbPoint::Start => {
+                let cfg = ReplayConfig {
+                    mapping: Mapping::Explicit(map),
+                    pes: Some(pes),
+                    ..base_cfg.clone()
+                };
+                replay_run(&trace, &spec, &cfg)?
+            }
+            LbPoint::Iteration(_) => {
+                let remap = Remap {
+                    map,
+                    switch_after: plan.switch_after.clone(),
+                };
+                if a.migrate_bytes > 0 {
+                    let (t2, r2, _) =
+                        replay::with_migration_cost(&trace, &remap, &current, &bytes)?;
+                    let cfg = ReplayConfig {
+                        remap: Some(r2),
+                        ..base_cfg.clone()
+                    };
+                    replay_run(&t2, &spec, &cfg)?
+                } else {
+                    let cfg = ReplayConfig {
+                        remap: Some(remap),
+                        ..base_cfg.clone()
+                    };
+                    replay_run(&trace, &spec, &cfg)?
+                }
+            }
+        };
+        let (pre, post) = match (point, &baseline) {
+            (LbPoint::Iteration(k), _) => (
+                mean_iteration(&r, |l| l < k),
+                mean_iteration(&r, |l| l > k).or_else(|| mean_iteration(&r, |l| l == k)),
+            ),
+            (LbPoint::Start, Some(b)) => {
+                (mean_iteration(b, |_| true), mean_iteration(&r, |_| true))
+            }
+            (LbPoint::Start, None) => unreachable!("the baseline runs at the start"),
+        };
+        let (pre, post) = match (pre, post) {
+            (Some(x), Some(y)) => (x, y),
+            // No iteration markers (or none on one side): whole runs.
+            _ => (
+                baseline
+                    .as_ref()
+                    .map_or(r.makespan.as_ps(), |b| b.makespan.as_ps()),
+                r.makespan.as_ps(),
+            ),
+        };
+        if !a.quiet {
+            eprintln!(
+                "  {s}: decided in {:.1} ms, replayed in {:.1} ms",
+                decided.as_secs_f64() * 1e3,
+                t1.elapsed().as_secs_f64() * 1e3
+            );
+        }
+        rows.push(Row {
+            strategy: s.to_string(),
+            at: point.to_string(),
+            pes,
+            pre_lb_iteration_s: secs(pre),
+            post_lb_iteration_s: secs(post),
+            post_over_pre: if pre == 0 {
+                0.0
+            } else {
+                post as f64 / pre as f64
+            },
+            makespan_s: secs(r.makespan.as_ps()),
+            idle_fraction: 1.0 - r.utilization(),
+            max_avg_load: m.max_avg_load,
+            max_load_s: secs(m.max_load_ps),
+            avg_load_s: secs(m.avg_load_ps),
+            migrations: m.migrations,
+            migrated_bytes: m.migrated_bytes,
+            cut_bytes: m.cut_bytes,
+            cut_messages: m.cut_messages,
+            hop_bytes: m.hop_bytes,
+            remote_messages: r.messages.remote,
+        });
+    }
+    if let Some(p) = &a.csv {
+        let mut w =
+            csv::Writer::from_path(p).with_context(|| format!("cannot write {}", p.display()))?;
+        for r in &rows {
+            w.serialize(r)?;
+        }
+        w.flush()?;
+    }
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+    } else {
+        print!("{}", table(&rows));
+    }
+    Ok(())
+}
+
+fn write_map(
+    dir: &std::path::Path,
+    s: &Strategy,
+    t: &Trace,
+    from: &[u32],
+    to: &[u32],
+) -> Result<()> {
+    let name: String = s
+        .to_string()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let p = dir.join(format!("{name}.csv"));
+    let mut w =
+        csv::Writer::from_path(&p).with_context(|| format!("cannot write {}", p.display()))?;
+    w.write_record(["object", "name", "from_pe", "to_pe"])?;
+    for (o, info) in t.objects.iter().enumerate() {
+        w.write_record([
+            o.to_string(),
+            info.name.clone(),
+            from[o].to_string(),
+            to[o].to_string(),
+        ])?;
+    }
+    w.flush()?;
+    Ok(())
+}
+
+fn mb(bytes: u64) -> String {
+    format!("{:.3}", bytes as f64 / 1e6)
+}
+
+/// The human table.
+fn table(rows: &[Row]) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let head = [
+        "strategy",
+        "max/avg",
+        "moved",
+        "moved MB",
+        "cut MB",
+        "hop-MB",
+        "pre-LB iter",
+        "post-LB iter",
+        "post/pre",
+        "makespan",
+        "idle",
+    ];
+    let body: Vec<[String; 11]> = rows
+        .iter()
+        .map(|r| {
+            [
+                r.strategy.clone(),
+                format!("{:.3}", r.max_avg_load),
+                r.migrations.to_string(),
+                mb(r.migrated_bytes),
+                mb(r.cut_bytes),
+                r.hop_bytes.map_or("-".into(), mb),
+                short(r.pre_lb_iteration_s),
+                short(r.post_lb_iteration_s),
+                format!("{:.4}", r.post_over_pre),
+                short(r.makespan_s),
+                format!("{:.1}%", r.idle_fraction * 100.0),
+            ]
+        })
+        .collect();
+    let mut width = head.map(str::len);
+    for b in &body {
+        for (w, c) in width.iter_mut().zip(b) {
+            *w = (*w).max(c.len());
+        }
+    }
+    let line = |cells: &[&str]| {
+        let mut s = String::new();
+        for (i, (c, w)) in cells.iter().zip(width).enumerate() {
+            if i == 0 {
+                let _ = write!(s, "{c:<w$}");
+            } else {
+                let _ = write!(s, "  {c:>w$}");
+            }
+        }
+        s
+    };
+    let _ = writeln!(out, "{}", line(&head));
+    for b in &body {
+        let cells: Vec<&str> = b.iter().map(String::as_str).collect();
+        let _ = writeln!(out, "{}", line(&cells));
+    }
+    out
+}
