@@ -4,6 +4,7 @@
 mod bench;
 mod emulate_cmd;
 mod lb_cmd;
+mod outputs;
 mod report;
 
 use anyhow::{Context, Result, bail};
@@ -274,6 +275,11 @@ struct OutputArgs {
     /// Print one JSON object with the simulated results instead of the human summary.
     #[arg(long)]
     json: bool,
+    /// Write every output into this folder: trace.json (Chrome trace events, opens in
+    /// Perfetto / chrome://tracing), projections/ (Projections 11.0 logs), summary.json,
+    /// timeline.csv, pe.csv, entries.csv, iterations.csv, links.csv.
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
     /// Write the predicted timeline (one row per block) to this CSV file.
     #[arg(long)]
     timeline: Option<PathBuf>,
@@ -710,7 +716,7 @@ fn net_for(trace: &Trace, m: &MachineArgs) -> Result<NetSpec> {
 fn replay_and_report(trace: &Trace, m: &MachineArgs, o: &OutputArgs) -> Result<()> {
     let spec = net_for(trace, m)?;
     let cpu_scale = cpu_scale_for(trace, m)?;
-    let cfg = machine_config(m, trace, cpu_scale, o.timeline.is_some());
+    let cfg = machine_config(m, trace, cpu_scale, o.timeline.is_some() || o.out.is_some());
     let mut net = spec.build();
     let t0 = Instant::now();
     let result = replay::replay(trace, net.as_mut(), &cfg);
@@ -752,6 +758,17 @@ fn replay_and_report(trace: &Trace, m: &MachineArgs, o: &OutputArgs) -> Result<(
     }
     if let Some(p) = &o.timeline {
         report::write_timeline(p, trace, &r)?;
+    }
+    if let Some(dir) = &o.out {
+        let t0 = Instant::now();
+        outputs::write_all(dir, &info, &r, cpu_scale)?;
+        if !o.quiet {
+            eprintln!(
+                "wrote {} (trace.json, projections/, CSV summaries) in {:.2} s",
+                dir.display(),
+                t0.elapsed().as_secs_f64()
+            );
+        }
     }
     if let Some(p) = &o.per_pe {
         report::write_per_pe(p, &r)?;

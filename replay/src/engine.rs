@@ -197,6 +197,7 @@ impl<'a, Q: EventQueue<u64>> Engine<'a, Q> {
                 tl.push(TimelineRecord {
                     block: b,
                     pe: pe_idx,
+                    ready: SimTime::from_ps(self.plan.wait[b as usize].key_ps),
                     start: t,
                     end,
                 });

@@ -117,6 +117,9 @@ pub struct TimelineRecord {
     pub block: u32,
     /// PE it ran on.
     pub pe: u32,
+    /// Its effective receive time: when it became ready as far as messages go (trigger
+    /// arrival, or its dependencies' effective receive times; 0 for blocks that need neither).
+    pub ready: SimTime,
     /// Start.
     pub start: SimTime,
     /// End.

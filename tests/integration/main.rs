@@ -8,6 +8,7 @@ mod engine;
 mod importers;
 mod lb;
 mod network;
+mod outputs;
 
 use network_models::NetSpec;
 use replay::{ReplayConfig, ReplayReport};

@@ -1,0 +1,411 @@
+//! `--out DIR`: every output of a replay in one folder, in formats other tools open.
+//!
+//! | file | what |
+//! |---|---|
+//! | `summary.json` | the `--json` object |
+//! | `trace.json` | Chrome trace-event JSON (Perfetto, `chrome://tracing`): one track per PE, one complete (`X`) event per block named by its entry method, one flow (`s`/`f`) per delivered message |
+//! | `projections/predicted.sts`, `predicted.<pe>.log` | Projections 11.0 logs of the predicted run (times in whole microseconds) |
+//! | `timeline.csv` | one row per block: block, object, entry, pe, ready, start, end (ps) |
+//! | `pe.csv` | per PE: blocks, busy and idle time, utilisation |
+//! | `entries.csv` | per entry method: blocks, total / mean / max time, share of busy time, remote messages and their network cost |
+//! | `iterations.csv` | per iteration label: end time and duration |
+//! | `links.csv` | per link and NIC traffic (topology models; header only otherwise) |
+
+use crate::report::{self, RunInfo};
+use anyhow::{Context, Result};
+use replay::{ReplayReport, TimelineRecord};
+use sim_core::Ratio;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+use trace::{BlockId, Trace};
+
+/// Writes every output into `dir` (created if needed). `r` must carry the timeline.
+pub fn write_all(dir: &Path, info: &RunInfo, r: &ReplayReport, cpu_scale: Ratio) -> Result<()> {
+    let t = info.trace;
+    let tl = r
+        .timeline
+        .as_ref()
+        .context("the timeline was not recorded")?;
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    std::fs::write(dir.join("summary.json"), report::json(info, r)? + "\n")
+        .with_context(|| format!("cannot write {}", dir.join("summary.json").display()))?;
+    report::write_timeline(&dir.join("timeline.csv"), t, r)?;
+    report::write_links(&dir.join("links.csv"), r)?;
+    write_pe_csv(&dir.join("pe.csv"), r)?;
+    write_entries_csv(&dir.join("entries.csv"), t, r, tl)?;
+    write_iterations_csv(&dir.join("iterations.csv"), r)?;
+    let deliveries = Deliveries::of(t);
+    write_chrome(&dir.join("trace.json"), t, tl, cpu_scale, &deliveries)?;
+    write_projections(
+        &dir.join("projections"),
+        info,
+        tl,
+        &deliveries,
+        r,
+        cpu_scale,
+    )?;
+    Ok(())
+}
+
+fn create(path: &Path) -> Result<BufWriter<File>> {
+    Ok(BufWriter::new(File::create(path).with_context(|| {
+        format!("cannot write {}", path.display())
+    })?))
+}
+
+fn csv_writer(path: &Path) -> Result<csv::Writer<File>> {
+    csv::Writer::from_path(path).with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// Picoseconds as seconds, exactly (12 decimals).
+fn s(ps: u64) -> String {
+    format!("{}.{:012}", ps / 1_000_000_000_000, ps % 1_000_000_000_000)
+}
+
+/// Picoseconds as microseconds, exactly (6 decimals): Chrome trace timestamps.
+fn us(ps: u64) -> String {
+    format!("{}.{:06}", ps / 1_000_000, ps % 1_000_000)
+}
+
+fn write_pe_csv(path: &Path, r: &ReplayReport) -> Result<()> {
+    let mut w = csv_writer(path)?;
+    w.write_record(["pe", "blocks", "busy_s", "idle_s", "utilization"])?;
+    let span = r.makespan.as_ps();
+    for (pe, (busy, blocks)) in r.pe_busy_ps.iter().zip(&r.pe_blocks).enumerate() {
+        w.write_record([
+            pe.to_string(),
+            blocks.to_string(),
+            s(*busy),
+            s(span.saturating_sub(*busy)),
+            format!("{:.6}", *busy as f64 / span.max(1) as f64),
+        ])?;
+    }
+    w.flush()?;
+    Ok(())
+}
+
+fn write_entries_csv(
+    path: &Path,
+    t: &Trace,
+    r: &ReplayReport,
+    tl: &[TimelineRecord],
+) -> Result<()> {
+    let n = t.entries.len();
+    let (mut count, mut total, mut max) = (vec![0u64; n], vec![0u64; n], vec![0u64; n]);
+    for rec in tl {
+        let e = t.block(BlockId(rec.block)).entry.index();
+        let d = rec.end.saturating_since(rec.start).as_ps();
+        count[e] += 1;
+        total[e] = total[e].saturating_add(d);
+        max[e] = max[e].max(d);
+    }
+    let busy: u64 = total.iter().fold(0u64, |a, b| a.saturating_add(*b));
+    let mut w = csv_writer(path)?;
+    w.write_record([
+        "entry",
+        "name",
+        "blocks",
+        "total_s",
+        "mean_s",
+        "max_s",
+        "busy_share",
+        "remote_messages",
+        "remote_bytes",
+        "wire_s",
+        "queueing_s",
+        "overhead_s",
+    ])?;
+    for e in 0..n {
+        let net = r.entry_net.get(e).copied().unwrap_or_default();
+        w.write_record([
+            e.to_string(),
+            t.entries[e].name.clone(),
+            count[e].to_string(),
+            s(total[e]),
+            s(total[e].checked_div(count[e]).unwrap_or(0)),
+            s(max[e]),
+            format!("{:.6}", total[e] as f64 / busy.max(1) as f64),
+            net.messages.to_string(),
+            net.bytes.to_string(),
+            s(net.wire_ps),
+            s(net.queueing_ps),
+            s(net.overhead_ps),
+        ])?;
+    }
+    w.flush()?;
+    Ok(())
+}
+
+fn write_iterations_csv(path: &Path, r: &ReplayReport) -> Result<()> {
+    let mut w = csv_writer(path)?;
+    w.write_record(["iteration", "end_s", "time_s"])?;
+    for ((label, end), d) in r.iterations.iter().zip(r.iteration_times()) {
+        w.write_record([label.to_string(), s(end.as_ps()), s(d.as_ps())])?;
+    }
+    w.flush()?;
+    Ok(())
+}
+
+/// Who consumes each send: `consumers[start[s]..start[s+1]]` are the blocks triggered by send
+/// `s`, and `sender[s]` is the sending block.
+struct Deliveries {
+    start: Vec<u32>,
+    consumers: Vec<u32>,
+    sender: Vec<u32>,
+    /// Per block, the send that triggers it (`u32::MAX`: none).
+    trigger_send: Vec<u32>,
+}
+
+impl Deliveries {
+    fn of(t: &Trace) -> Deliveries {
+        let index = t.message_index();
+        let n_sends = t.num_sends();
+        let mut sender = vec![0u32; n_sends];
+        for id in t.block_ids() {
+            for s in t.send_range(id) {
+                sender[s] = id.0;
+            }
+        }
+        let trigger_send: Vec<u32> = t
+            .blocks()
+            .iter()
+            .map(|b| {
+                b.trigger
+                    .and_then(|m| index.lookup(m))
+                    .map_or(u32::MAX, |s| s as u32)
+            })
+            .collect();
+        let mut start = vec![0u32; n_sends + 1];
+        for &s in &trigger_send {
+            if s != u32::MAX {
+                start[s as usize + 1] += 1;
+            }
+        }
+        for i in 0..n_sends {
+            start[i + 1] += start[i];
+        }
+        let mut fill = start.clone();
+        let mut consumers = vec![0u32; start[n_sends] as usize];
+        for (b, &s) in trigger_send.iter().enumerate() {
+            if s != u32::MAX {
+                consumers[fill[s as usize] as usize] = b as u32;
+                fill[s as usize] += 1;
+            }
+        }
+        Deliveries {
+            start,
+            consumers,
+            sender,
+            trigger_send,
+        }
+    }
+}
+
+/// Where each block ran: index into the timeline by block id.
+fn by_block(t: &Trace, tl: &[TimelineRecord]) -> Vec<u32> {
+    let mut v = vec![u32::MAX; t.num_blocks()];
+    for (i, rec) in tl.iter().enumerate() {
+        v[rec.block as usize] = i as u32;
+    }
+    v
+}
+
+fn write_chrome(
+    path: &Path,
+    t: &Trace,
+    tl: &[TimelineRecord],
+    cpu_scale: Ratio,
+    d: &Deliveries,
+) -> Result<()> {
+    let mut w = create(path)?;
+    let pes = tl.iter().map(|r| r.pe + 1).max().unwrap_or(0);
+    let q = |x: &str| serde_json::to_string(x).expect("strings serialise");
+    writeln!(w, "{{\"displayTimeUnit\":\"ns\",\"traceEvents\":[")?;
+    writeln!(
+        w,
+        "{{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":0,\"tid\":0,\"args\":{{\"name\":{}}}}}",
+        q(&format!("whatif: {}", t.meta.name))
+    )?;
+    for p in 0..pes {
+        writeln!(
+            w,
+            ",{{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":0,\"tid\":{p},\"args\":{{\"name\":\"PE {p}\"}}}}"
+        )?;
+        writeln!(
+            w,
+            ",{{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":0,\"tid\":{p},\"args\":{{\"sort_index\":{p}}}}}"
+        )?;
+    }
+    let names: Vec<String> = t.entries.iter().map(|e| q(&e.name)).collect();
+    for rec in tl {
+        let b = t.block(BlockId(rec.block));
+        let obj = q(&t.objects[b.object.index()].name);
+        write!(
+            w,
+            ",{{\"name\":{},\"cat\":\"block\",\"ph\":\"X\",\"pid\":0,\"tid\":{},\"ts\":{},\"dur\":{},\"args\":{{\"block\":{},\"object\":{obj}",
+            names[b.entry.index()],
+            rec.pe,
+            us(rec.start.as_ps()),
+            us(rec.end.saturating_since(rec.start).as_ps()),
+            rec.block
+        )?;
+        if let Some(k) = b.iteration {
+            write!(w, ",\"iteration\":{k}")?;
+        }
+        writeln!(w, "}}}}")?;
+    }
+    // Flows: from the send's time inside the sending block to the start of each consumer.
+    let at = by_block(t, tl);
+    let mut flow = 0u64;
+    for (s, send) in t.all_sends().iter().enumerate() {
+        let (c0, c1) = (d.start[s] as usize, d.start[s + 1] as usize);
+        if c0 == c1 {
+            continue;
+        }
+        let Some(src) = tl.get(at[d.sender[s] as usize] as usize) else {
+            continue;
+        };
+        let sent = src
+            .start
+            .as_ps()
+            .saturating_add(cpu_scale.scale(send.offset).as_ps())
+            .min(src.end.as_ps().saturating_sub(1).max(src.start.as_ps()));
+        for &c in &d.consumers[c0..c1] {
+            let Some(dst) = tl.get(at[c as usize] as usize) else {
+                continue;
+            };
+            writeln!(
+                w,
+                ",{{\"name\":\"msg\",\"cat\":\"msg\",\"ph\":\"s\",\"id\":{flow},\"pid\":0,\"tid\":{},\"ts\":{}}}",
+                src.pe,
+                us(sent)
+            )?;
+            writeln!(
+                w,
+                ",{{\"name\":\"msg\",\"cat\":\"msg\",\"ph\":\"f\",\"bp\":\"e\",\"id\":{flow},\"pid\":0,\"tid\":{},\"ts\":{},\"args\":{{\"bytes\":{}}}}}",
+                dst.pe,
+                us(dst.start.as_ps()),
+                send.bytes
+            )?;
+            flow += 1;
+        }
+    }
+    writeln!(w, "]}}")?;
+    w.flush()?;
+    Ok(())
+}
+
+/// Whole microseconds (Projections' time unit), rounded down.
+fn whole_us(ps: u64) -> u64 {
+    ps / 1_000_000
+}
+
+fn write_projections(
+    dir: &Path,
+    info: &RunInfo,
+    tl: &[TimelineRecord],
+    d: &Deliveries,
+    r: &ReplayReport,
+    scale: Ratio,
+) -> Result<()> {
+    let t = info.trace;
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let pes = r.pes;
+    let q = |x: &str| x.replace('"', "'");
+    let mut sts = create(&dir.join("predicted.sts"))?;
+    writeln!(sts, "PROJECTIONS_ID")?;
+    writeln!(sts, "VERSION 11.0")?;
+    writeln!(sts, "MACHINE \"whatif\"")?;
+    writeln!(sts, "PROCESSORS {pes}")?;
+    writeln!(sts, "SMPMODE 1 {pes}")?;
+    writeln!(
+        sts,
+        "COMMANDLINE \"whatif replay {} --net {}\"",
+        q(&t.meta.name),
+        q(&info.net)
+    )?;
+    writeln!(sts, "TOTAL_CHARES 1")?;
+    writeln!(sts, "TOTAL_EPS {}", t.entries.len())?;
+    writeln!(sts, "TOTAL_MSGS 1")?;
+    writeln!(sts, "TOTAL_PSEUDOS 0")?;
+    writeln!(sts, "TOTAL_EVENTS 0")?;
+    writeln!(sts, "CHARE 0 \"{}\" 1", q(&t.meta.name))?;
+    for (i, e) in t.entries.iter().enumerate() {
+        writeln!(sts, "ENTRY CHARE {i} \"{}()\" 0 0", q(&e.name))?;
+    }
+    writeln!(sts, "MESSAGE 0 0")?;
+    writeln!(sts, "TOTAL_PHASES 0")?;
+    writeln!(sts, "TOTAL_STATS 0")?;
+    writeln!(sts, "END")?;
+    sts.flush()?;
+
+    // Event numbers: per sending PE, in send order (blocks in start order, sends in order).
+    let mut next_event = vec![0u64; pes as usize];
+    let mut send_event = vec![(0u32, 0u64); t.num_sends()];
+    for rec in tl {
+        for s in t.send_range(BlockId(rec.block)) {
+            send_event[s] = (rec.pe, next_event[rec.pe as usize]);
+            next_event[rec.pe as usize] += 1;
+        }
+    }
+    let mut per_pe: Vec<Vec<&TimelineRecord>> = vec![Vec::new(); pes as usize];
+    for rec in tl {
+        per_pe[rec.pe as usize].push(rec);
+    }
+    let sends = t.all_sends();
+    let end_us = whole_us(r.makespan.as_ps());
+    for (pe, recs) in per_pe.iter().enumerate() {
+        let mut lines: Vec<String> = Vec::with_capacity(recs.len() * 3 + 2);
+        lines.push("6 0".into());
+        let mut prev_end = 0u64;
+        for rec in recs {
+            let b = t.block(BlockId(rec.block));
+            let (start, end) = (whole_us(rec.start.as_ps()), whole_us(rec.end.as_ps()));
+            if start > prev_end {
+                lines.push(format!("14 {prev_end} {pe}"));
+                lines.push(format!("15 {start} {pe}"));
+            }
+            let ts = d.trigger_send[rec.block as usize];
+            let (src, event, bytes) = if ts == u32::MAX {
+                (-1i64, 0u64, 0u64)
+            } else {
+                let (p, e) = send_event[ts as usize];
+                (p as i64, e, sends[ts as usize].bytes)
+            };
+            let ep = b.entry.0;
+            lines.push(format!(
+                "2 0 {ep} {start} {event} {src} {bytes} {} {} 0 0 0 0",
+                whole_us(rec.ready.as_ps()).min(start),
+                b.object.0
+            ));
+            for s in t.send_range(BlockId(rec.block)) {
+                let snd = &sends[s];
+                let at = rec
+                    .start
+                    .as_ps()
+                    .saturating_add(scale.scale(snd.offset).as_ps())
+                    .min(rec.end.as_ps());
+                lines.push(format!(
+                    "1 0 {} {} {} {pe} {} {}",
+                    snd.entry.0,
+                    whole_us(at),
+                    send_event[s].1,
+                    snd.bytes,
+                    whole_us(at)
+                ));
+            }
+            lines.push(format!("3 0 {ep} {end} {event} {pe} {bytes} 0"));
+            prev_end = prev_end.max(end);
+        }
+        lines.push(format!("7 {end_us}"));
+        let path = dir.join(format!("predicted.{pe}.log"));
+        let mut w = create(&path)?;
+        writeln!(w, "PROJECTIONS-RECORD {}", lines.len())?;
+        for l in &lines {
+            writeln!(w, "{l}")?;
+        }
+        w.flush()?;
+    }
+    Ok(())
+}

@@ -1,0 +1,222 @@
+//! `whatif replay --out DIR`: Chrome trace events, Projections logs and CSV summaries.
+
+use crate::cli::{tmpdir, whatif};
+use serde_json::Value;
+use std::collections::HashMap;
+use std::path::Path;
+
+/// Emulates a small stencil (with a reduction at the end) and replays it into `out`.
+fn replay_out(dir: &Path, net: &str) -> std::path::PathBuf {
+    let t = dir.join("s.trace");
+    let o = whatif(&[
+        "emulate",
+        "stencil3d",
+        "--pes",
+        "6",
+        "--set",
+        "grid=24x16x16",
+        "--set",
+        "block=8x8x4",
+        "--set",
+        "iters=4",
+        "--out",
+        t.to_str().unwrap(),
+        "-q",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = dir.join(format!("out-{}", net.replace([':', '=', ',', '/'], "_")));
+    let o = whatif(&[
+        "replay",
+        t.to_str().unwrap(),
+        "--net",
+        net,
+        "--out",
+        out.to_str().unwrap(),
+        "-q",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    out
+}
+
+fn read(p: &Path) -> String {
+    std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+/// timeline.csv as block -> (pe, start_ps, end_ps).
+fn timeline(out: &Path) -> HashMap<u64, (u64, u64, u64)> {
+    let text = read(&out.join("timeline.csv"));
+    let mut lines = text.lines();
+    let head: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |n: &str| head.iter().position(|h| *h == n).unwrap();
+    let (b, pe, st, en) = (col("block"), col("pe"), col("start_ps"), col("end_ps"));
+    lines
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            let n = |i: usize| f[i].parse::<u64>().unwrap();
+            (n(b), (n(pe), n(st), n(en)))
+        })
+        .collect()
+}
+
+/// Microseconds with 6 decimals back to picoseconds, exactly.
+fn ps(v: &Value) -> u64 {
+    let s = v.to_string();
+    let (i, f) = s.split_once('.').unwrap_or((&s, "0"));
+    let f = format!("{f:0<6}");
+    i.parse::<u64>().unwrap() * 1_000_000 + f[..6].parse::<u64>().unwrap()
+}
+
+#[test]
+fn chrome_trace_has_every_block_once_with_its_pe_and_duration() {
+    let dir = tmpdir("out-chrome");
+    let out = replay_out(&dir, "alphabeta:lat=3us,bw=1GB/s");
+    let tl = timeline(&out);
+    let doc: Value = serde_json::from_str(&read(&out.join("trace.json"))).expect("valid JSON");
+    let events = doc["traceEvents"].as_array().expect("traceEvents list");
+    let mut seen: HashMap<u64, u32> = HashMap::new();
+    let (mut starts, mut finishes) = (0u64, 0u64);
+    for e in events {
+        let ph = e["ph"].as_str().expect("every event has a phase");
+        assert!(e["pid"].is_u64(), "{e}");
+        match ph {
+            "X" => {
+                let b = e["args"]["block"].as_u64().unwrap();
+                *seen.entry(b).or_default() += 1;
+                let (pe, st, en) = tl[&b];
+                assert_eq!(e["tid"].as_u64().unwrap(), pe, "block {b}");
+                assert_eq!(ps(&e["ts"]), st, "block {b} start");
+                assert_eq!(ps(&e["dur"]), en - st, "block {b} duration");
+                assert!(e["name"].is_string());
+            }
+            "s" => starts += 1,
+            "f" => {
+                finishes += 1;
+                assert_eq!(e["bp"], "e");
+            }
+            "M" => assert!(e["args"]["name"].is_string() || e["args"]["sort_index"].is_u64()),
+            other => panic!("unexpected phase {other}"),
+        }
+    }
+    assert_eq!(seen.len(), tl.len(), "every block appears");
+    assert!(seen.values().all(|&n| n == 1), "and only once");
+    let summary: Value = serde_json::from_str(&read(&out.join("summary.json"))).unwrap();
+    assert_eq!(
+        starts,
+        summary["messages"].as_u64().unwrap(),
+        "one flow per delivery"
+    );
+    assert_eq!(starts, finishes);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn projections_logs_import_back_to_the_predicted_run() {
+    let dir = tmpdir("out-proj");
+    let out = replay_out(&dir, "latency:lat=7us");
+    let sts = out.join("projections/predicted.sts");
+    let imp = importers::import(
+        importers::Format::Projections,
+        &sts,
+        &importers::ImportOptions::default(),
+    )
+    .expect("our Projections logs import");
+    let summary: Value = serde_json::from_str(&read(&out.join("summary.json"))).unwrap();
+    assert_eq!(
+        imp.trace.num_blocks() as u64,
+        summary["blocks"].as_u64().unwrap()
+    );
+    assert_eq!(imp.trace.meta.recorded_pes, 6);
+    // Replaying the logs' own schedule gives the predicted makespan, to the microsecond.
+    let r = crate::run_with(
+        &imp.trace,
+        "recorded",
+        &replay::ReplayConfig {
+            recorded_order: true,
+            ..Default::default()
+        },
+    );
+    let predicted = summary["makespan_ps"].as_u64().unwrap();
+    assert_eq!(r.makespan.as_ps(), predicted / 1_000_000 * 1_000_000);
+    assert_eq!(r.messages.total(), summary["messages"].as_u64().unwrap());
+    let sts_text = read(&sts);
+    assert!(sts_text.starts_with("PROJECTIONS_ID\nVERSION 11.0\n"));
+    assert!(
+        sts_text.contains("ENTRY CHARE 1 \"recvGhost()\" 0 0"),
+        "{sts_text}"
+    );
+    let log0 = read(&out.join("projections/predicted.0.log"));
+    let first = log0.lines().next().unwrap();
+    assert_eq!(
+        first,
+        format!("PROJECTIONS-RECORD {}", log0.lines().count() - 1)
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn csv_summaries_add_up_and_outputs_are_deterministic() {
+    let dir = tmpdir("out-csv");
+    let out = replay_out(&dir, "hops:topo=mesh:3x2,lat=1us,hop=100ns,bw=2GB/s");
+    let summary: Value = serde_json::from_str(&read(&out.join("summary.json"))).unwrap();
+    let rows = |f: &str| -> Vec<Vec<String>> {
+        read(&out.join(f))
+            .lines()
+            .skip(1)
+            .map(|l| l.split(',').map(String::from).collect())
+            .collect()
+    };
+    let secs = |s: &str| -> u64 {
+        let (i, f) = s.split_once('.').unwrap();
+        i.parse::<u64>().unwrap() * 1_000_000_000_000 + f.parse::<u64>().unwrap()
+    };
+    let pe = rows("pe.csv");
+    assert_eq!(pe.len(), 6);
+    let busy: u64 = pe.iter().map(|r| secs(&r[2])).sum();
+    assert_eq!(busy, summary["busy_ps_total"].as_u64().unwrap());
+    let blocks: u64 = pe.iter().map(|r| r[1].parse::<u64>().unwrap()).sum();
+    assert_eq!(blocks, summary["blocks"].as_u64().unwrap());
+    let entries = rows("entries.csv");
+    let eb: u64 = entries.iter().map(|r| r[2].parse::<u64>().unwrap()).sum();
+    assert_eq!(eb, blocks);
+    let remote: u64 = entries.iter().map(|r| r[7].parse::<u64>().unwrap()).sum();
+    assert_eq!(remote, summary["remote_messages"].as_u64().unwrap());
+    let its = rows("iterations.csv");
+    assert_eq!(its.len(), summary["iterations"].as_u64().unwrap() as usize);
+    let last_end = secs(&its.last().unwrap()[1]);
+    assert!(last_end <= summary["makespan_ps"].as_u64().unwrap());
+    assert!(read(&out.join("links.csv")).starts_with("kind,node,port"));
+
+    // Same inputs, same bytes in every file.
+    let first: Vec<(String, Vec<u8>)> = walk(&out);
+    let o = whatif(&[
+        "replay",
+        dir.join("s.trace").to_str().unwrap(),
+        "--net",
+        "hops:topo=mesh:3x2,lat=1us,hop=100ns,bw=2GB/s",
+        "--out",
+        dir.join("second").to_str().unwrap(),
+        "-q",
+    ]);
+    assert!(o.status.success());
+    assert_eq!(first, walk(&dir.join("second")));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// Every file under `root` with its bytes, by relative path.
+fn walk(root: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut v = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                let rel = p.strip_prefix(root).unwrap().display().to_string();
+                v.push((rel, std::fs::read(&p).unwrap()));
+            }
+        }
+    }
+    v.sort();
+    v
+}
