@@ -129,7 +129,7 @@ fn mean_iteration(r: &ReplayReport, keep: impl Fn(u32) -> bool) -> Option<u64> {
     (!sel.is_empty()).then(|| sel.iter().sum::<u64>() / sel.len() as u64)
 }
 
-fn replay_run(
+pub(crate) fn replay_run(
     trace: &Trace,
     spec: &network_models::NetSpec,
     cfg: &ReplayConfig,
@@ -165,23 +165,8 @@ pub(crate) fn lb(a: LbArgs) -> Result<()> {
             parse_list(&s)?
         }
     };
-    let point = match a.at {
-        Some(p) => p,
-        None => sync_iterations(&trace)
-            .first()
-            .map_or(LbPoint::Start, |&k| LbPoint::Iteration(k)),
-    };
-    let plan = SyncPlan::find(&trace, point)?;
-    let db = LbDatabase::from_trace(
-        &trace,
-        &plan,
-        &DbOptions {
-            current: &current,
-            pes,
-            cpu_scale: &[cpu],
-            migrate_bytes: a.migrate_bytes,
-        },
-    )?;
+    let point = a.at.unwrap_or_else(|| default_point(&trace));
+    let (plan, db) = database(&trace, point, &current, pes, cpu, a.migrate_bytes)?;
     let movable = plan.migratable.iter().filter(|m| **m).count();
     if !a.quiet {
         eprintln!(
@@ -210,7 +195,6 @@ pub(crate) fn lb(a: LbArgs) -> Result<()> {
     } else {
         None
     };
-    let bytes = vec![a.migrate_bytes; trace.objects.len()];
     let mut rows = Vec::with_capacity(strategies.len());
     for s in &strategies {
         let t0 = Instant::now();
@@ -221,37 +205,15 @@ pub(crate) fn lb(a: LbArgs) -> Result<()> {
             write_map(dir, s, &trace, &current, &map)?;
         }
         let t1 = Instant::now();
-        let r = match point {
-            LbPoint::Start => {
-                let cfg = ReplayConfig {
-                    mapping: Mapping::Explicit(map),
-                    pes: Some(pes),
-                    ..base_cfg.clone()
-                };
-                replay_run(&trace, &spec, &cfg)?
-            }
-            LbPoint::Iteration(_) => {
-                let remap = Remap {
-                    map,
-                    switch_after: plan.switch_after.clone(),
-                };
-                if a.migrate_bytes > 0 {
-                    let (t2, r2, _) =
-                        replay::with_migration_cost(&trace, &remap, &current, &bytes)?;
-                    let cfg = ReplayConfig {
-                        remap: Some(r2),
-                        ..base_cfg.clone()
-                    };
-                    replay_run(&t2, &spec, &cfg)?
-                } else {
-                    let cfg = ReplayConfig {
-                        remap: Some(remap),
-                        ..base_cfg.clone()
-                    };
-                    replay_run(&trace, &spec, &cfg)?
-                }
-            }
-        };
+        let r = replay_with_map(
+            &trace,
+            &spec,
+            &base_cfg,
+            &plan,
+            &current,
+            map,
+            a.migrate_bytes,
+        )?;
         let (pre, post) = match (point, &baseline) {
             (LbPoint::Iteration(k), _) => (
                 mean_iteration(&r, |l| l < k),
@@ -317,6 +279,82 @@ pub(crate) fn lb(a: LbArgs) -> Result<()> {
         print!("{}", table(&rows));
     }
     Ok(())
+}
+
+/// The first sync point of the trace, else the start.
+pub(crate) fn default_point(trace: &Trace) -> LbPoint {
+    sync_iterations(trace)
+        .first()
+        .map_or(LbPoint::Start, |&k| LbPoint::Iteration(k))
+}
+
+/// The sync plan and LB database at `point`, with `current` as the map before balancing.
+pub(crate) fn database(
+    trace: &Trace,
+    point: LbPoint,
+    current: &[u32],
+    pes: u32,
+    cpu: sim_core::Ratio,
+    migrate_bytes: u64,
+) -> Result<(SyncPlan, LbDatabase)> {
+    let plan = SyncPlan::find(trace, point)?;
+    let db = LbDatabase::from_trace(
+        trace,
+        &plan,
+        &DbOptions {
+            current,
+            pes,
+            cpu_scale: &[cpu],
+            migrate_bytes,
+        },
+    )?;
+    Ok((plan, db))
+}
+
+/// Replays `trace` with `map` applied at the plan's point: as the whole run's mapping at the
+/// start, else as a remap after each object's sync block (charging migrations when
+/// `migrate_bytes > 0`).
+pub(crate) fn replay_with_map(
+    trace: &Trace,
+    spec: &network_models::NetSpec,
+    base_cfg: &ReplayConfig,
+    plan: &SyncPlan,
+    current: &[u32],
+    map: Vec<u32>,
+    migrate_bytes: u64,
+) -> Result<ReplayReport> {
+    let pes = base_cfg.pes.unwrap_or(trace.meta.recorded_pes);
+    match plan.point {
+        LbPoint::Start => {
+            let cfg = ReplayConfig {
+                mapping: Mapping::Explicit(map),
+                pes: Some(pes),
+                ..base_cfg.clone()
+            };
+            replay_run(trace, spec, &cfg)
+        }
+        LbPoint::Iteration(_) => {
+            let remap = Remap {
+                map,
+                switch_after: plan.switch_after.clone(),
+            };
+            if migrate_bytes > 0 {
+                let bytes = vec![migrate_bytes; trace.objects.len()];
+                let (t2, r2, _) = replay::with_migration_cost(trace, &remap, current, &bytes)?;
+                let cfg = ReplayConfig {
+                    remap: Some(r2),
+                    ..base_cfg.clone()
+                };
+                replay_run(&t2, spec, &cfg)
+            } else {
+                let cfg = ReplayConfig {
+                    remap: Some(remap),
+                    ..base_cfg.clone()
+                };
+                replay_run(trace, spec, &cfg)
+            }
+        }
+    }
 }
 
 fn write_map(

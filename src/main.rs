@@ -6,6 +6,7 @@ mod emulate_cmd;
 mod lb_cmd;
 mod outputs;
 mod report;
+mod sweep_cmd;
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -64,6 +65,12 @@ enum Cmd {
     /// replayed iteration time on the simulated network.
     #[command(after_help = lb_cmd::lb_help())]
     Lb(lb_cmd::LbArgs),
+    /// Run a study: every point of a TOML study file (workload x machine x network x LB x
+    /// sweep axes), in parallel, into CSV and JSON results.
+    #[command(after_help = sweep_cmd::SWEEP_HELP)]
+    Sweep(sweep_cmd::SweepArgs),
+    /// Join the outputs of `whatif sweep --shard` runs into the single-run result.
+    Merge(sweep_cmd::MergeArgs),
     /// Measure simulator speed (simulated messages per second) on 3-D halo workloads.
     Bench(bench::BenchArgs),
     /// Developer tool: mutate a valid foreign trace again and again and check that the
@@ -256,6 +263,11 @@ struct MachineArgs {
     /// recorded schedule itself: a check that the import is faithful.
     #[arg(long)]
     recorded_order: bool,
+    /// Let an object's blocks run in any order their messages allow, instead of in trace order
+    /// (traces from the emulator keep each object's blocks in order by default, because an
+    /// object's state carries over between its entry methods).
+    #[arg(long)]
+    free_object_order: bool,
     /// Event queue (results are identical; radix is faster on large runs).
     #[arg(long, default_value = "radix")]
     queue: QueueKind,
@@ -371,6 +383,8 @@ fn dispatch(cli: Cli) -> Result<()> {
         Cmd::Emulate(a) => emulate_cmd::emulate(a),
         Cmd::RunNative(a) => emulate_cmd::run_native(a),
         Cmd::Lb(a) => lb_cmd::lb(a),
+        Cmd::Sweep(a) => sweep_cmd::sweep(a),
+        Cmd::Merge(a) => sweep_cmd::merge(a),
         Cmd::Bench(a) => bench::run(a),
         Cmd::FuzzImport(a) => fuzz_cmd(a),
     }
@@ -681,6 +695,11 @@ fn machine_config(
         recorded_delays: false,
         recorded_order: m.recorded_order,
         remap: None,
+        object_order: if m.free_object_order {
+            Some(false)
+        } else {
+            None
+        },
     }
 }
 

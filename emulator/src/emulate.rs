@@ -180,6 +180,8 @@ pub fn emulate<P: Program>(
         net: Some(cfg.net_spec.clone()),
         seed: None,
         cpu_scale: (cfg.cpu_scale != Ratio::ONE).then(|| cfg.cpu_scale.to_string()),
+        // Chares are sequential: their state carries over between entry methods.
+        sequential_objects: true,
     });
     for e in program.entries().iter().chain(RUNTIME_ENTRIES.iter()) {
         trace.entries.push(trace::EntryMethod {

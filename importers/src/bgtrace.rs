@@ -151,6 +151,7 @@ pub fn import(input: &Path) -> Result<Imported, ImportError> {
         net: Some("recorded".into()),
         seed: None,
         cpu_scale: None,
+        sequential_objects: false,
     });
 
     // Objects: distinct non-null objIds per VP; the first is the VP's home object.

@@ -459,6 +459,7 @@ pub fn import(path: &Path, eager_limit: u64) -> Result<Imported, ImportError> {
         net: Some("loggops".into()),
         seed: None,
         cpu_scale: None,
+        sequential_objects: false,
     });
     let e_calc = b.entry("calc");
     let e_send = b.entry("send");

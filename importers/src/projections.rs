@@ -392,6 +392,7 @@ pub fn import(sts_path: &Path) -> Result<Imported, ImportError> {
         net: None,
         seed: None,
         cpu_scale: None,
+        sequential_objects: false,
     });
     for pe in 0..sts.pes {
         tb.object(format!("pe{pe}"), PeId(pe));

@@ -377,6 +377,7 @@ pub fn import(input: &Path, flops_per_s: f64) -> Result<Imported, ImportError> {
         net: None,
         seed: None,
         cpu_scale: None,
+        sequential_objects: false,
     });
     let e_msg = b.entry("msg");
     for r in 0..p {

@@ -148,4 +148,10 @@ pub struct ReplayConfig {
     /// Objects that move to other PEs part-way through the run (a load balancer's decision at
     /// a sync point); `None`: every object stays where [`ReplayConfig::mapping`] puts it.
     pub remap: Option<crate::Remap>,
+    /// Whether a block also waits for the previous block of its object (trace order):
+    /// `None` follows the trace (`TraceMeta::sequential_objects`), `Some(b)` forces it on or
+    /// off. The wait does not change the block's effective receive time, so a replay on the
+    /// recorded configuration is unaffected; on another one it keeps each object's blocks in
+    /// their recorded order.
+    pub object_order: Option<bool>,
 }

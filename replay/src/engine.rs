@@ -388,6 +388,15 @@ impl<'a, Q: EventQueue<u64>> Engine<'a, Q> {
                 self.make_ready(next, t)?;
             }
         }
+        if let Some(&next) = self.plan.obj_next.get(b as usize)
+            && next != u32::MAX
+        {
+            let w = &mut self.plan.wait[next as usize];
+            w.pending -= 1;
+            if w.pending == 0 {
+                self.make_ready(next, t)?;
+            }
+        }
         for i in d0..d1 {
             let d = self.plan.dependents[i as usize];
             let w = &mut self.plan.wait[d as usize];

@@ -65,6 +65,9 @@ pub(crate) struct Plan {
     pub releases: Vec<(u32, u64)>,
     /// With recorded order: the next block of the same recorded PE (or `u32::MAX`).
     pub chain_next: Vec<u32>,
+    /// With object order: the next block of the same object (or `u32::MAX`); it waits for
+    /// this one without inheriting its effective receive time.
+    pub obj_next: Vec<u32>,
     /// `dependents[dep_start[b]..dep_start[b+1]]` are the blocks that list `b` as a dependency.
     pub dep_start: Vec<u32>,
     pub dependents: Vec<u32>,
@@ -243,6 +246,19 @@ impl Plan {
                 }
             }
         }
+        let mut obj_next = Vec::new();
+        if cfg.object_order.unwrap_or(trace.meta.sequential_objects) {
+            obj_next = vec![u32::MAX; n];
+            let mut last = vec![u32::MAX; trace.objects.len()];
+            for id in trace.block_ids() {
+                let o = trace.block(id).object.index();
+                if last[o] != u32::MAX {
+                    obj_next[last[o] as usize] = id.0;
+                    wait[id.index()].pending += 1;
+                }
+                last[o] = id.0;
+            }
+        }
         let mut releases = Vec::new();
         let recorded_wire = if cfg.recorded_delays || recorded {
             for id in trace.block_ids() {
@@ -268,6 +284,7 @@ impl Plan {
             recorded_wire,
             releases,
             chain_next,
+            obj_next,
             dep_start,
             dependents,
             send_start,

@@ -6,7 +6,8 @@ use std::fmt;
 /// What a block that never ran was waiting for.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Wait {
-    /// A dependency that never finished.
+    /// A block it must follow that never finished: a dependency, or the previous block of its
+    /// object (object order) or of its recorded PE (recorded order).
     Block(u32),
     /// Its trigger message, sent by a block that never ran.
     MessageFromStuck {
@@ -58,6 +59,14 @@ pub(crate) fn diagnose(plan: &Plan, completed: u64) -> StuckReport {
         for i in plan.dep_start[d as usize]..plan.dep_start[d as usize + 1] {
             let b = plan.dependents[i as usize];
             waits_on[b as usize].push(Wait::Block(d));
+        }
+        // Order chains (recorded PE order, object order) are waits on a block too.
+        for chain in [&plan.chain_next, &plan.obj_next] {
+            if let Some(&b) = chain.get(d as usize)
+                && b != u32::MAX
+            {
+                waits_on[b as usize].push(Wait::Block(d));
+            }
         }
     }
     let mut sender_of = vec![u32::MAX; n];

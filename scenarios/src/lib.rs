@@ -31,6 +31,7 @@
 //! with s = r = o = 0.
 
 pub mod programs;
+pub mod study;
 mod synth;
 
 pub use synth::{GenError, SynthParams, halo, pingpong, pipeline, ring};

@@ -82,6 +82,7 @@ fn meta(name: String, pes: u32, p: &SynthParams) -> TraceMeta {
         net: None,
         seed: (p.jitter.num() != 0).then_some(p.seed),
         cpu_scale: None,
+        sequential_objects: false,
     }
 }
 

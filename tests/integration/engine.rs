@@ -345,3 +345,74 @@ fn explicit_mapping_is_checked() {
     let r = replay::replay(&t, &mut network_models::Ideal, &cfg).unwrap();
     assert_eq!(r.messages.remote, 0);
 }
+
+/// Object `a` (PE 0) gets two messages: `m1` from `b` (PE 1) and `m2` from `c` (PE 0). It
+/// recorded them in the order m1, m2 (its second block does the work once both are in).
+/// Replayed with a slow network, m2 (local) arrives first: with object order the working
+/// block still waits for the block that consumed m1; without, it runs early.
+#[test]
+fn object_order_keeps_an_objects_blocks_in_trace_order() {
+    let build = |sequential: bool| {
+        let mut b = TraceBuilder::new(TraceMeta {
+            name: "order".into(),
+            recorded_pes: 2,
+            sequential_objects: sequential,
+            ..TraceMeta::default()
+        });
+        let e = b.entry("msg");
+        let oa = b.object("a", PeId(0));
+        let ob = b.object("b", PeId(1));
+        let oc = b.object("c", PeId(0));
+        let (m1, m2) = (b.new_msg(), b.new_msg());
+        let send = |msg, to| Send {
+            msg,
+            offset: SimDuration::ZERO,
+            dest: Destination::Object(to),
+            bytes: 8,
+            entry: e,
+        };
+        b.block(Block::new(ob, e, SimDuration::ZERO), &[], &[send(m1, oa)]);
+        b.block(Block::new(oc, e, SimDuration::ZERO), &[], &[send(m2, oa)]);
+        let mut first = Block::new(oa, e, SimDuration::ZERO);
+        first.trigger = Some(m1);
+        b.block(first, &[], &[]);
+        let mut work = Block::new(oa, e, us(10));
+        work.trigger = Some(m2);
+        b.block(work, &[], &[]);
+        b.finish().unwrap()
+    };
+    let lat = "latency:lat=100us";
+    // In order: the work starts when m1 arrives (100 us) and ends 10 us later.
+    assert_eq!(run(&build(true), lat).makespan.as_ps(), us(110).as_ps());
+    // Free order (the trace does not say objects are sequential): the work runs at 0.
+    let free = run(&build(false), lat);
+    assert_eq!(free.makespan.as_ps(), us(100).as_ps());
+    // The config overrides the trace either way.
+    let forced = run_with(
+        &build(false),
+        lat,
+        &ReplayConfig {
+            object_order: Some(true),
+            ..ReplayConfig::default()
+        },
+    );
+    assert_eq!(forced.makespan.as_ps(), us(110).as_ps());
+    // A stuck predecessor is named as what the next block of the object waits for.
+    let mut t = build(true);
+    let mut b = TraceBuilder::new(t.meta.clone());
+    let e = b.entry("msg");
+    let oa = b.object("a", PeId(0));
+    let mut lost = Block::new(oa, e, SimDuration::ZERO);
+    lost.trigger = Some(MsgId(99));
+    let first = b.block(lost, &[], &[]);
+    b.block(Block::new(oa, e, us(1)), &[], &[]);
+    t = b.finish().unwrap();
+    let spec: network_models::NetSpec = lat.parse().unwrap();
+    match replay::replay(&t, spec.build().as_mut(), &ReplayConfig::default()) {
+        Err(ReplayError::Stuck(r)) => {
+            assert_eq!(r.roots.len(), 1);
+            assert_eq!(r.others[0].waits, vec![Wait::Block(first.0)]);
+        }
+        other => panic!("expected stuck, got {other:?}"),
+    }
+}

@@ -1,14 +1,16 @@
-//! The binary trace format, version 2 (version 1, without `cpu_scale`, is still read).
+//! The binary trace format, version 3 (versions 1, without `cpu_scale`, and 2, without
+//! `sequential_objects`, are still read).
 //!
 //! Little-endian; integers marked *v* are unsigned LEB128 varints, *z* are zigzag varints,
 //! *str* is a *v* length followed by that many UTF-8 bytes.
 //!
 //! ```text
 //! offset 0   magic      8 bytes  "WHATIFTR"
-//!        8   version    u16      2
+//!        8   version    u16      3
 //! header     name str, generator str, description str, recorded_pes v,
 //!            has_net u8 (0|1) [net str], has_seed u8 (0|1) [seed v],
-//!            has_cpu_scale u8 (0|1) [cpu_scale str]          (version 2 only)
+//!            has_cpu_scale u8 (0|1) [cpu_scale str]          (version 2 and later)
+//!            sequential_objects u8 (0|1)                     (version 3 and later)
 //!            n_entries v  then per entry:  name str
 //!            n_objects v  then per object: name str, recorded_pe v
 //!            n_groups v   then per group:  n_members v, member object v ...
@@ -38,7 +40,7 @@ use std::io::{self, Read, Write};
 /// The 8 bytes every binary trace starts with.
 pub const MAGIC: &[u8; 8] = b"WHATIFTR";
 /// The format version this build writes and reads.
-pub const VERSION: u16 = 2;
+pub const VERSION: u16 = 3;
 const TRAILER: &[u8; 4] = b"WEND";
 const MAX_STRING: u64 = 1 << 20;
 
@@ -117,6 +119,7 @@ pub fn write_binary<W: Write>(trace: &Trace, w: W) -> io::Result<()> {
         }
         None => o.u8(0)?,
     }
+    o.u8(m.sequential_objects as u8)?;
     o.v(trace.entries.len() as u64)?;
     for e in &trace.entries {
         o.str(&e.name)?;
@@ -360,10 +363,10 @@ impl<R: Read> BinaryReader<R> {
         let mut ver = [0u8; 2];
         self.fill(&mut ver, "format version")?;
         let version = u16::from_le_bytes(ver);
-        if version != VERSION && version != 1 {
+        if !(1..=VERSION).contains(&version) {
             return self.fail(
                 8,
-                format!("format version 1 or {VERSION}"),
+                format!("format version 1 to {VERSION}"),
                 format!("found version {version} (this build reads versions 1 to {VERSION})"),
             );
         }
@@ -386,6 +389,7 @@ impl<R: Read> BinaryReader<R> {
         } else {
             None
         };
+        let sequential_objects = version >= 3 && self.flag("sequential-objects flag")?;
         let n = self.v("entry count")?;
         let mut entries = Vec::with_capacity(n.min(1 << 16) as usize);
         for _ in 0..n {
@@ -433,6 +437,7 @@ impl<R: Read> BinaryReader<R> {
                 net,
                 seed,
                 cpu_scale,
+                sequential_objects,
             },
             entries,
             objects,

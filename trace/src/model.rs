@@ -25,6 +25,13 @@ pub struct TraceMeta {
     /// such as `0.5` or `1/3`: target CPU time per recorded time), e.g. when the trace was
     /// recorded on a host slower or faster than the target. `None`: 1.
     pub cpu_scale: Option<String>,
+    /// Every object is a sequential entity whose blocks must run in trace order (its state
+    /// carries over from block to block, as for Charm++ chares and MPI ranks). The replay then
+    /// makes each block wait for the previous block of its object, so a block never runs
+    /// before the messages its object consumed earlier (a computation triggered by the last
+    /// of several messages still waits for the others). Set by the emulator.
+    #[serde(default)]
+    pub sequential_objects: bool,
 }
 
 /// An entry method (a handler a message can invoke).

@@ -14,6 +14,7 @@ pub(crate) fn sample() -> Trace {
         net: Some("latency:lat=5us".into()),
         seed: Some(7),
         cpu_scale: None,
+        sequential_objects: false,
     });
     let work = b.entry("work");
     let recv = b.entry("recv");
@@ -319,37 +320,44 @@ fn summary_counts() {
 }
 
 #[test]
-fn cpu_scale_round_trips_and_version_1_is_still_read() {
+fn meta_flags_round_trip_and_older_versions_are_still_read() {
     let mut t = sample();
     t.meta.cpu_scale = Some("1/3".into());
+    t.meta.sequential_objects = true;
     let bytes = encode(&t);
-    assert_eq!(&bytes[8..10], &2u16.to_le_bytes());
-    let back = binary::read_binary(&bytes[..], "v2").unwrap();
+    assert_eq!(&bytes[8..10], &3u16.to_le_bytes());
+    let back = binary::read_binary(&bytes[..], "v3").unwrap();
     assert_eq!(back.meta.cpu_scale.as_deref(), Some("1/3"));
+    assert!(back.meta.sequential_objects);
     let mut text = Vec::new();
     text::write_text(&t, &mut text).unwrap();
     assert_eq!(text::read_text(&text[..], "t").unwrap(), t);
-    // A version-1 file is a version-2 file without the cpu-scale flag byte.
+    // Version 2 lacks the sequential-objects byte; version 1 also the cpu-scale flag byte.
     let t0 = sample();
-    let v2 = encode(&t0);
-    let header_end = {
+    let v3 = encode(&t0);
+    let cpu_flag = {
         // magic, version, then name/generator/description (1-byte lengths here), pes, net, seed
         let mut at = 10;
         for _ in 0..3 {
-            at += 1 + v2[at] as usize;
+            at += 1 + v3[at] as usize;
         }
         at += 1; // recorded_pes
-        at += 1 + 1 + v2[at + 1] as usize; // has_net, net
+        at += 1 + 1 + v3[at + 1] as usize; // has_net, net
         at += 1 + 1; // has_seed, seed 7
         at
     };
-    assert_eq!(v2[header_end], 0, "cpu-scale flag of a trace without one");
+    assert_eq!(v3[cpu_flag], 0, "cpu-scale flag of a trace without one");
+    assert_eq!(v3[cpu_flag + 1], 0, "sequential-objects flag");
+    let mut v2 = v3.clone();
+    v2.remove(cpu_flag + 1);
+    v2[8..10].copy_from_slice(&2u16.to_le_bytes());
+    assert_eq!(binary::read_binary(&v2[..], "v2").unwrap(), t0);
     let mut v1 = v2.clone();
-    v1.remove(header_end);
+    v1.remove(cpu_flag);
     v1[8..10].copy_from_slice(&1u16.to_le_bytes());
     assert_eq!(binary::read_binary(&v1[..], "v1").unwrap(), t0);
-    let mut v3 = v2;
-    v3[8..10].copy_from_slice(&3u16.to_le_bytes());
-    let e = binary::read_binary(&v3[..], "v3").unwrap_err().to_string();
-    assert!(e.contains("found version 3"), "{e}");
+    let mut v4 = v3;
+    v4[8..10].copy_from_slice(&4u16.to_le_bytes());
+    let e = binary::read_binary(&v4[..], "v4").unwrap_err().to_string();
+    assert!(e.contains("found version 4"), "{e}");
 }

@@ -42,6 +42,8 @@ struct HeaderLine {
     seed: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     cpu_scale: Option<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    sequential_objects: bool,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -133,6 +135,7 @@ pub fn write_text<W: Write>(trace: &Trace, mut w: W) -> io::Result<()> {
         net: m.net.clone(),
         seed: m.seed,
         cpu_scale: m.cpu_scale.clone(),
+        sequential_objects: m.sequential_objects,
     };
     line(&mut w, &header)?;
     for (i, e) in trace.entries.iter().enumerate() {
@@ -237,6 +240,7 @@ pub fn read_text<R: BufRead>(r: R, path: &str) -> Result<Trace, TraceError> {
                 net: h.net,
                 seed: h.seed,
                 cpu_scale: h.cpu_scale,
+                sequential_objects: h.sequential_objects,
             }));
             continue;
         };

@@ -1,0 +1,600 @@
+//! `whatif sweep`: run a study's points in parallel; `whatif merge`: join shard outputs.
+//!
+//! Output folder: `results.csv` (one row per point), `results.json` (a list with one row object
+//! per line) and `manifest.json` (study, fingerprint, points total, points covered). Rows hold
+//! simulated figures only, in point order, so the files are byte-identical whatever the
+//! thread count, and merging shards gives exactly the single-run files.
+
+use crate::lb_cmd::{database, default_point, replay_run, replay_with_map};
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use lb_strategies::{LbPoint, Strategy};
+use network_models::NetSpec;
+use rayon::prelude::*;
+use replay::{CpuScale, Mapping, ReplayConfig, ReplayReport, SchedPolicy};
+use scenarios::study::{Point, Study, Workload};
+use sim_core::Ratio;
+use std::collections::BTreeSet;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+use trace::Trace;
+
+/// Help shown after the options.
+pub(crate) const SWEEP_HELP: &str = "\
+A study file describes the workload (a trace, or a built-in program to emulate), the machine,
+the network, an optional load balancer and sweep axes; see docs/STUDIES.md and the files in
+scenarios/ for complete examples. Every point gets a fingerprint of its resolved configuration
+and a seed derived from the study's seed and the point index.
+
+Beyond one machine: run shards anywhere (e.g. a Slurm job array, docs/slurm.md) and merge:
+  whatif sweep study.toml --shard 0/4 --out shard0     (points 0, 4, 8, ...)
+  whatif merge shard0 shard1 shard2 shard3 --out results
+The merged files are byte-identical to a single `whatif sweep study.toml --out results`.";
+
+/// `i/n`: shard `i` of `n` (0-based).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Shard {
+    i: usize,
+    n: usize,
+}
+
+impl std::str::FromStr for Shard {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let bad = || format!("`{s}`: expected i/n with 0 <= i < n, e.g. 0/4");
+        let (i, n) = s.split_once('/').ok_or_else(bad)?;
+        let (i, n): (usize, usize) = (
+            i.trim().parse().map_err(|_| bad())?,
+            n.trim().parse().map_err(|_| bad())?,
+        );
+        if n == 0 || i >= n {
+            return Err(bad());
+        }
+        Ok(Shard { i, n })
+    }
+}
+
+#[derive(Args)]
+pub(crate) struct SweepArgs {
+    /// Study file (TOML).
+    study: PathBuf,
+    /// Output folder [default: `<study name>-results` in the current folder].
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Worker threads [default: all cores]. Results do not depend on it.
+    #[arg(long)]
+    jobs: Option<usize>,
+    /// Run only shard i of n (points i, i+n, i+2n, ...), for running on several machines.
+    #[arg(long, conflicts_with = "point")]
+    shard: Option<Shard>,
+    /// Run only this point (0-based).
+    #[arg(long)]
+    point: Option<usize>,
+    /// Print the points (index, fingerprint, swept values) and exit.
+    #[arg(long)]
+    list: bool,
+    /// No progress on stderr.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+#[derive(Args)]
+pub(crate) struct MergeArgs {
+    /// Shard output folders (each from `whatif sweep --shard`).
+    #[arg(required = true)]
+    shards: Vec<PathBuf>,
+    /// Output folder.
+    #[arg(long)]
+    out: PathBuf,
+}
+
+/// One result cell: exact text for CSV and its JSON form.
+enum Cell {
+    Text(String),
+    /// Exact decimal text; JSON prints it as a number.
+    Num(String),
+    Null,
+}
+
+struct Row {
+    index: usize,
+    cells: Vec<(String, Cell)>,
+}
+
+fn secs(ps: u64) -> String {
+    format!("{}.{:012}", ps / 1_000_000_000_000, ps % 1_000_000_000_000)
+}
+
+impl Row {
+    fn csv_line(&self) -> Result<String> {
+        let mut w = csv::WriterBuilder::new().from_writer(Vec::new());
+        w.write_record(self.cells.iter().map(|(_, c)| match c {
+            Cell::Text(s) | Cell::Num(s) => s.as_str(),
+            Cell::Null => "",
+        }))?;
+        Ok(String::from_utf8(w.into_inner()?)?.trim_end().to_string())
+    }
+    fn header(&self) -> Result<String> {
+        let mut w = csv::WriterBuilder::new().from_writer(Vec::new());
+        w.write_record(self.cells.iter().map(|(k, _)| k.as_str()))?;
+        Ok(String::from_utf8(w.into_inner()?)?.trim_end().to_string())
+    }
+    fn json_line(&self) -> String {
+        let mut parts = Vec::with_capacity(self.cells.len());
+        for (k, c) in &self.cells {
+            let v = match c {
+                Cell::Text(s) => serde_json::Value::String(s.clone()).to_string(),
+                Cell::Num(s) => s.clone(),
+                Cell::Null => "null".into(),
+            };
+            parts.push(format!("{}:{v}", serde_json::Value::String(k.clone())));
+        }
+        format!("{{{}}}", parts.join(","))
+    }
+}
+
+fn load_workload(study: &Study, p: &Point) -> Result<Trace> {
+    match &p.workload {
+        Workload::Trace(path) => trace::read_trace_file(path)
+            .with_context(|| format!("study {}: trace {}", study.name, path.display())),
+        Workload::Program {
+            name,
+            pes,
+            params,
+            measured,
+            net,
+        } => {
+            let cfg = emulator::EmulateConfig {
+                pes: *pes,
+                timing: if *measured {
+                    emulator::Timing::Measured
+                } else {
+                    emulator::Timing::Model
+                },
+                generator: format!(
+                    "whatif sweep (study {}): emulate {name} --pes {pes}{}",
+                    study.name,
+                    params
+                        .iter()
+                        .map(|(k, v)| format!(" --set {k}={v}"))
+                        .collect::<String>()
+                ),
+                net_spec: net.to_string(),
+                ..Default::default()
+            };
+            let mut model = net.build();
+            let e = scenarios::programs::emulate(name, params, &cfg, model.as_mut(), &mut |_| {})
+                .with_context(|| format!("study {}: emulating {name}", study.name))?;
+            Ok(e.trace)
+        }
+    }
+}
+
+fn machine(p: &Point, trace: &Trace) -> Result<(ReplayConfig, Ratio)> {
+    let cpu = match (&p.machine.cpu_scale, &trace.meta.cpu_scale) {
+        (Some(s), _) | (None, Some(s)) => Ratio::parse(s).context("cpu_scale")?,
+        (None, None) => Ratio::ONE,
+    };
+    let per_object = p.machine.pes == Some(0);
+    let mut mapping: Mapping = p.machine.map.parse().map_err(anyhow::Error::msg)?;
+    if per_object && mapping == Mapping::Recorded {
+        mapping = Mapping::Block;
+    }
+    Ok((
+        ReplayConfig {
+            pes: p.machine.pes.map(|n| {
+                if n == 0 {
+                    (trace.objects.len() as u32).max(1)
+                } else {
+                    n
+                }
+            }),
+            mapping,
+            cpu_scale: CpuScale::Uniform(cpu),
+            policy: if p.machine.priority {
+                SchedPolicy::Priority
+            } else {
+                SchedPolicy::Fifo
+            },
+            ..Default::default()
+        },
+        cpu,
+    ))
+}
+
+/// Mean of the iteration times whose labels are in `window` (all if `None`), in ps.
+fn mean_iteration(r: &ReplayReport, window: Option<(u32, u32)>) -> (Option<u64>, usize) {
+    let times = r.iteration_times();
+    let sel: Vec<u64> = r
+        .iterations
+        .iter()
+        .zip(&times)
+        .filter(|((l, _), _)| window.is_none_or(|(a, b)| *l >= a && *l <= b))
+        .map(|(_, d)| d.as_ps())
+        .collect();
+    if sel.is_empty() {
+        (None, 0)
+    } else {
+        (Some(sel.iter().sum::<u64>() / sel.len() as u64), sel.len())
+    }
+}
+
+fn run_point(p: &Point, trace: &Trace) -> Result<Row> {
+    let spec = match (&p.net, &trace.meta.net) {
+        (Some(n), _) => n.clone(),
+        (None, Some(rec)) => rec
+            .parse::<NetSpec>()
+            .context("the trace's recorded network")?,
+        (None, None) => NetSpec::Ideal,
+    };
+    let (cfg, cpu) = machine(p, trace)?;
+    let pes = cfg.pes.unwrap_or(trace.meta.recorded_pes);
+    let mut lb_cells: Vec<(String, Cell)> = Vec::new();
+    let r = match &p.lb {
+        None => replay_run(trace, &spec, &cfg)?,
+        Some(lb) => {
+            let strategy: Strategy = lb.strategy.parse()?;
+            let point = match lb.at {
+                None => default_point(trace),
+                Some(None) => LbPoint::Start,
+                Some(Some(k)) => LbPoint::Iteration(k),
+            };
+            let current = cfg.mapping.resolve(trace, pes)?;
+            let (plan, db) = database(trace, point, &current, pes, cpu, lb.migrate_bytes)?;
+            let topo = spec.topology().map(|(t, ppn)| lb_strategies::PeTopology {
+                topology: t.clone(),
+                pes_per_node: ppn,
+            });
+            let map = strategy.map(&db, topo.as_ref(), p.seed)?;
+            let m = lb_strategies::metrics(&db, &map, topo.as_ref());
+            lb_cells.push(("lb_migrations".into(), Cell::Num(m.migrations.to_string())));
+            lb_cells.push((
+                "lb_max_avg_load".into(),
+                Cell::Num(format!("{:.6}", m.max_avg_load)),
+            ));
+            replay_with_map(trace, &spec, &cfg, &plan, &current, map, lb.migrate_bytes)?
+        }
+    };
+    let (mean, counted) = mean_iteration(&r, p.iterations);
+    let mut cells: Vec<(String, Cell)> = vec![
+        ("point".into(), Cell::Num(p.index.to_string())),
+        ("fingerprint".into(), Cell::Text(p.fingerprint.clone())),
+    ];
+    for (k, v) in &p.values {
+        cells.push((k.clone(), Cell::Text(v.clone())));
+    }
+    cells.extend([
+        ("pes".into(), Cell::Num(r.pes.to_string())),
+        ("makespan_s".into(), Cell::Num(secs(r.makespan.as_ps()))),
+        (
+            "mean_iteration_s".into(),
+            mean.map_or(Cell::Null, |m| Cell::Num(secs(m))),
+        ),
+        ("iterations".into(), Cell::Num(counted.to_string())),
+        (
+            "utilization".into(),
+            Cell::Num(format!("{:.6}", r.utilization())),
+        ),
+        ("blocks".into(), Cell::Num(r.blocks.to_string())),
+        (
+            "remote_messages".into(),
+            Cell::Num(r.messages.remote.to_string()),
+        ),
+        (
+            "remote_bytes".into(),
+            Cell::Num(r.messages.remote_bytes.to_string()),
+        ),
+    ]);
+    cells.extend(lb_cells);
+    Ok(Row {
+        index: p.index,
+        cells,
+    })
+}
+
+fn manifest(study: &Study, points: &[usize]) -> String {
+    let total = study.num_points();
+    let covered = if points.len() == total && points.iter().enumerate().all(|(i, p)| i == *p) {
+        None
+    } else {
+        Some(points)
+    };
+    manifest_text(&study.name, &study.fingerprint, total, covered)
+}
+
+/// The manifest: `points` is `"all"` when `covered` is `None`.
+fn manifest_text(name: &str, fingerprint: &str, total: usize, covered: Option<&[usize]>) -> String {
+    let covered = match covered {
+        None => "\"all\"".to_string(),
+        Some(p) => format!(
+            "[{}]",
+            p.iter().map(usize::to_string).collect::<Vec<_>>().join(",")
+        ),
+    };
+    format!(
+        "{{\n  \"study\": {},\n  \"fingerprint\": \"{fingerprint}\",\n  \"points_total\": {total},\n  \"points\": {covered}\n}}\n",
+        serde_json::Value::String(name.to_string())
+    )
+}
+
+fn write_outputs(
+    dir: &Path,
+    header: &str,
+    csv_rows: &[String],
+    json_rows: &[String],
+    manifest: &str,
+) -> Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let mut csv = String::with_capacity(64 * (csv_rows.len() + 1));
+    csv.push_str(header);
+    csv.push('\n');
+    for r in csv_rows {
+        csv.push_str(r);
+        csv.push('\n');
+    }
+    let json = format!("[\n{}\n]\n", json_rows.join(",\n"));
+    for (name, text) in [
+        ("results.csv", csv.as_str()),
+        ("results.json", json.as_str()),
+        ("manifest.json", manifest),
+    ] {
+        std::fs::write(dir.join(name), text)
+            .with_context(|| format!("cannot write {}", dir.join(name).display()))?;
+    }
+    Ok(())
+}
+
+pub(crate) fn sweep(a: SweepArgs) -> Result<()> {
+    let t0 = Instant::now();
+    let study = Study::from_file(&a.study)?;
+    let total = study.num_points();
+    let indices: Vec<usize> = match (a.shard, a.point) {
+        (Some(s), _) => (s.i..total).step_by(s.n).collect(),
+        (None, Some(i)) => {
+            study.point(i)?;
+            vec![i]
+        }
+        (None, None) => (0..total).collect(),
+    };
+    let points: Vec<Point> = indices
+        .iter()
+        .map(|&i| study.point(i))
+        .collect::<Result<_, _>>()?;
+    if a.list {
+        for p in &points {
+            let vals: Vec<String> = p.values.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            println!("{:>5}  {}  {}", p.index, p.fingerprint, vals.join("  "));
+        }
+        return Ok(());
+    }
+    let out = a
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("{}-results", study.name)));
+    let jobs = a
+        .jobs
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .max(1);
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(jobs)
+        .build()
+        .context("cannot start worker threads")?;
+    // Distinct workloads, in order of first use.
+    let mut keys: Vec<String> = Vec::new();
+    let mut first: Vec<usize> = Vec::new();
+    for (i, p) in points.iter().enumerate() {
+        if !keys.contains(&p.workload_key) {
+            keys.push(p.workload_key.clone());
+            first.push(i);
+        }
+    }
+    if !a.quiet {
+        eprintln!(
+            "study {}: {} of {total} points, {} workload{}, {jobs} worker thread{}",
+            study.name,
+            points.len(),
+            keys.len(),
+            if keys.len() == 1 { "" } else { "s" },
+            if jobs == 1 { "" } else { "s" }
+        );
+    }
+    let traces: Vec<Arc<Trace>> = pool.install(|| {
+        first
+            .par_iter()
+            .map(|&i| load_workload(&study, &points[i]).map(Arc::new))
+            .collect::<Result<Vec<_>>>()
+    })?;
+    let bar = if a.quiet || !std::io::stderr().is_terminal() {
+        ProgressBar::with_draw_target(Some(points.len() as u64), ProgressDrawTarget::hidden())
+    } else {
+        let b = ProgressBar::new(points.len() as u64);
+        b.set_style(
+            ProgressStyle::with_template("{bar:40} {pos}/{len} points  {elapsed} (eta {eta})")
+                .expect("valid template"),
+        );
+        b
+    };
+    let plain = !a.quiet && !std::io::stderr().is_terminal();
+    let last = Mutex::new(Instant::now());
+    let rows: Vec<Row> = pool.install(|| {
+        points
+            .par_iter()
+            .map(|p| {
+                let k = keys
+                    .iter()
+                    .position(|k| *k == p.workload_key)
+                    .expect("loaded");
+                let row = run_point(p, &traces[k]).with_context(|| {
+                    let vals: Vec<String> =
+                        p.values.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                    format!(
+                        "point {} ({}); reproduce with: whatif sweep {} --point {}",
+                        p.index,
+                        vals.join(", "),
+                        a.study.display(),
+                        p.index
+                    )
+                });
+                bar.inc(1);
+                if plain
+                    && let Ok(mut l) = last.lock()
+                    && l.elapsed().as_secs_f64() >= 2.0
+                {
+                    *l = Instant::now();
+                    eprintln!("  {}/{} points", bar.position(), points.len());
+                }
+                row
+            })
+            .collect::<Result<Vec<_>>>()
+    })?;
+    bar.finish_and_clear();
+    let header = rows
+        .first()
+        .map(Row::header)
+        .transpose()?
+        .unwrap_or_default();
+    let csv_rows: Vec<String> = rows.iter().map(Row::csv_line).collect::<Result<_>>()?;
+    let json_rows: Vec<String> = rows.iter().map(Row::json_line).collect();
+    debug_assert!(rows.windows(2).all(|w| w[0].index < w[1].index));
+    write_outputs(
+        &out,
+        &header,
+        &csv_rows,
+        &json_rows,
+        &manifest(&study, &indices),
+    )?;
+    if !a.quiet {
+        eprintln!(
+            "wrote {} ({} rows: results.csv, results.json, manifest.json) in {:.2} s",
+            out.display(),
+            rows.len(),
+            t0.elapsed().as_secs_f64()
+        );
+    }
+    Ok(())
+}
+
+/// The row lines of a JSON results file (one object per line between `[` and `]`).
+fn json_lines(text: &str, file: &Path) -> Result<Vec<String>> {
+    let lines: Vec<&str> = text.lines().collect();
+    if lines.first() != Some(&"[") || lines.last() != Some(&"]") {
+        bail!(
+            "{}: not a whatif results.json (expected `[` ... `]`)",
+            file.display()
+        );
+    }
+    Ok(lines[1..lines.len() - 1]
+        .iter()
+        .map(|l| l.trim_end_matches(',').to_string())
+        .filter(|l| !l.is_empty())
+        .collect())
+}
+
+pub(crate) fn merge(a: MergeArgs) -> Result<()> {
+    let mut study: Option<(String, String, usize)> = None;
+    let mut header: Option<String> = None;
+    let mut rows: Vec<(usize, String, String)> = Vec::new();
+    let mut seen = BTreeSet::new();
+    for dir in &a.shards {
+        let mpath = dir.join("manifest.json");
+        let m: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(&mpath)
+                .with_context(|| format!("cannot read {}", mpath.display()))?,
+        )
+        .with_context(|| format!("{}: not JSON", mpath.display()))?;
+        let id = (
+            m["study"].as_str().unwrap_or_default().to_string(),
+            m["fingerprint"].as_str().unwrap_or_default().to_string(),
+            m["points_total"].as_u64().unwrap_or(0) as usize,
+        );
+        match &study {
+            None => study = Some(id.clone()),
+            Some(s) if *s != id => bail!(
+                "{} is from study `{}` (fingerprint {}, {} points), but {} is from `{}` ({}, {} points)",
+                dir.display(),
+                id.0,
+                id.1,
+                id.2,
+                a.shards[0].display(),
+                s.0,
+                s.1,
+                s.2
+            ),
+            _ => {}
+        }
+        let cpath = dir.join("results.csv");
+        let csv = std::fs::read_to_string(&cpath)
+            .with_context(|| format!("cannot read {}", cpath.display()))?;
+        let mut lines = csv.lines();
+        let h = lines.next().unwrap_or_default().to_string();
+        match &header {
+            None => header = Some(h),
+            Some(x) if *x != h && !h.is_empty() => {
+                bail!("{}: columns differ from the other shards", cpath.display())
+            }
+            _ => {}
+        }
+        let jpath = dir.join("results.json");
+        let json = json_lines(
+            &std::fs::read_to_string(&jpath)
+                .with_context(|| format!("cannot read {}", jpath.display()))?,
+            &jpath,
+        )?;
+        let csv_rows: Vec<&str> = lines.collect();
+        if csv_rows.len() != json.len() {
+            bail!(
+                "{}: results.csv and results.json have different row counts",
+                dir.display()
+            );
+        }
+        for (c, j) in csv_rows.into_iter().zip(json) {
+            let idx: usize = c
+                .split(',')
+                .next()
+                .and_then(|v| v.parse().ok())
+                .with_context(|| format!("{}: a row without a point index", cpath.display()))?;
+            if !seen.insert(idx) {
+                bail!(
+                    "point {idx} appears in more than one shard (again in {})",
+                    dir.display()
+                );
+            }
+            rows.push((idx, c.to_string(), j));
+        }
+    }
+    let (name, fp, total) = study.context("no shards given")?;
+    let missing: Vec<usize> = (0..total).filter(|i| !seen.contains(i)).collect();
+    if !missing.is_empty() {
+        bail!(
+            "the shards cover {} of {total} points; missing: {}{}",
+            seen.len(),
+            missing
+                .iter()
+                .take(20)
+                .map(usize::to_string)
+                .collect::<Vec<_>>()
+                .join(", "),
+            if missing.len() > 20 { ", ..." } else { "" }
+        );
+    }
+    rows.sort_by_key(|r| r.0);
+    let csv_rows: Vec<String> = rows.iter().map(|r| r.1.clone()).collect();
+    let json_rows: Vec<String> = rows.iter().map(|r| r.2.clone()).collect();
+    let manifest = manifest_text(&name, &fp, total, None);
+    write_outputs(
+        &a.out,
+        &header.unwrap_or_default(),
+        &csv_rows,
+        &json_rows,
+        &manifest,
+    )?;
+    eprintln!(
+        "merged {} shards: {total} points into {}",
+        a.shards.len(),
+        a.out.display()
+    );
+    Ok(())
+}

@@ -1,0 +1,202 @@
+//! Studies: `whatif sweep` (threads, shards, single points) and `whatif merge`.
+
+use crate::cli::{tmpdir, whatif};
+use std::path::Path;
+
+const STUDY: &str = r#"
+name = "mini"
+seed = 7
+
+[workload]
+program = "stencil3d"
+pes = 4
+params = { grid = "16x16x8", block = "8x8x4", iters = 6 }
+
+[net]
+model = "alphabeta"
+lat = "1us"
+bw = "1GB/s"
+
+[report]
+iterations = [2, 5]
+
+[[sweep]]
+key = "params.block"
+values = ["8x8x4", "4x8x4"]
+
+[[sweep]]
+key = "net.lat"
+log = ["1us", "1ms"]
+steps = 4
+
+[[sweep]]
+key = "machine.pes"
+values = [2, 4]
+"#;
+
+fn ok(args: &[&str]) -> String {
+    let o = whatif(args);
+    assert!(
+        o.status.success(),
+        "whatif {}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn files(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    ["results.csv", "results.json", "manifest.json"]
+        .iter()
+        .map(|f| (f.to_string(), std::fs::read(dir.join(f)).unwrap()))
+        .collect()
+}
+
+#[test]
+fn threads_shards_and_merge_give_identical_bytes() {
+    let dir = tmpdir("sweep");
+    let study = dir.join("mini.toml");
+    std::fs::write(&study, STUDY).unwrap();
+    let s = study.to_str().unwrap();
+    let out = |n: &str| dir.join(n).to_str().unwrap().to_string();
+    ok(&["sweep", s, "--jobs", "1", "--out", &out("j1"), "-q"]);
+    ok(&["sweep", s, "--jobs", "2", "--out", &out("j2"), "-q"]);
+    for i in 0..3 {
+        ok(&[
+            "sweep",
+            s,
+            "--shard",
+            &format!("{i}/3"),
+            "--out",
+            &out(&format!("s{i}")),
+            "-q",
+        ]);
+    }
+    // Shards may be merged in any order.
+    ok(&[
+        "merge",
+        &out("s2"),
+        &out("s0"),
+        &out("s1"),
+        "--out",
+        &out("merged"),
+    ]);
+    let single = files(&dir.join("j1"));
+    assert_eq!(single, files(&dir.join("j2")), "--jobs 1 vs --jobs 2");
+    assert_eq!(
+        single,
+        files(&dir.join("merged")),
+        "shards + merge vs one run"
+    );
+
+    let csv = String::from_utf8(single[0].1.clone()).unwrap();
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines.len(), 1 + 16, "2 x 4 x 2 points");
+    assert!(lines[0].starts_with(
+        "point,fingerprint,workload.params.block,net.lat,machine.pes,pes,makespan_s,mean_iteration_s,iterations,"
+    ), "{}", lines[0]);
+    // Row-major order: the last axis varies fastest.
+    assert!(
+        lines[1].starts_with("0,") && lines[1].contains(",8x8x4,1us,2,2,"),
+        "{}",
+        lines[1]
+    );
+    assert!(lines[2].contains(",8x8x4,1us,4,4,"), "{}", lines[2]);
+    assert!(lines[3].contains(",8x8x4,10us,2,"), "{}", lines[3]);
+    // Mean over iterations 2..=5: 4 iterations counted.
+    assert!(lines[1].split(',').nth(8) == Some("4"), "{}", lines[1]);
+    // Latency hurts: at 1 ms the iteration is longer than at 1 us.
+    let mean = |l: &str| l.split(',').nth(7).unwrap().parse::<f64>().unwrap();
+    assert!(
+        mean(lines[7]) > mean(lines[1]) + 0.9e-3,
+        "{} vs {}",
+        lines[7],
+        lines[1]
+    );
+    // Fingerprints differ per point.
+    let mut fps: Vec<&str> = lines[1..]
+        .iter()
+        .map(|l| l.split(',').nth(1).unwrap())
+        .collect();
+    fps.sort();
+    fps.dedup();
+    assert_eq!(fps.len(), 16);
+    let json: serde_json::Value = serde_json::from_slice(&single[1].1).unwrap();
+    assert_eq!(json.as_array().unwrap().len(), 16);
+    assert_eq!(json[5]["point"], 5);
+    assert!(json[0]["mean_iteration_s"].is_f64());
+
+    // One point alone reproduces its row.
+    ok(&["sweep", s, "--point", "5", "--out", &out("p5"), "-q"]);
+    let p5 = std::fs::read_to_string(dir.join("p5/results.csv")).unwrap();
+    assert_eq!(p5.lines().nth(1), Some(lines[6]));
+    let m: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("p5/manifest.json")).unwrap()).unwrap();
+    assert_eq!(m["points"], serde_json::json!([5]));
+    let listed = ok(&["sweep", s, "--list"]);
+    assert_eq!(listed.lines().count(), 16);
+
+    // Incomplete or mixed shards are refused.
+    let e = whatif(&["merge", &out("s0"), &out("s1"), "--out", &out("bad")]);
+    let msg = String::from_utf8_lossy(&e.stderr);
+    assert!(
+        !e.status.success() && msg.contains("missing: 2, 5, 8"),
+        "{msg}"
+    );
+    let e = whatif(&["merge", &out("s0"), &out("s0"), "--out", &out("bad")]);
+    assert!(String::from_utf8_lossy(&e.stderr).contains("more than one shard"));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn study_errors_point_at_the_problem() {
+    let dir = tmpdir("sweep-err");
+    let write = |name: &str, text: &str| {
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        p.to_str().unwrap().to_string()
+    };
+    let bad = write(
+        "bad.toml",
+        &STUDY.replace("seed = 7", "seed = 7\nthreads = 4"),
+    );
+    let e = whatif(&["sweep", &bad, "--list"]);
+    let msg = String::from_utf8_lossy(&e.stderr);
+    assert!(!e.status.success());
+    assert!(
+        msg.contains("bad.toml") && msg.contains("unknown field `threads`") && msg.contains("line"),
+        "{msg}"
+    );
+    let unit = write(
+        "unit.toml",
+        &STUDY.replace("log = [\"1us\", \"1ms\"]", "log = [\"1us\", \"1MB\"]"),
+    );
+    let msg = String::from_utf8_lossy(&whatif(&["sweep", &unit, "--list"]).stderr).into_owned();
+    assert!(msg.contains("different units"), "{msg}");
+    let lb = write("lb.toml", &format!("{STUDY}\n[lb]\nstrategy = \"best\"\n"));
+    let msg = String::from_utf8_lossy(
+        &whatif(&["sweep", &lb, "--out", dir.join("o").to_str().unwrap(), "-q"]).stderr,
+    )
+    .into_owned();
+    assert!(
+        msg.contains("unknown load-balancing strategy `best`") && msg.contains("reproduce with"),
+        "{msg}"
+    );
+    let e = whatif(&["sweep", &bad, "--shard", "3/3"]);
+    assert!(String::from_utf8_lossy(&e.stderr).contains("expected i/n"));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// The built-in study files parse and expand to the documented sizes.
+#[test]
+fn builtin_studies_are_valid() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/studies");
+    for (f, n) in [
+        ("stencil-latency-large.toml", 105),
+        ("stencil-latency-small.toml", 108),
+    ] {
+        let s = scenarios::study::Study::from_file(&root.join(f))
+            .unwrap_or_else(|e| panic!("{f}: {e}"));
+        assert_eq!(s.num_points(), n, "{f}");
+    }
+}
