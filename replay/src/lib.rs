@@ -36,6 +36,11 @@
 //!   another block are then released at their recorded start instead of at 0. With
 //!   [`ReplayConfig::recorded_order`] a block also waits for the block its recorded PE ran
 //!   before it (by recorded start), which replays the recorded schedule.
+//! * **Object order.** With [`ReplayConfig::object_order`] (default: the trace's
+//!   `sequential_objects` flag, which the emulator sets) a block also waits for the previous
+//!   block of its object in trace order, without inheriting its effective receive time: on the
+//!   recorded configuration nothing changes; elsewhere, a computation triggered by the last of
+//!   several messages still waits for the blocks that consumed the others.
 //! * **Completion.** The makespan is the end of the last block. The end of iteration `k` is the
 //!   latest end of a block marked with iteration `k`; iteration times are the differences between
 //!   successive ends (the first measured from 0).
