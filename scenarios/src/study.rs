@@ -45,8 +45,8 @@
 //! Points are numbered in row-major order of the axes as declared (the first axis varies
 //! slowest). Each point's fingerprint is FNV-1a 64 of its fully resolved TOML, so a result row
 //! names exactly the configuration it came from. Range values with units (`1us`, `64KiB`,
-//! `10GB/s`) are spaced in their base unit (ps, bytes, B/s) and rounded to whole units; a log
-//! range uses `from * (to/from)^(i/(steps-1))`.
+//! `10GB/s`) are spaced in their base unit (ps, bytes, B/s), rounded to 4 significant digits
+//! and to whole units; a log range uses `from * (to/from)^(i/(steps-1))`.
 
 use crate::programs;
 use network_models::NetSpec;
@@ -342,8 +342,20 @@ fn unit_value(unit: Unit, x: f64) -> toml::Value {
                 .replace(' ', ""),
         ),
         Unit::Bytes => toml::Value::String(format!("{}B", x.round() as u64)),
-        Unit::Bandwidth => toml::Value::String(format!("{}B/s", x.round() as u64)),
+        Unit::Bandwidth => toml::Value::String(
+            Bandwidth::from_bytes_per_s(x.round() as u64)
+                .map_or_else(|| format!("{}B/s", x.round() as u64), |b| b.to_string()),
+        ),
     }
+}
+
+/// `x` rounded to 4 significant digits (range values read well in tables and plots).
+fn four_digits(x: f64) -> f64 {
+    if x == 0.0 || !x.is_finite() {
+        return x;
+    }
+    let mag = 10f64.powi(x.abs().log10().floor() as i32 - 3);
+    (x / mag).round() * mag
 }
 
 impl AxisDoc {
@@ -410,6 +422,7 @@ impl AxisDoc {
                 } else {
                     a + (b - a) * f
                 };
+                let x = if unit == Unit::Int { x } else { four_digits(x) };
                 unit_value(unit, x)
             })
             .collect();

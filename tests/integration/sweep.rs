@@ -194,9 +194,95 @@ fn builtin_studies_are_valid() {
     for (f, n) in [
         ("stencil-latency-large.toml", 105),
         ("stencil-latency-small.toml", 108),
+        ("simple-imbalance-lb.toml", 7),
+        ("topology-compare.toml", 15),
     ] {
         let s = scenarios::study::Study::from_file(&root.join(f))
             .unwrap_or_else(|e| panic!("{f}: {e}"));
         assert_eq!(s.num_points(), n, "{f}");
     }
+}
+
+/// Lee 2009 6.5 in small: every curve is flat at low latency, then rises; the knee (where the
+/// mean iteration time first exceeds its low-latency value by 10%, interpolated in log
+/// latency) moves to higher latency as the virtualization factor grows.
+#[test]
+fn stencil_latency_tolerance_grows_with_the_virtualization_factor() {
+    let dir = tmpdir("sweep-knees");
+    let study = dir.join("knees.toml");
+    std::fs::write(
+        &study,
+        r#"
+name = "knees"
+[workload]
+program = "stencil3d"
+pes = 48
+params = { grid = "64x64x48", block = "16x16x16", iters = 25 }
+[net]
+model = "latency"
+lat = "1us"
+[report]
+iterations = [10, 20]
+[[sweep]]
+key = "params.block"
+values = ["16x16x16", "16x8x16", "8x8x8"]
+[[sweep]]
+key = "net.lat"
+log = ["1us", "500us"]
+steps = 14
+"#,
+    )
+    .unwrap();
+    let out = dir.join("out");
+    ok(&[
+        "sweep",
+        study.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "-q",
+    ]);
+    let rows: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("results.json")).unwrap()).unwrap();
+    let lat_us = |s: &str| -> f64 {
+        let d = sim_core::units::parse_duration(s).unwrap();
+        d.as_ps() as f64 / 1e6
+    };
+    let mut knees = Vec::new();
+    for vf in ["16x16x16", "16x8x16", "8x8x8"] {
+        let pts: Vec<(f64, f64)> = rows
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["workload.params.block"] == vf)
+            .map(|r| {
+                (
+                    lat_us(r["net.lat"].as_str().unwrap()),
+                    r["mean_iteration_s"].as_f64().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(pts.len(), 14);
+        let base = pts[0].1;
+        // Flat at low latency (VF 1 has no other work to overlap, so latency adds directly:
+        // 'hurt early', as Lee found; its first step still costs under 2%).
+        let flat = if vf == "16x16x16" { 2 } else { 5 };
+        assert!(
+            pts[..flat].iter().all(|p| (p.1 / base - 1.0).abs() < 0.02),
+            "{vf} flat: {pts:?}"
+        );
+        assert!(pts[13].1 > 1.5 * base, "{vf} rises: {pts:?}");
+        assert!(
+            pts.windows(2).all(|w| w[1].1 >= w[0].1 * 0.98),
+            "{vf} about monotone: {pts:?}"
+        );
+        let i = pts.iter().position(|p| p.1 > 1.1 * base).unwrap();
+        let (a, b) = (pts[i - 1], pts[i]);
+        let f = (1.1 * base - a.1) / (b.1 - a.1);
+        knees.push((vf, (a.0.ln() + f * (b.0.ln() - a.0.ln())).exp()));
+    }
+    assert!(
+        knees[0].1 < knees[1].1 && knees[1].1 < knees[2].1,
+        "knees grow with VF: {knees:?}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
 }
