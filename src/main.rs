@@ -2,10 +2,13 @@
 //! replaying a trace of its execution blocks on a simulated one.
 
 mod bench;
+mod demo;
 mod emulate_cmd;
+mod html_report;
 mod lb_cmd;
 mod outputs;
 mod report;
+mod svg;
 mod sweep_cmd;
 
 use anyhow::{Context, Result, bail};
@@ -71,11 +74,27 @@ enum Cmd {
     Sweep(sweep_cmd::SweepArgs),
     /// Join the outputs of `whatif sweep --shard` runs into the single-run result.
     Merge(sweep_cmd::MergeArgs),
+    /// Write a self-contained HTML report (SVG charts) for a sweep folder and/or a replay
+    /// `--out` folder.
+    Report(ReportArgs),
+    /// Run a small built-in study end to end (sweep, a detailed replay, the HTML report) into
+    /// one folder, in well under a minute.
+    Demo(demo::DemoArgs),
     /// Measure simulator speed (simulated messages per second) on 3-D halo workloads.
     Bench(bench::BenchArgs),
     /// Developer tool: mutate a valid foreign trace again and again and check that the
     /// importer never panics (every input gives a trace or a clear error).
     FuzzImport(FuzzArgs),
+}
+
+#[derive(Args)]
+struct ReportArgs {
+    /// A folder from `whatif sweep` (results.json, manifest.json), from `whatif replay --out`
+    /// (summary.json, timeline.csv, ...), or from `whatif demo` (both, in sweep/ and replay/).
+    dir: PathBuf,
+    /// Output file [default: DIR/report.html].
+    #[arg(long)]
+    out: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -385,6 +404,12 @@ fn dispatch(cli: Cli) -> Result<()> {
         Cmd::Lb(a) => lb_cmd::lb(a),
         Cmd::Sweep(a) => sweep_cmd::sweep(a),
         Cmd::Merge(a) => sweep_cmd::merge(a),
+        Cmd::Report(a) => {
+            let p = html_report::write(&a.dir, a.out.as_deref())?;
+            println!("wrote {}", p.display());
+            Ok(())
+        }
+        Cmd::Demo(a) => demo::demo(a),
         Cmd::Bench(a) => bench::run(a),
         Cmd::FuzzImport(a) => fuzz_cmd(a),
     }

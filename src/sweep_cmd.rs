@@ -302,11 +302,30 @@ fn manifest(study: &Study, points: &[usize]) -> String {
     } else {
         Some(points)
     };
-    manifest_text(&study.name, &study.fingerprint, total, covered)
+    manifest_text(
+        &Manifest {
+            study: study.name.clone(),
+            fingerprint: study.fingerprint.clone(),
+            total,
+            x: study.x.clone(),
+            series: study.series.clone(),
+        },
+        covered,
+    )
 }
 
-/// The manifest: `points` is `"all"` when `covered` is `None`.
-fn manifest_text(name: &str, fingerprint: &str, total: usize, covered: Option<&[usize]>) -> String {
+/// What a results folder is: the study and its plot axes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Manifest {
+    study: String,
+    fingerprint: String,
+    total: usize,
+    x: Option<String>,
+    series: Option<String>,
+}
+
+/// The manifest text: `points` is `"all"` when `covered` is `None`.
+fn manifest_text(m: &Manifest, covered: Option<&[usize]>) -> String {
     let covered = match covered {
         None => "\"all\"".to_string(),
         Some(p) => format!(
@@ -314,9 +333,18 @@ fn manifest_text(name: &str, fingerprint: &str, total: usize, covered: Option<&[
             p.iter().map(usize::to_string).collect::<Vec<_>>().join(",")
         ),
     };
+    let opt = |v: &Option<String>| {
+        v.as_ref().map_or("null".to_string(), |s| {
+            serde_json::Value::String(s.clone()).to_string()
+        })
+    };
     format!(
-        "{{\n  \"study\": {},\n  \"fingerprint\": \"{fingerprint}\",\n  \"points_total\": {total},\n  \"points\": {covered}\n}}\n",
-        serde_json::Value::String(name.to_string())
+        "{{\n  \"study\": {},\n  \"fingerprint\": \"{}\",\n  \"points_total\": {},\n  \"x\": {},\n  \"series\": {},\n  \"points\": {covered}\n}}\n",
+        serde_json::Value::String(m.study.clone()),
+        m.fingerprint,
+        m.total,
+        opt(&m.x),
+        opt(&m.series)
     )
 }
 
@@ -348,6 +376,23 @@ fn write_outputs(
 }
 
 pub(crate) fn sweep(a: SweepArgs) -> Result<()> {
+    run(&a)
+}
+
+/// Runs a whole study into `out` (as `whatif sweep study --out out --jobs jobs`).
+pub(crate) fn run_study(study: &Path, out: &Path, jobs: Option<usize>, quiet: bool) -> Result<()> {
+    run(&SweepArgs {
+        study: study.to_path_buf(),
+        out: Some(out.to_path_buf()),
+        jobs,
+        shard: None,
+        point: None,
+        list: false,
+        quiet,
+    })
+}
+
+fn run(a: &SweepArgs) -> Result<()> {
     let t0 = Instant::now();
     let study = Study::from_file(&a.study)?;
     let total = study.num_points();
@@ -494,7 +539,7 @@ fn json_lines(text: &str, file: &Path) -> Result<Vec<String>> {
 }
 
 pub(crate) fn merge(a: MergeArgs) -> Result<()> {
-    let mut study: Option<(String, String, usize)> = None;
+    let mut study: Option<Manifest> = None;
     let mut header: Option<String> = None;
     let mut rows: Vec<(usize, String, String)> = Vec::new();
     let mut seen = BTreeSet::new();
@@ -505,23 +550,26 @@ pub(crate) fn merge(a: MergeArgs) -> Result<()> {
                 .with_context(|| format!("cannot read {}", mpath.display()))?,
         )
         .with_context(|| format!("{}: not JSON", mpath.display()))?;
-        let id = (
-            m["study"].as_str().unwrap_or_default().to_string(),
-            m["fingerprint"].as_str().unwrap_or_default().to_string(),
-            m["points_total"].as_u64().unwrap_or(0) as usize,
-        );
+        let text = |k: &str| m[k].as_str().map(String::from);
+        let id = Manifest {
+            study: text("study").unwrap_or_default(),
+            fingerprint: text("fingerprint").unwrap_or_default(),
+            total: m["points_total"].as_u64().unwrap_or(0) as usize,
+            x: text("x"),
+            series: text("series"),
+        };
         match &study {
             None => study = Some(id.clone()),
             Some(s) if *s != id => bail!(
                 "{} is from study `{}` (fingerprint {}, {} points), but {} is from `{}` ({}, {} points)",
                 dir.display(),
-                id.0,
-                id.1,
-                id.2,
+                id.study,
+                id.fingerprint,
+                id.total,
                 a.shards[0].display(),
-                s.0,
-                s.1,
-                s.2
+                s.study,
+                s.fingerprint,
+                s.total
             ),
             _ => {}
         }
@@ -565,7 +613,8 @@ pub(crate) fn merge(a: MergeArgs) -> Result<()> {
             rows.push((idx, c.to_string(), j));
         }
     }
-    let (name, fp, total) = study.context("no shards given")?;
+    let manifest = study.context("no shards given")?;
+    let total = manifest.total;
     let missing: Vec<usize> = (0..total).filter(|i| !seen.contains(i)).collect();
     if !missing.is_empty() {
         bail!(
@@ -583,7 +632,7 @@ pub(crate) fn merge(a: MergeArgs) -> Result<()> {
     rows.sort_by_key(|r| r.0);
     let csv_rows: Vec<String> = rows.iter().map(|r| r.1.clone()).collect();
     let json_rows: Vec<String> = rows.iter().map(|r| r.2.clone()).collect();
-    let manifest = manifest_text(&name, &fp, total, None);
+    let manifest = manifest_text(&manifest, None);
     write_outputs(
         &a.out,
         &header.unwrap_or_default(),

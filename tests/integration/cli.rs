@@ -477,3 +477,106 @@ fn run_native_reports_iterations_as_json() {
     }
     assert!(v["median_mean_iteration_s"].as_f64().unwrap() >= 20e-6);
 }
+
+/// `whatif demo`: a study, a detailed replay and a report with every kind of chart.
+#[test]
+fn demo_writes_a_report_with_charts_and_chromium_renders_it() {
+    let dir = tmpdir("demo");
+    let out = dir.join("demo");
+    let o = whatif(&["demo", "--out", out.to_str().unwrap(), "-q"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("report.html"));
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.starts_with("<!DOCTYPE html>"));
+    let charts = html.matches("class=\"chart\"").count();
+    assert!(charts >= 6, "{charts} charts");
+    for needle in [
+        "class=\"series\"", // sweep curves
+        "class=\"knees\"",  // knee table
+        "class=\"block\"",  // timeline
+        "class=\"layer\"",  // time profile
+        "class=\"bar\"",    // usage per PE and grain size
+        "class=\"node\"",   // machine plot
+        "4x4x3 torus",
+    ] {
+        assert!(html.contains(needle), "report lacks {needle}");
+    }
+    assert_eq!(
+        html.matches("class=\"series\"").count(),
+        4,
+        "one curve per VF"
+    );
+    let csv = std::fs::read_to_string(out.join("sweep/results.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 1 + 56);
+    assert!(out.join("replay/trace.json").exists());
+    assert!(out.join("replay/projections/predicted.sts").exists());
+    // The report of a folder is reproducible.
+    let again = whatif(&[
+        "report",
+        out.to_str().unwrap(),
+        "--out",
+        dir.join("r2.html").to_str().unwrap(),
+    ]);
+    assert!(again.status.success(), "{}", stderr(&again));
+    assert_eq!(std::fs::read_to_string(dir.join("r2.html")).unwrap(), html);
+    let e = whatif(&["report", dir.to_str().unwrap()]);
+    assert!(
+        stderr(&e).contains("holds neither sweep results"),
+        "{}",
+        stderr(&e)
+    );
+
+    // Headless Chromium renders the page with its charts (skipped when it is not installed;
+    // .ci/run installs the Debian `chromium` package).
+    let browser = ["chromium", "chromium-browser", "google-chrome"]
+        .into_iter()
+        .find(|b| {
+            Command::new(b)
+                .arg("--version")
+                .output()
+                .is_ok_and(|o| o.status.success())
+        });
+    match browser {
+        None => eprintln!("skipped: no chromium on PATH (apt-get install chromium)"),
+        Some(b) => {
+            let url = format!("file://{}", out.join("report.html").display());
+            let dom = Command::new(b)
+                .args([
+                    "--headless",
+                    "--no-sandbox",
+                    "--disable-gpu",
+                    "--dump-dom",
+                    &url,
+                ])
+                .output()
+                .expect("run chromium");
+            let dom = String::from_utf8_lossy(&dom.stdout);
+            assert!(
+                dom.contains("<h1>whatif report</h1>"),
+                "chromium did not render the page"
+            );
+            assert!(
+                dom.matches("<svg").count() >= 6,
+                "chromium sees {} charts",
+                dom.matches("<svg").count()
+            );
+            assert!(dom.contains("<polyline"));
+            let png = dir.join("report.png");
+            let shot = Command::new(b)
+                .args([
+                    "--headless",
+                    "--no-sandbox",
+                    "--disable-gpu",
+                    "--window-size=1000,1400",
+                    &format!("--screenshot={}", png.display()),
+                    &url,
+                ])
+                .output()
+                .expect("run chromium");
+            assert!(shot.status.success());
+            let size = std::fs::metadata(&png).map(|m| m.len()).unwrap_or(0);
+            assert!(size > 20_000, "a blank screenshot ({size} bytes)");
+        }
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
