@@ -311,6 +311,9 @@ struct OutputArgs {
     /// timeline.csv, pe.csv, entries.csv, iterations.csv, links.csv.
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
+    /// With --out: also write the HTML report (DIR/report.html).
+    #[arg(long, requires = "out")]
+    report: bool,
     /// Write the predicted timeline (one row per block) to this CSV file.
     #[arg(long)]
     timeline: Option<PathBuf>,
@@ -806,6 +809,12 @@ fn replay_and_report(trace: &Trace, m: &MachineArgs, o: &OutputArgs) -> Result<(
     if let Some(dir) = &o.out {
         let t0 = Instant::now();
         outputs::write_all(dir, &info, &r, cpu_scale)?;
+        if o.report {
+            let p = html_report::write(dir, None)?;
+            if !o.quiet {
+                eprintln!("wrote {}", p.display());
+            }
+        }
         if !o.quiet {
             eprintln!(
                 "wrote {} (trace.json, projections/, CSV summaries) in {:.2} s",

@@ -76,6 +76,9 @@ pub(crate) struct SweepArgs {
     /// Print the points (index, fingerprint, swept values) and exit.
     #[arg(long)]
     list: bool,
+    /// Also write the HTML report (OUT/report.html).
+    #[arg(long)]
+    report: bool,
     /// No progress on stderr.
     #[arg(long, short)]
     quiet: bool,
@@ -388,6 +391,7 @@ pub(crate) fn run_study(study: &Path, out: &Path, jobs: Option<usize>, quiet: bo
         shard: None,
         point: None,
         list: false,
+        report: false,
         quiet,
     })
 }
@@ -511,6 +515,12 @@ fn run(a: &SweepArgs) -> Result<()> {
         &json_rows,
         &manifest(&study, &indices),
     )?;
+    if a.report {
+        let p = crate::html_report::write(&out, None)?;
+        if !a.quiet {
+            eprintln!("wrote {}", p.display());
+        }
+    }
     if !a.quiet {
         eprintln!(
             "wrote {} ({} rows: results.csv, results.json, manifest.json) in {:.2} s",
