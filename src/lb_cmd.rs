@@ -92,7 +92,7 @@ pub(crate) struct Row {
 }
 
 fn secs(ps: u64) -> f64 {
-    ps as f64 / 1e12
+    sim_core::SimDuration::from_ps(ps).as_secs_f64()
 }
 
 /// A time in seconds with 4 significant digits and a unit.
@@ -116,17 +116,9 @@ fn short(s: f64) -> String {
     format!("{v:.decimals$} {u}")
 }
 
-/// Mean duration (ps) of the iterations whose label passes `keep`; `None` if none does.
+/// Mean duration (ps) of the iterations whose label passes `keep`.
 fn mean_iteration(r: &ReplayReport, keep: impl Fn(u32) -> bool) -> Option<u64> {
-    let times = r.iteration_times();
-    let sel: Vec<u64> = r
-        .iterations
-        .iter()
-        .zip(&times)
-        .filter(|((label, _), _)| keep(*label))
-        .map(|(_, d)| d.as_ps())
-        .collect();
-    (!sel.is_empty()).then(|| sel.iter().sum::<u64>() / sel.len() as u64)
+    r.mean_iteration_ps(keep).map(|(m, _)| m)
 }
 
 pub(crate) fn replay_run(

@@ -60,7 +60,7 @@ fn csv_writer(path: &Path) -> Result<csv::Writer<File>> {
 
 /// Picoseconds as seconds, exactly (12 decimals).
 fn s(ps: u64) -> String {
-    format!("{}.{:012}", ps / 1_000_000_000_000, ps % 1_000_000_000_000)
+    sim_core::SimDuration::from_ps(ps).secs_exact()
 }
 
 /// Picoseconds as microseconds, exactly (6 decimals): Chrome trace timestamps.
@@ -147,8 +147,7 @@ fn write_iterations_csv(path: &Path, r: &ReplayReport) -> Result<()> {
     Ok(())
 }
 
-/// Who consumes each send: `consumers[start[s]..start[s+1]]` are the blocks triggered by send
-/// `s`, and `sender[s]` is the sending block.
+/// Who consumes each send ([`Trace::consumers`]) and who sends it.
 struct Deliveries {
     start: Vec<u32>,
     consumers: Vec<u32>,
@@ -159,45 +158,12 @@ struct Deliveries {
 
 impl Deliveries {
     fn of(t: &Trace) -> Deliveries {
-        let index = t.message_index();
-        let n_sends = t.num_sends();
-        let mut sender = vec![0u32; n_sends];
-        for id in t.block_ids() {
-            for s in t.send_range(id) {
-                sender[s] = id.0;
-            }
-        }
-        let trigger_send: Vec<u32> = t
-            .blocks()
-            .iter()
-            .map(|b| {
-                b.trigger
-                    .and_then(|m| index.lookup(m))
-                    .map_or(u32::MAX, |s| s as u32)
-            })
-            .collect();
-        let mut start = vec![0u32; n_sends + 1];
-        for &s in &trigger_send {
-            if s != u32::MAX {
-                start[s as usize + 1] += 1;
-            }
-        }
-        for i in 0..n_sends {
-            start[i + 1] += start[i];
-        }
-        let mut fill = start.clone();
-        let mut consumers = vec![0u32; start[n_sends] as usize];
-        for (b, &s) in trigger_send.iter().enumerate() {
-            if s != u32::MAX {
-                consumers[fill[s as usize] as usize] = b as u32;
-                fill[s as usize] += 1;
-            }
-        }
+        let c = t.consumers();
         Deliveries {
-            start,
-            consumers,
-            sender,
-            trigger_send,
+            start: c.start,
+            consumers: c.blocks,
+            sender: t.send_blocks(),
+            trigger_send: c.trigger_send,
         }
     }
 }

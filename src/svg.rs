@@ -17,7 +17,8 @@ const MR: f64 = 170.0;
 const MT: f64 = 30.0;
 const MB: f64 = 50.0;
 
-fn esc(s: &str) -> String {
+/// Escapes text for HTML and SVG.
+pub fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")

@@ -12,7 +12,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use lb_strategies::{LbPoint, Strategy};
 use network_models::NetSpec;
 use rayon::prelude::*;
-use replay::{CpuScale, Mapping, ReplayConfig, ReplayReport, SchedPolicy};
+use replay::{CpuScale, Mapping, ReplayConfig, SchedPolicy};
 use scenarios::study::{Point, Study, Workload};
 use sim_core::Ratio;
 use std::collections::BTreeSet;
@@ -108,7 +108,7 @@ struct Row {
 }
 
 fn secs(ps: u64) -> String {
-    format!("{}.{:012}", ps / 1_000_000_000_000, ps % 1_000_000_000_000)
+    sim_core::SimDuration::from_ps(ps).secs_exact()
 }
 
 impl Row {
@@ -208,23 +208,6 @@ fn machine(p: &Point, trace: &Trace) -> Result<(ReplayConfig, Ratio)> {
     ))
 }
 
-/// Mean of the iteration times whose labels are in `window` (all if `None`), in ps.
-fn mean_iteration(r: &ReplayReport, window: Option<(u32, u32)>) -> (Option<u64>, usize) {
-    let times = r.iteration_times();
-    let sel: Vec<u64> = r
-        .iterations
-        .iter()
-        .zip(&times)
-        .filter(|((l, _), _)| window.is_none_or(|(a, b)| *l >= a && *l <= b))
-        .map(|(_, d)| d.as_ps())
-        .collect();
-    if sel.is_empty() {
-        (None, 0)
-    } else {
-        (Some(sel.iter().sum::<u64>() / sel.len() as u64), sel.len())
-    }
-}
-
 fn run_point(p: &Point, trace: &Trace) -> Result<Row> {
     let spec = match (&p.net, &trace.meta.net) {
         (Some(n), _) => n.clone(),
@@ -261,7 +244,10 @@ fn run_point(p: &Point, trace: &Trace) -> Result<Row> {
             replay_with_map(trace, &spec, &cfg, &plan, &current, map, lb.migrate_bytes)?
         }
     };
-    let (mean, counted) = mean_iteration(&r, p.iterations);
+    let window = p.iterations;
+    let (mean, counted) = r
+        .mean_iteration_ps(|l| window.is_none_or(|(a, b)| l >= a && l <= b))
+        .map_or((None, 0), |(m, n)| (Some(m), n));
     let mut cells: Vec<(String, Cell)> = vec![
         ("point".into(), Cell::Num(p.index.to_string())),
         ("fingerprint".into(), Cell::Text(p.fingerprint.clone())),

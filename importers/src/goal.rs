@@ -575,12 +575,7 @@ pub fn export(trace: &Trace) -> Result<String, ExportError> {
     let n_obj = trace.objects.len();
     let index = trace.message_index();
     let sends = trace.all_sends();
-    let mut send_block = vec![0u32; sends.len()];
-    for id in trace.block_ids() {
-        for s in trace.send_range(id) {
-            send_block[s] = id.0;
-        }
-    }
+    let send_block = trace.send_blocks();
     // Consumers of each send.
     let mut consumers: Vec<Vec<BlockId>> = vec![Vec::new(); sends.len()];
     for id in trace.block_ids() {

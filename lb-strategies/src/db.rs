@@ -297,8 +297,8 @@ impl LbDatabase {
 }
 
 /// Picoseconds as seconds with 12 decimals (exact).
-pub(crate) fn secs(ps: u64) -> String {
-    format!("{}.{:012}", ps / 1_000_000_000_000, ps % 1_000_000_000_000)
+fn secs(ps: u64) -> String {
+    SimDuration::from_ps(ps).secs_exact()
 }
 
 /// The communication graph of the blocks in the window: every message a window block is
@@ -306,13 +306,11 @@ pub(crate) fn secs(ps: u64) -> String {
 /// Messages an object sends to itself are left out.
 fn comm_edges(trace: &Trace, in_window: &[bool]) -> Vec<CommEdge> {
     let index = trace.message_index();
-    let mut sender_object = vec![0u32; trace.num_sends()];
-    for id in trace.block_ids() {
-        let o = trace.block(id).object.0;
-        for s in trace.send_range(id) {
-            sender_object[s] = o;
-        }
-    }
+    let sender_object: Vec<u32> = trace
+        .send_blocks()
+        .iter()
+        .map(|&b| trace.block(BlockId(b)).object.0)
+        .collect();
     let sends = trace.all_sends();
     let mut pairs: Vec<(u32, u32, u64)> = Vec::new();
     for id in trace.block_ids() {

@@ -48,26 +48,16 @@ impl Graph {
         let mut fill = start.clone();
         let mut nbr = vec![0u32; start[n]];
         let mut w = vec![0u64; start[n]];
-        // Edges are sorted by (a, b), so each list comes out sorted by neighbour id.
-        for e in &db.edges {
-            for (x, y) in [(e.a, e.b), (e.b, e.a)] {
+        // Edges are sorted by (a, b). Filling every vertex's smaller neighbours first (from
+        // the edges where it is `b`, met in ascending `a`), then its larger ones (where it is
+        // `a`, in ascending `b`), leaves each list sorted by neighbour id.
+        for backward in [true, false] {
+            for e in &db.edges {
+                let (x, y) = if backward { (e.b, e.a) } else { (e.a, e.b) };
                 let i = fill[x as usize];
                 nbr[i] = y;
                 w[i] = e.weight();
                 fill[x as usize] += 1;
-            }
-        }
-        for v in 0..n {
-            let r = start[v]..start[v + 1];
-            let mut pairs: Vec<(u32, u64)> = nbr[r.clone()]
-                .iter()
-                .copied()
-                .zip(w[r.clone()].iter().copied())
-                .collect();
-            pairs.sort_unstable();
-            for (k, (a, b)) in pairs.into_iter().enumerate() {
-                nbr[r.start + k] = a;
-                w[r.start + k] = b;
             }
         }
         Graph { start, nbr, w }

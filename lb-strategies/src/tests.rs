@@ -366,3 +366,21 @@ fn sync_points_windows_and_background() {
     assert!(pes.contains("1,0.000090000000,1,1,0.000090000000"), "{pes}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn graph_lists_are_sorted_and_symmetric() {
+    let d = grid(5, 4, 3);
+    let g = partition::Graph::of(&d);
+    for v in 0..d.objects.len() {
+        let r = g.start[v]..g.start[v + 1];
+        assert!(
+            g.nbr[r.clone()].windows(2).all(|p| p[0] < p[1]),
+            "vertex {v}"
+        );
+        for &u in &g.nbr[r] {
+            let ru = g.start[u as usize]..g.start[u as usize + 1];
+            assert!(g.nbr[ru].contains(&(v as u32)));
+        }
+    }
+    assert_eq!(g.nbr.len(), 2 * d.edges.len());
+}

@@ -171,6 +171,18 @@ impl ReplayReport {
             })
             .collect()
     }
+    /// Mean duration (ps, rounded down) of the iterations whose labels pass `keep`, and how
+    /// many there are; `None` when none does.
+    pub fn mean_iteration_ps(&self, keep: impl Fn(u32) -> bool) -> Option<(u64, usize)> {
+        let (mut sum, mut n) = (0u128, 0usize);
+        for ((label, _), d) in self.iterations.iter().zip(self.iteration_times()) {
+            if keep(*label) {
+                sum += d.as_ps() as u128;
+                n += 1;
+            }
+        }
+        (n > 0).then(|| ((sum / n as u128) as u64, n))
+    }
     /// Total busy time over all PEs.
     pub fn busy_total(&self) -> SimDuration {
         SimDuration::from_ps(

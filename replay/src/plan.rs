@@ -111,7 +111,6 @@ impl Plan {
         let map = cfg.mapping.resolve(trace, pes)?;
         let n = trace.num_blocks();
         let block_pe = block_pes(trace, &map, cfg.remap.as_ref(), pes)?;
-        let index = trace.message_index();
 
         // Iteration labels -> dense slots.
         let mut iter_labels: Vec<u32> = trace.blocks().iter().filter_map(|b| b.iteration).collect();
@@ -119,25 +118,26 @@ impl Plan {
         iter_labels.dedup();
 
         let all_sends = trace.all_sends();
-        let mut send_block = vec![0u32; all_sends.len()];
-        for id in trace.block_ids() {
-            for s in trace.send_range(id) {
-                send_block[s] = id.0;
-            }
-        }
+        let send_block = trace.send_blocks();
+        let trace::Consumers {
+            start: cons_start,
+            blocks: consumers,
+            trigger_send,
+        } = trace.consumers();
 
         let mut blocks = Vec::with_capacity(n);
         let mut extra = Vec::with_capacity(n);
         let mut wait: Vec<BlockWait> = Vec::with_capacity(n);
-        // (send index, consumer block) pairs, to group consumers by send.
-        let mut cons_count = vec![0u32; all_sends.len() + 1];
-        let mut trigger_send: Vec<u32> = Vec::with_capacity(n);
         for id in trace.block_ids() {
             let b = trace.block(id);
             let pe = block_pe[id.index()];
             let scale: Ratio = cfg.cpu_scale.of(pe);
-            let sent = b.trigger.and_then(|m| index.lookup(m));
-            let trigger_src_pe = sent.map_or(u32::MAX, |s| block_pe[send_block[s] as usize]);
+            let sent = trigger_send[id.index()];
+            let trigger_src_pe = if sent == u32::MAX {
+                u32::MAX
+            } else {
+                block_pe[send_block[sent as usize] as usize]
+            };
             blocks.push(CBlock {
                 pe,
                 iter_slot: b.iteration.map_or(NO_ITER, |i| {
@@ -153,33 +153,12 @@ impl Plan {
             });
             extra.push(CBlockExtra {
                 entry: b.entry.0,
-                trigger_send: sent.map_or(u32::MAX, |s| s as u32),
+                trigger_send: sent,
             });
             wait.push(BlockWait {
                 key_ps: 0,
                 pending: trace.deps(id).len() as u32 + b.trigger.is_some() as u32,
             });
-            match sent {
-                Some(s) => {
-                    cons_count[s] += 1;
-                    trigger_send.push(s as u32);
-                }
-                None => trigger_send.push(u32::MAX),
-            }
-        }
-
-        // Consumers CSR (prefix sums over cons_count), filled in block order.
-        let mut cons_start = vec![0u32; all_sends.len() + 1];
-        for s in 0..all_sends.len() {
-            cons_start[s + 1] = cons_start[s] + cons_count[s];
-        }
-        let mut fill = cons_start.clone();
-        let mut consumers = vec![0u32; cons_start[all_sends.len()] as usize];
-        for (b, &s) in trigger_send.iter().enumerate() {
-            if s != u32::MAX {
-                consumers[fill[s as usize] as usize] = b as u32;
-                fill[s as usize] += 1;
-            }
         }
 
         let consumer_pe: Vec<u32> = consumers.iter().map(|&c| blocks[c as usize].pe).collect();

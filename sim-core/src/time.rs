@@ -84,6 +84,11 @@ impl SimDuration {
     pub fn as_secs_f64(self) -> f64 {
         self.0 as f64 / PS_PER_S as f64
     }
+    /// Seconds as exact decimal text with 12 decimals (`0.000001500000`): for CSV and JSON
+    /// outputs that must be byte-stable and lose nothing.
+    pub fn secs_exact(self) -> String {
+        format!("{}.{:012}", self.0 / PS_PER_S, self.0 % PS_PER_S)
+    }
     /// `self + other`, or `None` on overflow.
     pub const fn checked_add(self, other: SimDuration) -> Option<SimDuration> {
         match self.0.checked_add(other.0) {
@@ -150,6 +155,18 @@ mod tests {
         assert_eq!(
             SimTime::from_ps(1_234_567_000_001).to_string(),
             "1.234567000001 s"
+        );
+    }
+
+    #[test]
+    fn exact_seconds_text() {
+        assert_eq!(
+            SimDuration::from_ps(1_500_000).secs_exact(),
+            "0.000001500000"
+        );
+        assert_eq!(
+            SimDuration::from_ps(12_000_000_000_001).secs_exact(),
+            "12.000000000001"
         );
     }
 

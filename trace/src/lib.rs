@@ -32,8 +32,8 @@ pub mod text;
 pub use error::{TraceError, ValidationError};
 pub use ids::{BlockId, EntryId, GroupId, MsgId, ObjectId, PeId};
 pub use model::{
-    Block, Destination, EntryMethod, Group, MessageIndex, ObjectInfo, Send, Trace, TraceBuilder,
-    TraceMeta,
+    Block, Consumers, Destination, EntryMethod, Group, MessageIndex, ObjectInfo, Send, Trace,
+    TraceBuilder, TraceMeta,
 };
 pub use summary::{EntrySummary, TraceSummary};
 

@@ -252,6 +252,52 @@ impl Trace {
     pub fn message_index(&self) -> MessageIndex {
         MessageIndex::new(&self.sends)
     }
+    /// The sending block of every send (index into [`Trace::all_sends`] -> block id).
+    pub fn send_blocks(&self) -> Vec<u32> {
+        let mut v = Vec::with_capacity(self.sends.len());
+        for (b, &end) in self.sends_end.iter().enumerate() {
+            v.resize(end as usize, b as u32);
+        }
+        v
+    }
+    /// Who each send triggers: for send `s`, the blocks whose trigger it is are
+    /// `blocks[start[s]..start[s + 1]]`, in block order (one for point-to-point, one per
+    /// receiving object for broadcasts and groups).
+    pub fn consumers(&self) -> Consumers {
+        let index = self.message_index();
+        let n_sends = self.sends.len();
+        let trigger_send: Vec<u32> = self
+            .blocks
+            .iter()
+            .map(|b| {
+                b.trigger
+                    .and_then(|m| index.lookup(m))
+                    .map_or(u32::MAX, |s| s as u32)
+            })
+            .collect();
+        let mut start = vec![0u32; n_sends + 1];
+        for &s in &trigger_send {
+            if s != u32::MAX {
+                start[s as usize + 1] += 1;
+            }
+        }
+        for i in 0..n_sends {
+            start[i + 1] += start[i];
+        }
+        let mut fill = start.clone();
+        let mut blocks = vec![0u32; start[n_sends] as usize];
+        for (b, &s) in trigger_send.iter().enumerate() {
+            if s != u32::MAX {
+                blocks[fill[s as usize] as usize] = b as u32;
+                fill[s as usize] += 1;
+            }
+        }
+        Consumers {
+            start,
+            blocks,
+            trigger_send,
+        }
+    }
 
     /// Checks every invariant listed on [`Trace`].
     pub fn validate(&self) -> Result<(), ValidationError> {
@@ -349,6 +395,17 @@ impl Trace {
         }
         Ok(())
     }
+}
+
+/// The consumers of every send, in compressed-sparse-row form ([`Trace::consumers`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Consumers {
+    /// `start[s]..start[s + 1]` is send `s`'s range in `blocks` (length: sends + 1).
+    pub start: Vec<u32>,
+    /// Consumer block ids, grouped by send.
+    pub blocks: Vec<u32>,
+    /// Per block, the send that triggers it (`u32::MAX`: none, or a label no block sends).
+    pub trigger_send: Vec<u32>,
 }
 
 /// Maps message labels to send indices. When labels are exactly `0..n` in send order (as the

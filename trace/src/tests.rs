@@ -361,3 +361,33 @@ fn meta_flags_round_trip_and_older_versions_are_still_read() {
     let e = binary::read_binary(&v4[..], "v4").unwrap_err().to_string();
     assert!(e.contains("found version 4"), "{e}");
 }
+
+#[test]
+fn send_blocks_and_consumers_invert_the_block_lists() {
+    let t = sample();
+    let owners = t.send_blocks();
+    assert_eq!(owners.len(), t.num_sends());
+    for id in t.block_ids() {
+        for s in t.send_range(id) {
+            assert_eq!(owners[s], id.0);
+        }
+    }
+    let c = t.consumers();
+    assert_eq!(c.start.len(), t.num_sends() + 1);
+    let index = t.message_index();
+    let mut seen = 0;
+    for id in t.block_ids() {
+        let expect = t.block(id).trigger.and_then(|m| index.lookup(m));
+        assert_eq!(
+            c.trigger_send[id.index()],
+            expect.map_or(u32::MAX, |s| s as u32)
+        );
+        if let Some(s) = expect {
+            let range = c.start[s] as usize..c.start[s + 1] as usize;
+            assert!(c.blocks[range].contains(&id.0));
+            seen += 1;
+        }
+    }
+    assert_eq!(seen, c.blocks.len());
+    assert!(seen > 1, "the sample has triggered blocks");
+}
