@@ -148,22 +148,22 @@ fn write_iterations_csv(path: &Path, r: &ReplayReport) -> Result<()> {
 }
 
 /// Who consumes each send ([`Trace::consumers`]) and who sends it.
-struct Deliveries {
-    start: Vec<u32>,
-    consumers: Vec<u32>,
+struct Deliveries<'t> {
+    start: &'t [u32],
+    consumers: &'t [u32],
     sender: Vec<u32>,
     /// Per block, the send that triggers it (`u32::MAX`: none).
-    trigger_send: Vec<u32>,
+    trigger_send: &'t [u32],
 }
 
-impl Deliveries {
-    fn of(t: &Trace) -> Deliveries {
+impl<'t> Deliveries<'t> {
+    fn of(t: &'t Trace) -> Deliveries<'t> {
         let c = t.consumers();
         Deliveries {
-            start: c.start,
-            consumers: c.blocks,
+            start: &c.start,
+            consumers: &c.blocks,
             sender: t.send_blocks(),
-            trigger_send: c.trigger_send,
+            trigger_send: &c.trigger_send,
         }
     }
 }

@@ -1,6 +1,6 @@
 //! The `hops` model: latency, per-hop latency and bandwidth on a topology, no contention.
 
-use crate::{MessageInfo, NetStats, NetworkModel, Topology};
+use crate::{FixedCosts, MessageInfo, NetStats, NetworkModel, Topology};
 use sim_core::{Bandwidth, SimDuration, SimTime};
 
 /// Latency, per-hop latency and bandwidth on a topology, without contention: a remote message
@@ -43,9 +43,9 @@ pub struct HopsModel {
     hop_bytes: u64,
 }
 
-impl NetworkModel for HopsModel {
-    #[inline]
-    fn wire_time(&mut self, msg: &MessageInfo, _depart: SimTime) -> SimDuration {
+impl HopsModel {
+    /// The wire time of `msg`, counted `times` times in the traffic statistics.
+    fn wire_counted(&mut self, msg: &MessageInfo, times: u64) -> SimDuration {
         let p = &self.p;
         let ppn = p.pes_per_node.max(1);
         let (a, b) = ((msg.src_pe / ppn) as u64, (msg.dst_pe / ppn) as u64);
@@ -55,13 +55,26 @@ impl NetworkModel for HopsModel {
                 .saturating_add(p.intra_bandwidth.transfer_time(msg.bytes));
         }
         let hops = p.topology.hops(a, b) as u64;
-        self.messages += 1;
+        self.messages = self.messages.saturating_add(times);
         self.hop_bytes = self
             .hop_bytes
-            .saturating_add(hops.saturating_mul(msg.bytes));
+            .saturating_add(hops.saturating_mul(msg.bytes).saturating_mul(times));
         p.latency
             .saturating_add(p.per_hop.saturating_mul(hops))
             .saturating_add(p.bandwidth.transfer_time(msg.bytes))
+    }
+}
+
+impl NetworkModel for HopsModel {
+    #[inline]
+    fn wire_time(&mut self, msg: &MessageInfo, _depart: SimTime) -> SimDuration {
+        self.wire_counted(msg, 1)
+    }
+    fn fixed_costs(&mut self, msg: &MessageInfo, times: u64) -> Option<FixedCosts> {
+        Some(FixedCosts {
+            wire: self.wire_counted(msg, times),
+            ..FixedCosts::default()
+        })
     }
     fn check_pes(&self, pes: u32) -> Result<(), String> {
         check_fit(&self.p.topology, self.p.pes_per_node, pes)

@@ -89,6 +89,18 @@ pub struct SendTiming {
     pub depart: SimTime,
 }
 
+/// The costs of a message under a model whose costs depend only on the message itself
+/// ([`NetworkModel::fixed_costs`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FixedCosts {
+    /// Departure to arrival.
+    pub wire: SimDuration,
+    /// CPU time the sending block spends on it (its departure is that much later).
+    pub send_cpu: SimDuration,
+    /// CPU time the receiving block spends on it (at its start).
+    pub recv_cpu: SimDuration,
+}
+
 /// One message delivered by an event-driven model.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Delivery {
@@ -136,6 +148,14 @@ pub trait NetworkModel: std::fmt::Debug {
             cpu,
             depart: ready.saturating_add(cpu),
         }
+    }
+    /// For a model whose costs for `msg` depend neither on time nor on other messages: those
+    /// costs, having counted `msg` `times` times in its statistics (as if
+    /// [`NetworkModel::wire_time`] had been asked that often). The replay then computes every
+    /// delivery up front and never calls the model while it runs. `None` (the default): the
+    /// replay asks the model message by message, as [`NetworkModel::driving`] says.
+    fn fixed_costs(&mut self, _msg: &MessageInfo, _times: u64) -> Option<FixedCosts> {
+        None
     }
     /// True if some overhead can be non-zero (lets the replay skip overhead bookkeeping).
     fn has_overheads(&self) -> bool {
@@ -210,6 +230,9 @@ impl NetworkModel for Ideal {
     fn wire_time(&mut self, _msg: &MessageInfo, _depart: SimTime) -> SimDuration {
         SimDuration::ZERO
     }
+    fn fixed_costs(&mut self, _msg: &MessageInfo, _times: u64) -> Option<FixedCosts> {
+        Some(FixedCosts::default())
+    }
 }
 
 /// Each message takes the delay recorded in the trace (from its recorded send time to the
@@ -237,6 +260,12 @@ pub struct Latency {
 impl NetworkModel for Latency {
     fn wire_time(&mut self, _msg: &MessageInfo, _depart: SimTime) -> SimDuration {
         self.latency
+    }
+    fn fixed_costs(&mut self, _msg: &MessageInfo, _times: u64) -> Option<FixedCosts> {
+        Some(FixedCosts {
+            wire: self.latency,
+            ..FixedCosts::default()
+        })
     }
 }
 
@@ -289,6 +318,13 @@ impl NetworkModel for AlphaBeta {
     }
     fn recv_overhead(&self, _msg: &MessageInfo) -> SimDuration {
         self.recv_overhead
+    }
+    fn fixed_costs(&mut self, msg: &MessageInfo, _times: u64) -> Option<FixedCosts> {
+        Some(FixedCosts {
+            wire: self.wire_time(msg, SimTime::ZERO),
+            send_cpu: self.send_overhead,
+            recv_cpu: self.recv_overhead,
+        })
     }
     fn has_overheads(&self) -> bool {
         self.send_overhead != SimDuration::ZERO || self.recv_overhead != SimDuration::ZERO

@@ -1,155 +1,280 @@
 //! The event loop. See the crate docs for the semantics it implements.
+//!
+//! # Layout
+//!
+//! Blocks are addressed as `(k, i)`: block `i` of iteration `k` (a flat trace has one
+//! iteration). What changes while a block waits (unmet conditions, effective receive time, its
+//! link in a ready list) lives in a [`Window`] of iteration slots: only the iterations that
+//! have started and not yet finished hold state, so a run that repeats an iteration many
+//! times needs state for a few iterations, not for all of them.
+//!
+//! Each PE's ready set is a FIFO list threaded through the waiting-state records (blocks
+//! usually become ready in `(priority, effective receive time, block)` order, so appending
+//! keeps the list sorted) plus a binary heap for the blocks that arrive out of order; the
+//! smaller of the two heads runs next. The order is exactly that of one heap.
 
-use crate::plan::{NO_ITER, Plan};
-use crate::{EntryNetStats, MessageStats, ReplayError, ReplayReport, TimelineRecord};
+use crate::plan::{Delivery, NIL, NO_ITER, Plan};
+use crate::{EntryNetStats, ReplayError, ReplayReport, TimelineRecord};
 use network_models::{Driving, MessageInfo, NetIo, NetworkModel};
-use sim_core::{EventClass, EventQueue, RunLimits, Scheduler, SimDuration, SimTime};
+use sim_core::{EventClass, EventQueue, RunLimits, SchedError, Scheduler, SimDuration, SimTime};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-// Event payload: kind in the top 3 bits, index below.
+// Event payload: kind in the top 3 bits; for block and delivery events the iteration in the
+// next 29 bits and the block (or slot) in the low 32.
 const KIND_SHIFT: u32 = 61;
-const ARRIVE: u64 = 0; // index = block whose trigger arrives
-const END: u64 = 1; // index = PE whose running block ends
-const DISPATCH: u64 = 2; // index = PE that should pick its next ready block
-const DEPART: u64 = 3; // index = consumer slot whose message leaves (ordered/event models)
-const NET: u64 = 4; // index = the network model's own event id (event-driven models)
-const INDEX_MASK: u64 = (1 << KIND_SHIFT) - 1;
+const ARRIVE: u64 = 0; // (k, block whose trigger arrives)
+const END: u64 = 1; // PE whose running block ends
+const DISPATCH: u64 = 2; // PE that should pick its next ready block
+const DEPART: u64 = 3; // (k, slot) whose message leaves (per-message plans, ordered models)
+const NET: u64 = 4; // the network model's own event id (event-driven models)
+const RELEASE: u64 = 5; // (0, block) released at its recorded start
+/// Iterations the event encoding can address.
+pub(crate) const MAX_REPS: u32 = 1 << 29;
 
 #[inline]
-fn ev(kind: u64, index: u32) -> u64 {
-    (kind << KIND_SHIFT) | index as u64
+fn ev(kind: u64, k: u32, index: u32) -> u64 {
+    (kind << KIND_SHIFT) | ((k as u64) << 32) | index as u64
 }
 
-/// Ready blocks of one PE, smallest `(priority, ready time, block id)` first.
-type ReadySet = BinaryHeap<Reverse<(i32, u64, u32)>>;
+/// A block's place in the ready order: `(priority, effective receive time, k << 32 | i)`.
+type Ord3 = (i32, u64, u64);
 
-#[derive(Debug, Default)]
+#[inline]
+fn kid(k: u32, i: u32) -> u64 {
+    ((k as u64) << 32) | i as u64
+}
+
+/// What a block still waits for, and its link in its PE's ready list.
+#[derive(Clone, Copy, Debug, Default)]
+struct Wait {
+    /// Effective receive time (BigSim's `effRecvTime`).
+    key_ps: u64,
+    /// Unfinished dependencies, plus one while the trigger has not arrived.
+    pending: u32,
+    /// Next block in the PE's ready list (a state index), or `NIL`.
+    next: u32,
+}
+
+/// Exact division of a state index by the number of blocks per iteration.
+#[derive(Clone, Copy, Debug)]
+struct Div {
+    d: u32,
+    m: u64,
+}
+
+impl Div {
+    fn new(d: u32) -> Div {
+        // Lemire, Kaser and Kurz: floor(n / d) = (ceil(2^64 / d) * n) >> 64 for 32-bit n.
+        Div {
+            d,
+            m: if d <= 1 { 0 } else { u64::MAX / d as u64 + 1 },
+        }
+    }
+    #[inline]
+    fn div(self, n: u32) -> u32 {
+        if self.d <= 1 {
+            n
+        } else {
+            ((self.m as u128 * n as u128) >> 64) as u32
+        }
+    }
+}
+
+/// The waiting state of the live iterations `lo..hi`, iteration `k` in slot `k mod w`.
+struct Window {
+    b: u32,
+    mask: u32,
+    lo: u32,
+    hi: u32,
+    st: Vec<Wait>,
+    /// Per slot: blocks of its iteration not finished yet.
+    remaining: Vec<u32>,
+    /// Per slot: the iteration in it.
+    slot_iter: Vec<u32>,
+    div: Div,
+}
+
+impl Window {
+    #[inline]
+    fn idx(&self, k: u32, i: u32) -> usize {
+        (k & self.mask) as usize * self.b as usize + i as usize
+    }
+    /// `(k, i)` of a state index.
+    #[inline]
+    fn block_of(&self, idx: u32) -> (u32, u32) {
+        let slot = self.div.div(idx);
+        (self.slot_iter[slot as usize], idx - slot * self.b)
+    }
+}
+
+#[derive(Debug)]
 struct Pe {
     busy: bool,
     dispatch_pending: bool,
-    running: u32,
+    /// FIFO ready list (state indices), sorted by the ready order.
+    head: u32,
+    tail: u32,
+    /// Ready order of the list's tail.
+    tail_ord: Ord3,
+    running: u64,
     busy_ps: u64,
     blocks: u64,
-    ready: ReadySet,
+    /// Ready blocks that arrived out of order.
+    heap: BinaryHeap<Reverse<Ord3>>,
+}
+
+impl Default for Pe {
+    fn default() -> Self {
+        Pe {
+            busy: false,
+            dispatch_pending: false,
+            head: NIL,
+            tail: NIL,
+            tail_ord: (0, 0, 0),
+            running: 0,
+            busy_ps: 0,
+            blocks: 0,
+            heap: BinaryHeap::new(),
+        }
+    }
 }
 
 pub(crate) struct Engine<'a, Q: EventQueue<u64>> {
-    plan: &'a mut Plan,
+    plan: &'a Plan,
     net: &'a mut dyn NetworkModel,
     sched: Scheduler<u64, Q>,
+    win: Window,
     pes: Vec<Pe>,
     overheads: bool,
     driving: Driving,
-    /// For ordered and event-driven models: the send of each consumer slot.
-    slot_send: Vec<u32>,
     io: NetIo,
+    /// Event-driven models over several iterations: the `(k, slot)` of each token in flight.
+    tokens: Vec<u64>,
+    free_tokens: Vec<u32>,
     entry_net: Vec<EntryNetStats>,
     completed: u64,
     makespan: SimTime,
     iter_end: Vec<SimTime>,
-    msgs: MessageStats,
     timeline: Option<Vec<TimelineRecord>>,
 }
 
 impl<'a, Q: EventQueue<u64>> Engine<'a, Q> {
     pub(crate) fn new(
-        plan: &'a mut Plan,
+        plan: &'a Plan,
         net: &'a mut dyn NetworkModel,
         queue: Q,
         limits: RunLimits,
         timeline: bool,
     ) -> Self {
-        let driving = net.driving();
-        let mut slot_send = Vec::new();
-        if driving != Driving::Stateless {
-            slot_send = vec![0u32; plan.consumers.len()];
-            for (si, s) in plan.sends.iter().enumerate() {
-                for slot in s.cons_start..s.cons_end {
-                    slot_send[slot as usize] = si as u32;
-                }
-            }
-        }
+        let b = plan.blocks;
         Engine {
+            win: Window {
+                b,
+                mask: 0,
+                lo: 0,
+                hi: 0,
+                st: Vec::new(),
+                remaining: vec![0],
+                slot_iter: vec![0],
+                div: Div::new(b),
+            },
             pes: (0..plan.pes).map(|_| Pe::default()).collect(),
-            iter_end: vec![SimTime::ZERO; plan.iter_labels.len()],
-            timeline: timeline.then(|| Vec::with_capacity(plan.blocks.len())),
+            iter_end: vec![SimTime::ZERO; plan.iter_labels.len() * plan.reps as usize],
+            timeline: timeline
+                .then(|| Vec::with_capacity(plan.total_blocks().min(1 << 24) as usize)),
             overheads: net.has_overheads(),
-            driving,
-            slot_send,
+            driving: net.driving(),
             io: NetIo::default(),
-            entry_net: vec![EntryNetStats::default(); plan.entries],
+            tokens: Vec::new(),
+            free_tokens: Vec::new(),
+            entry_net: plan.entry_net.clone(),
             plan,
             net,
             sched: Scheduler::new(queue, limits),
             completed: 0,
             makespan: SimTime::ZERO,
-            msgs: MessageStats::default(),
         }
     }
 
     pub(crate) fn run(mut self) -> Result<ReplayReport, ReplayError> {
-        for i in 0..self.plan.releases.len() {
-            let (b, t) = self.plan.releases[i];
-            self.plan.wait[b as usize].pending += 1;
-            self.sched
-                .schedule(SimTime::from_ps(t), EventClass::Normal, ev(ARRIVE, b))?;
+        let plan = self.plan;
+        // Iterations with blocks ready at time 0: the first `max_lag` ones (their carried
+        // dependencies reach back before the start), or all if some block needs nothing.
+        let first = if plan.free_in_steady_state {
+            plan.reps
+        } else {
+            plan.max_lag.clamp(1, plan.reps)
+        };
+        if plan.blocks > 0 && plan.reps > 0 {
+            self.touch(first - 1);
         }
-        for b in 0..self.plan.blocks.len() {
-            if self.plan.wait[b].pending == 0 {
-                self.make_ready(b as u32, SimTime::ZERO)?;
+        for &(b, t) in &plan.releases {
+            let idx = self.win.idx(0, b);
+            self.win.st[idx].pending += 1;
+            self.sched
+                .schedule(SimTime::from_ps(t), EventClass::Normal, ev(RELEASE, 0, b))?;
+        }
+        for k in 0..first.min(self.win.hi) {
+            for i in 0..plan.blocks {
+                if self.win.st[self.win.idx(k, i)].pending == 0 {
+                    self.make_ready(k, i, SimTime::ZERO)?;
+                }
             }
         }
         while let Some((t, e)) = self.sched.next_event()? {
-            let index = (e & INDEX_MASK) as u32;
+            let k = ((e >> 32) as u32) & (MAX_REPS - 1);
+            let index = e as u32;
             match e >> KIND_SHIFT {
-                ARRIVE => {
-                    let w = &mut self.plan.wait[index as usize];
+                ARRIVE | RELEASE => {
+                    let idx = self.win.idx(k, index);
+                    let w = &mut self.win.st[idx];
                     w.key_ps = w.key_ps.max(t.as_ps());
                     w.pending -= 1;
                     if w.pending == 0 {
-                        self.make_ready(index, t)?;
+                        self.make_ready(k, index, t)?;
                     }
                 }
                 END => {
                     let pe = &mut self.pes[index as usize];
                     pe.busy = false;
                     let b = pe.running;
-                    self.finish(b, t)?;
+                    self.finish((b >> 32) as u32, b as u32, t)?;
                     let pe = &mut self.pes[index as usize];
-                    if !pe.ready.is_empty() && !pe.dispatch_pending {
+                    if (pe.head != NIL || !pe.heap.is_empty()) && !pe.dispatch_pending {
                         pe.dispatch_pending = true;
                         self.sched
-                            .schedule(t, EventClass::Late, ev(DISPATCH, index))?;
+                            .schedule(t, EventClass::Late, ev(DISPATCH, 0, index))?;
                     }
                 }
                 DISPATCH => self.dispatch(index, t)?,
-                DEPART => self.depart(index, t)?,
+                DEPART => self.depart(k, index, t)?,
                 _ => {
                     self.net.handle_event(t, index, &mut self.io);
                     self.drain_net()?;
                 }
             }
         }
-        let total = self.plan.blocks.len() as u64;
+        let total = plan.total_blocks();
         if self.completed < total {
-            return Err(ReplayError::Stuck(crate::stuck::diagnose(
-                self.plan,
-                self.completed,
-            )));
+            return Err(ReplayError::Stuck(self.diagnose()));
         }
+        let labels = plan.iter_labels.len();
+        let iterations = (0..self.iter_end.len())
+            .map(|g| {
+                let (k, j) = (g / labels.max(1), g % labels.max(1));
+                (
+                    plan.iter_labels[j] + k as u32 * plan.iter_stride,
+                    self.iter_end[g],
+                )
+            })
+            .collect();
         Ok(ReplayReport {
             makespan: self.makespan,
-            pes: self.plan.pes,
+            pes: plan.pes,
             blocks: total,
-            iterations: self
-                .plan
-                .iter_labels
-                .iter()
-                .copied()
-                .zip(self.iter_end.iter().copied())
-                .collect(),
-            messages: self.msgs,
+            iterations,
+            messages: plan.msgs,
             pe_busy_ps: self.pes.iter().map(|p| p.busy_ps).collect(),
             pe_blocks: self.pes.iter().map(|p| p.blocks).collect(),
             events: self.sched.events(),
@@ -159,18 +284,131 @@ impl<'a, Q: EventQueue<u64>> Engine<'a, Q> {
         })
     }
 
+    /// Makes iterations up to `k` live, initialising their waiting state.
+    fn touch(&mut self, k: u32) {
+        while self.win.hi <= k {
+            let w = self.win.mask + 1;
+            if self.win.st.is_empty() || self.win.hi - self.win.lo == w {
+                self.grow();
+            }
+            let hi = self.win.hi;
+            let b = self.win.b as usize;
+            let s = (hi & self.win.mask) as usize;
+            let plan = self.plan;
+            let st = &mut self.win.st[s * b..(s + 1) * b];
+            for (w, &p) in st.iter_mut().zip(&plan.pending) {
+                *w = Wait {
+                    key_ps: 0,
+                    pending: p,
+                    next: NIL,
+                };
+            }
+            if hi < plan.max_lag {
+                for c in &plan.carried {
+                    if c.lag > hi {
+                        st[c.block as usize].pending -= 1;
+                    }
+                }
+            }
+            self.win.remaining[s] = plan.blocks;
+            self.win.slot_iter[s] = hi;
+            self.win.hi += 1;
+        }
+    }
+
+    /// Doubles the number of iteration slots (or allocates the first one), moving the live
+    /// iterations and renumbering the ready lists.
+    fn grow(&mut self) {
+        let b = self.win.b as usize;
+        if self.win.st.is_empty() {
+            self.win.st = vec![Wait::default(); b];
+            return;
+        }
+        let old_w = self.win.mask as usize + 1;
+        let new_w = old_w * 2;
+        let new_mask = (new_w - 1) as u32;
+        let mut st = vec![Wait::default(); new_w * b];
+        let mut remaining = vec![0u32; new_w];
+        let mut slot_iter = vec![0u32; new_w];
+        let renumber = |win: &Window, idx: u32| -> u32 {
+            if idx == NIL {
+                return NIL;
+            }
+            let (k, i) = win.block_of(idx);
+            ((k & new_mask) as usize * b + i as usize) as u32
+        };
+        for k in self.win.lo..self.win.hi {
+            let (os, ns) = ((k & self.win.mask) as usize, (k & new_mask) as usize);
+            for i in 0..b {
+                let mut w = self.win.st[os * b + i];
+                w.next = renumber(&self.win, w.next);
+                st[ns * b + i] = w;
+            }
+            remaining[ns] = self.win.remaining[os];
+            slot_iter[ns] = k;
+        }
+        for pe in &mut self.pes {
+            pe.head = renumber(&self.win, pe.head);
+            pe.tail = renumber(&self.win, pe.tail);
+        }
+        self.win.st = st;
+        self.win.remaining = remaining;
+        self.win.slot_iter = slot_iter;
+        self.win.mask = new_mask;
+    }
+
     #[inline]
-    fn make_ready(&mut self, b: u32, t: SimTime) -> Result<(), ReplayError> {
-        let cb = self.plan.blocks[b as usize];
-        let pe = &mut self.pes[cb.pe as usize];
-        pe.ready
-            .push(Reverse((cb.prio, self.plan.wait[b as usize].key_ps, b)));
+    fn make_ready(&mut self, k: u32, i: u32, t: SimTime) -> Result<(), ReplayError> {
+        let h = self.plan.hot[i as usize];
+        let idx = self.win.idx(k, i);
+        let ord = (h.prio, self.win.st[idx].key_ps, kid(k, i));
+        let pe = &mut self.pes[h.pe as usize];
+        if pe.head == NIL {
+            pe.head = idx as u32;
+            pe.tail = idx as u32;
+            pe.tail_ord = ord;
+            self.win.st[idx].next = NIL;
+        } else if ord > pe.tail_ord {
+            self.win.st[pe.tail as usize].next = idx as u32;
+            self.win.st[idx].next = NIL;
+            pe.tail = idx as u32;
+            pe.tail_ord = ord;
+        } else {
+            pe.heap.push(Reverse(ord));
+        }
         if !pe.busy && !pe.dispatch_pending {
             pe.dispatch_pending = true;
             self.sched
-                .schedule(t, EventClass::Late, ev(DISPATCH, cb.pe))?;
+                .schedule(t, EventClass::Late, ev(DISPATCH, 0, h.pe))?;
         }
         Ok(())
+    }
+
+    /// Removes the first ready block of `pe`.
+    #[inline]
+    fn pop_ready(&mut self, pe_idx: u32) -> Option<(u32, u32)> {
+        let pe = &mut self.pes[pe_idx as usize];
+        let from_list = match (pe.head, pe.heap.peek()) {
+            (NIL, None) => return None,
+            (NIL, Some(_)) => false,
+            (_, None) => true,
+            (head, Some(Reverse(top))) => {
+                let (k, i) = self.win.block_of(head);
+                let h = &self.plan.hot[i as usize];
+                (h.prio, self.win.st[head as usize].key_ps, kid(k, i)) < *top
+            }
+        };
+        if from_list {
+            let head = pe.head;
+            pe.head = self.win.st[head as usize].next;
+            if pe.head == NIL {
+                pe.tail = NIL;
+            }
+            Some(self.win.block_of(head))
+        } else {
+            let Reverse((_, _, b)) = pe.heap.pop()?;
+            Some(((b >> 32) as u32, b as u32))
+        }
     }
 
     /// Runs ready blocks on `pe` at `t`: zero-time blocks complete inline, the first block that
@@ -179,36 +417,35 @@ impl<'a, Q: EventQueue<u64>> Engine<'a, Q> {
         // `dispatch_pending` stays set while we loop so blocks made ready inline don't schedule
         // another DISPATCH for this PE.
         loop {
-            let pe = &mut self.pes[pe_idx as usize];
-            if pe.busy {
+            if self.pes[pe_idx as usize].busy {
                 break;
             }
-            let Some(Reverse((_, _, b))) = pe.ready.pop() else {
+            let Some((k, i)) = self.pop_ready(pe_idx) else {
                 break;
             };
-            let dur = self.start(b, pe_idx, t)?;
+            let dur = self.start(k, i, pe_idx, t)?;
             let end = t
                 .checked_add(dur)
-                .ok_or(ReplayError::Sched(sim_core::SchedError::Overflow))?;
+                .ok_or(ReplayError::Sched(SchedError::Overflow))?;
             let pe = &mut self.pes[pe_idx as usize];
             pe.busy_ps += dur.as_ps();
             pe.blocks += 1;
             if let Some(tl) = self.timeline.as_mut() {
                 tl.push(TimelineRecord {
-                    block: b,
+                    block: k * self.plan.blocks + i,
                     pe: pe_idx,
-                    ready: SimTime::from_ps(self.plan.wait[b as usize].key_ps),
+                    ready: SimTime::from_ps(self.win.st[self.win.idx(k, i)].key_ps),
                     start: t,
                     end,
                 });
             }
             if dur == SimDuration::ZERO {
-                self.finish(b, t)?;
+                self.finish(k, i, t)?;
             } else {
                 pe.busy = true;
-                pe.running = b;
+                pe.running = kid(k, i);
                 self.sched
-                    .schedule(end, EventClass::Normal, ev(END, pe_idx))?;
+                    .schedule(end, EventClass::Normal, ev(END, 0, pe_idx))?;
                 break;
             }
         }
@@ -216,130 +453,127 @@ impl<'a, Q: EventQueue<u64>> Engine<'a, Q> {
         Ok(())
     }
 
-    /// Starts block `b` on `pe` at `t`: schedules its messages; returns its effective duration
-    /// (receive overhead + scaled duration + send overheads).
+    /// Starts block `(k, i)` on `pe` at `t`: schedules its messages; returns its CPU time.
     #[inline]
-    fn start(&mut self, b: u32, pe: u32, t: SimTime) -> Result<SimDuration, ReplayError> {
-        let cb = self.plan.blocks[b as usize];
-        let mut recv_oh = 0u64;
-        if self.overheads && cb.trigger_src_pe != u32::MAX && cb.trigger_src_pe != pe {
-            let x = self.plan.extra[b as usize];
-            let info = MessageInfo {
-                src_pe: cb.trigger_src_pe,
-                dst_pe: pe,
-                bytes: self.plan.sends[x.trigger_send as usize].bytes,
-            };
-            recv_oh = self.net.recv_overhead(&info).as_ps();
-            self.entry_net[x.entry as usize].overhead_ps += recv_oh;
-        }
-        let base = t
-            .as_ps()
-            .checked_add(recv_oh)
-            .ok_or(sim_core::SchedError::Overflow)?;
-        let mut send_oh = 0u64;
-        let (s0, s1) = (
-            self.plan.send_start[b as usize],
-            self.plan.send_start[b as usize + 1],
-        );
-        for si in s0..s1 {
-            let s = self.plan.sends[si as usize];
-            if s.cons_start == s.cons_end {
-                self.msgs.unconsumed_sends += 1;
-                continue;
+    fn start(&mut self, k: u32, i: u32, pe: u32, t: SimTime) -> Result<SimDuration, ReplayError> {
+        let plan = self.plan;
+        let (h, next) = (plan.hot[i as usize], plan.hot[i as usize + 1]);
+        if plan.delivery == Delivery::Fixed {
+            let t = t.as_ps();
+            for s in &plan.slots[h.slot_start as usize..next.slot_start as usize] {
+                let at = t.checked_add(s.delay_ps).ok_or(SchedError::Overflow)?;
+                self.sched.schedule(
+                    SimTime::from_ps(at),
+                    EventClass::Normal,
+                    ev(ARRIVE, k, s.consumer),
+                )?;
             }
-            for slot in s.cons_start..s.cons_end {
-                let c = self.plan.consumers[slot as usize];
-                let dst = self.plan.consumer_pe[slot as usize];
-                if let Some(rw) = &self.plan.recorded_wire {
-                    let wire = rw[slot as usize];
-                    if dst == pe {
-                        self.msgs.local += 1;
-                        self.msgs.local_bytes += s.bytes;
-                    } else {
-                        self.msgs.remote += 1;
-                        self.msgs.remote_bytes += s.bytes;
-                        let es =
-                            &mut self.entry_net[self.plan.consumer_entry[slot as usize] as usize];
-                        es.messages += 1;
-                        es.bytes += s.bytes;
-                        es.wire_ps += wire;
-                    }
-                    let at = (base + s.off_ps + send_oh)
-                        .checked_add(wire)
-                        .ok_or(sim_core::SchedError::Overflow)?;
-                    self.sched
-                        .schedule(SimTime::from_ps(at), EventClass::Normal, ev(ARRIVE, c))?;
-                    continue;
-                }
-                if dst == pe {
-                    self.msgs.local += 1;
-                    self.msgs.local_bytes += s.bytes;
-                    let at = SimTime::from_ps(base + s.off_ps + send_oh);
-                    self.sched.schedule(at, EventClass::Normal, ev(ARRIVE, c))?;
-                    continue;
-                }
-                self.msgs.remote += 1;
-                self.msgs.remote_bytes += s.bytes;
+            return Ok(SimDuration::from_ps(h.dur_ps));
+        }
+        self.start_per_message(k, i, h, next, pe, t)
+    }
+
+    /// [`Engine::start`] when the network model is asked message by message.
+    fn start_per_message(
+        &mut self,
+        k: u32,
+        i: u32,
+        h: crate::plan::Hot,
+        next: crate::plan::Hot,
+        pe: u32,
+        t: SimTime,
+    ) -> Result<SimDuration, ReplayError> {
+        let plan = self.plan;
+        let mut recv_oh = 0u64;
+        if self.overheads {
+            let (src_pe, send) = plan.trigger[i as usize];
+            if src_pe != NIL && src_pe != pe {
                 let info = MessageInfo {
-                    src_pe: pe,
-                    dst_pe: dst,
-                    bytes: s.bytes,
+                    src_pe,
+                    dst_pe: pe,
+                    bytes: plan.sends[send as usize].bytes,
                 };
+                recv_oh = self.net.recv_overhead(&info).as_ps();
+                self.entry_net[plan.entry[i as usize] as usize].overhead_ps += recv_oh;
+            }
+        }
+        let base = t.as_ps().checked_add(recv_oh).ok_or(SchedError::Overflow)?;
+        let mut send_oh = 0u64;
+        for s in &plan.sends[h.send_start as usize..next.send_start as usize] {
+            for slot in s.slot_start..s.slot_end {
+                let sl = plan.slots[slot as usize];
                 let ready = base
                     .checked_add(s.off_ps + send_oh)
-                    .ok_or(sim_core::SchedError::Overflow)?;
+                    .ok_or(SchedError::Overflow)?;
+                if sl.pe == pe {
+                    self.sched.schedule(
+                        SimTime::from_ps(ready),
+                        EventClass::Normal,
+                        ev(ARRIVE, k, sl.consumer),
+                    )?;
+                    continue;
+                }
+                let info = MessageInfo {
+                    src_pe: pe,
+                    dst_pe: sl.pe,
+                    bytes: s.bytes,
+                };
                 let (depart, cpu) = if self.overheads {
                     let st = self.net.sender(&info, SimTime::from_ps(ready));
                     (st.depart, st.cpu.as_ps())
                 } else {
                     (SimTime::from_ps(ready), 0)
                 };
-                send_oh = send_oh
-                    .checked_add(cpu)
-                    .ok_or(sim_core::SchedError::Overflow)?;
-                let es = &mut self.entry_net[self.plan.consumer_entry[slot as usize] as usize];
-                es.messages += 1;
-                es.bytes += s.bytes;
+                send_oh = send_oh.checked_add(cpu).ok_or(SchedError::Overflow)?;
+                let es = &mut self.entry_net[plan.entry[sl.consumer as usize] as usize];
                 es.overhead_ps += cpu;
                 if self.driving == Driving::Stateless {
                     let wire = self.net.wire_time(&info, depart);
                     es.wire_ps += wire.as_ps();
-                    let at = depart
-                        .checked_add(wire)
-                        .ok_or(sim_core::SchedError::Overflow)?;
-                    self.sched.schedule(at, EventClass::Normal, ev(ARRIVE, c))?;
+                    let at = depart.checked_add(wire).ok_or(SchedError::Overflow)?;
+                    self.sched
+                        .schedule(at, EventClass::Normal, ev(ARRIVE, k, sl.consumer))?;
                 } else {
                     self.sched
-                        .schedule(depart, EventClass::Normal, ev(DEPART, slot))?;
+                        .schedule(depart, EventClass::Normal, ev(DEPART, k, slot))?;
                 }
             }
         }
         let total = recv_oh
-            .checked_add(cb.dur_ps)
+            .checked_add(h.dur_ps)
             .and_then(|d| d.checked_add(send_oh))
-            .ok_or(sim_core::SchedError::Overflow)?;
+            .ok_or(SchedError::Overflow)?;
         Ok(SimDuration::from_ps(total))
     }
 
     /// A message of an ordered or event-driven model leaves now.
-    fn depart(&mut self, slot: u32, t: SimTime) -> Result<(), ReplayError> {
-        let send = self.slot_send[slot as usize] as usize;
-        let s = self.plan.sends[send];
-        let c = self.plan.consumers[slot as usize];
-        let src_block = self.plan.send_block[send];
+    fn depart(&mut self, k: u32, slot: u32, t: SimTime) -> Result<(), ReplayError> {
+        let plan = self.plan;
+        let sl = plan.slots[slot as usize];
+        let send = sl.delay_ps as usize;
         let info = MessageInfo {
-            src_pe: self.plan.blocks[src_block as usize].pe,
-            dst_pe: self.plan.consumer_pe[slot as usize],
-            bytes: s.bytes,
+            src_pe: plan.hot[plan.send_block[send] as usize].pe,
+            dst_pe: sl.pe,
+            bytes: plan.sends[send].bytes,
         };
         if self.driving == Driving::EventDriven {
-            self.net.start_message(t, &info, slot, &mut self.io);
+            let token = if plan.reps == 1 {
+                slot
+            } else if let Some(tok) = self.free_tokens.pop() {
+                self.tokens[tok as usize] = kid(k, slot);
+                tok
+            } else {
+                self.tokens.push(kid(k, slot));
+                (self.tokens.len() - 1) as u32
+            };
+            self.net.start_message(t, &info, token, &mut self.io);
             return self.drain_net();
         }
         let wire = self.net.wire_time(&info, t);
-        self.entry_net[self.plan.consumer_entry[slot as usize] as usize].wire_ps += wire.as_ps();
-        let at = t.checked_add(wire).ok_or(sim_core::SchedError::Overflow)?;
-        self.sched.schedule(at, EventClass::Normal, ev(ARRIVE, c))?;
+        self.entry_net[plan.entry[sl.consumer as usize] as usize].wire_ps += wire.as_ps();
+        let at = t.checked_add(wire).ok_or(SchedError::Overflow)?;
+        self.sched
+            .schedule(at, EventClass::Normal, ev(ARRIVE, k, sl.consumer))?;
         Ok(())
     }
 
@@ -347,65 +581,100 @@ impl<'a, Q: EventQueue<u64>> Engine<'a, Q> {
     fn drain_net(&mut self) -> Result<(), ReplayError> {
         for i in 0..self.io.events.len() {
             let (at, e) = self.io.events[i];
-            self.sched.schedule(at, EventClass::Normal, ev(NET, e))?;
+            self.sched.schedule(at, EventClass::Normal, ev(NET, 0, e))?;
         }
         self.io.events.clear();
         for i in 0..self.io.deliveries.len() {
             let d = self.io.deliveries[i];
-            let c = self.plan.consumers[d.token as usize];
-            let es = &mut self.entry_net[self.plan.consumer_entry[d.token as usize] as usize];
+            let (k, slot) = if self.plan.reps == 1 {
+                (0, d.token)
+            } else {
+                let x = self.tokens[d.token as usize];
+                self.free_tokens.push(d.token);
+                ((x >> 32) as u32, x as u32)
+            };
+            let c = self.plan.slots[slot as usize].consumer;
+            let es = &mut self.entry_net[self.plan.entry[c as usize] as usize];
             es.wire_ps += d.wire.as_ps();
             es.queueing_ps += d.queueing.as_ps();
             self.sched
-                .schedule(d.at, EventClass::Normal, ev(ARRIVE, c))?;
+                .schedule(d.at, EventClass::Normal, ev(ARRIVE, k, c))?;
         }
         self.io.deliveries.clear();
         Ok(())
     }
 
     #[inline]
-    fn finish(&mut self, b: u32, t: SimTime) -> Result<(), ReplayError> {
+    fn finish(&mut self, k: u32, i: u32, t: SimTime) -> Result<(), ReplayError> {
+        let plan = self.plan;
         self.completed += 1;
         if t > self.makespan {
             self.makespan = t;
         }
-        let slot = self.plan.blocks[b as usize].iter_slot;
-        if slot != NO_ITER && self.iter_end[slot as usize] < t {
-            self.iter_end[slot as usize] = t;
+        let (h, next) = (plan.hot[i as usize], plan.hot[i as usize + 1]);
+        if h.iter != NO_ITER {
+            let g = k as usize * plan.iter_labels.len() + h.iter as usize;
+            if self.iter_end[g] < t {
+                self.iter_end[g] = t;
+            }
         }
-        let (d0, d1) = (
-            self.plan.dep_start[b as usize],
-            self.plan.dep_start[b as usize + 1],
-        );
-        let key = self.plan.wait[b as usize].key_ps;
-        if let Some(&next) = self.plan.chain_next.get(b as usize)
-            && next != u32::MAX
+        let key = self.win.st[self.win.idx(k, i)].key_ps;
+        if let Some(&nb) = plan.chain_next.get(i as usize)
+            && nb != NIL
         {
-            let w = &mut self.plan.wait[next as usize];
+            let idx = self.win.idx(0, nb);
+            let w = &mut self.win.st[idx];
             w.key_ps = w.key_ps.max(key);
             w.pending -= 1;
             if w.pending == 0 {
-                self.make_ready(next, t)?;
+                self.make_ready(0, nb, t)?;
             }
         }
-        if let Some(&next) = self.plan.obj_next.get(b as usize)
-            && next != u32::MAX
+        if let Some(&nb) = plan.obj_next.get(i as usize)
+            && nb != NIL
         {
-            let w = &mut self.plan.wait[next as usize];
+            let idx = self.win.idx(0, nb);
+            let w = &mut self.win.st[idx];
             w.pending -= 1;
             if w.pending == 0 {
-                self.make_ready(next, t)?;
+                self.make_ready(0, nb, t)?;
             }
         }
-        for i in d0..d1 {
-            let d = self.plan.dependents[i as usize];
-            let w = &mut self.plan.wait[d as usize];
+        for d in &plan.deps[h.dep_start as usize..next.dep_start as usize] {
+            let kk = k + d.lag;
+            if kk >= plan.reps {
+                continue;
+            }
+            if kk >= self.win.hi {
+                self.touch(kk);
+            }
+            let idx = self.win.idx(kk, d.block);
+            let w = &mut self.win.st[idx];
             w.key_ps = w.key_ps.max(key);
             w.pending -= 1;
             if w.pending == 0 {
-                self.make_ready(d, t)?;
+                self.make_ready(kk, d.block, t)?;
             }
+        }
+        let s = (k & self.win.mask) as usize;
+        self.win.remaining[s] -= 1;
+        while self.win.lo < self.win.hi
+            && self.win.remaining[(self.win.lo & self.win.mask) as usize] == 0
+        {
+            self.win.lo += 1;
         }
         Ok(())
+    }
+
+    /// The blocks that never ran, from the waiting state of the live iterations.
+    fn diagnose(&self) -> crate::StuckReport {
+        let plan = self.plan;
+        let mut pending = Vec::new();
+        for k in self.win.lo..self.win.hi {
+            for i in 0..plan.blocks {
+                pending.push((k, i, self.win.st[self.win.idx(k, i)].pending));
+            }
+        }
+        crate::stuck::diagnose(plan, self.completed, self.win.hi, &pending)
     }
 }

@@ -211,18 +211,13 @@ pub fn replay(
     let pes = cfg.pes.unwrap_or(trace.meta.recorded_pes);
     net.check_pes(pes)
         .map_err(|e| ReplayError::Config(format!("network model: {e}")))?;
-    let mut plan = plan::Plan::build(trace, cfg, net.uses_recorded_delays())?;
+    let plan = plan::Plan::build(trace, cfg, net)?;
     match cfg.queue {
         QueueKind::Radix => {
-            engine::Engine::new(&mut plan, net, RadixQueue::new(), cfg.limits, cfg.timeline).run()
+            engine::Engine::new(&plan, net, RadixQueue::new(), cfg.limits, cfg.timeline).run()
         }
-        QueueKind::Binary => engine::Engine::new(
-            &mut plan,
-            net,
-            BinaryHeapQueue::new(),
-            cfg.limits,
-            cfg.timeline,
-        )
-        .run(),
+        QueueKind::Binary => {
+            engine::Engine::new(&plan, net, BinaryHeapQueue::new(), cfg.limits, cfg.timeline).run()
+        }
     }
 }

@@ -1,98 +1,141 @@
-//! Compiles a trace, a mapping and CPU speeds into flat arrays the event loop walks.
+//! Compiles a trace, a mapping, CPU speeds and the network model into flat arrays the event
+//! loop walks.
 //!
-//! All per-block and per-send work that does not depend on simulated time happens here, once:
-//! PE of each block, scaled durations and send offsets, the dependents of each block
-//! (inverse of its dependency list), and the consumer blocks of each send (the blocks whose
-//! trigger it is). The loop then does no lookups, hashing or allocation per event.
+//! All per-block and per-message work that does not depend on simulated time happens here,
+//! once: the PE of each block, scaled durations and send offsets, the dependents of each block
+//! (inverse of its dependency lists), the consumer blocks of each send and, when the network
+//! model's costs do not depend on time ([`NetworkModel::fixed_costs`]) or the replay uses
+//! recorded delays, each delivery's arrival offset from the start of its sending block and
+//! every message statistic. The loop then does no lookups, hashing or allocation per event.
+//!
+//! The plan describes one *iteration* of `B` blocks that the run repeats `K` times (a flat
+//! trace is `K = 1`); block `i` of iteration `k` is global block `k * B + i`. A dependency may
+//! reach back `lag` iterations (block `i` of iteration `k` waits for block `j` of iteration
+//! `k - lag`, when `k >= lag`); messages stay within an iteration.
 
-use crate::{ReplayConfig, ReplayError, SchedPolicy};
+use crate::{CpuScale, EntryNetStats, MessageStats, ReplayConfig, ReplayError, SchedPolicy};
+use network_models::{MessageInfo, NetworkModel};
 use sim_core::Ratio;
 use trace::{BlockId, Trace};
 
-/// Sentinel for "no iteration".
+/// "None" in the plan's `u32` fields.
+pub(crate) const NIL: u32 = u32::MAX;
+/// `Hot::iter` of a block with no iteration label.
 pub(crate) const NO_ITER: u32 = u32::MAX;
 
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct CBlock {
-    pub pe: u32,
-    pub iter_slot: u32,
+/// What the loop reads when it starts, finishes or queues a block (32 bytes; `B + 1` entries,
+/// the last one closing the ranges).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Hot {
+    /// Fixed-cost plans: the block's whole CPU time (receive overhead + scaled duration + send
+    /// overheads). Otherwise: the scaled duration.
     pub dur_ps: u64,
+    /// The PE it runs on.
+    pub pe: u32,
+    /// Its priority (0 for all blocks under FIFO scheduling).
     pub prio: i32,
-    /// PE of the block that sends this block's trigger, or `u32::MAX` (none, or never sent).
-    pub trigger_src_pe: u32,
+    /// Its deliveries are `slots[slot_start..next.slot_start]`.
+    pub slot_start: u32,
+    /// Its dependents are `deps[dep_start..next.dep_start]`.
+    pub dep_start: u32,
+    /// Its sends are `sends[send_start..next.send_start]` (per-message plans).
+    pub send_start: u32,
+    /// Index of its iteration label among the labels of one iteration, or [`NO_ITER`].
+    pub iter: u32,
 }
 
-/// Per-block data only the overhead path needs (kept out of [`CBlock`] so the hot array stays
-/// 24 bytes).
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct CBlockExtra {
-    /// Entry method id.
-    pub entry: u32,
-    /// Index in `sends` of the trigger message's send, or `u32::MAX`.
-    pub trigger_send: u32,
+/// One delivery: a message reaching one consuming block.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Slot {
+    /// The consuming block (same iteration as the sender).
+    pub consumer: u32,
+    /// The consumer's PE.
+    pub pe: u32,
+    /// Fixed-cost plans: arrival minus the sending block's start. Per-message plans: the
+    /// index of the send.
+    pub delay_ps: u64,
 }
 
-#[derive(Clone, Copy, Debug)]
+/// A send, for per-message plans.
+#[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct CSend {
     pub off_ps: u64,
     pub bytes: u64,
-    pub cons_start: u32,
-    pub cons_end: u32,
+    pub slot_start: u32,
+    pub slot_end: u32,
 }
 
-/// What a block still waits for.
+/// A block that must finish before another starts: block `block` of iteration `k + lag`
+/// waits for the finishing block of iteration `k`.
 #[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct BlockWait {
-    /// Effective receive time (BigSim's `effRecvTime`): the latest of its trigger's arrival
-    /// and its dependencies' effective receive times. Ready blocks run in order of it.
-    pub key_ps: u64,
-    /// Unfinished dependencies, plus one while the trigger has not arrived.
-    pub pending: u32,
+pub(crate) struct Dep {
+    pub block: u32,
+    pub lag: u32,
+}
+
+/// How deliveries are timed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Delivery {
+    /// Every arrival is the sender's start plus a fixed offset (`Slot::delay_ps`).
+    Fixed,
+    /// The network model is asked per message (state, time-dependent costs, packets).
+    PerMessage,
 }
 
 #[derive(Debug)]
 pub(crate) struct Plan {
     pub pes: u32,
-    pub blocks: Vec<CBlock>,
-    pub extra: Vec<CBlockExtra>,
-    /// Per block: unmet conditions and effective receive time, side by side (one cache line
-    /// per update).
-    pub wait: Vec<BlockWait>,
-    /// Per consumer slot, the message's recorded delay, when the replay uses recorded delays.
-    pub recorded_wire: Option<Vec<u64>>,
-    /// With recorded delays: blocks that need neither a message nor another block, with their
-    /// recorded start (they are released then instead of at 0).
-    pub releases: Vec<(u32, u64)>,
-    /// With recorded order: the next block of the same recorded PE (or `u32::MAX`).
-    pub chain_next: Vec<u32>,
-    /// With object order: the next block of the same object (or `u32::MAX`); it waits for
-    /// this one without inheriting its effective receive time.
-    pub obj_next: Vec<u32>,
-    /// `dependents[dep_start[b]..dep_start[b+1]]` are the blocks that list `b` as a dependency.
-    pub dep_start: Vec<u32>,
-    pub dependents: Vec<u32>,
-    /// `sends[send_start[b]..send_start[b+1]]` are block `b`'s sends.
-    pub send_start: Vec<u32>,
+    /// Blocks per iteration (`B`).
+    pub blocks: u32,
+    /// Iterations (`K`).
+    pub reps: u32,
+    pub delivery: Delivery,
+    /// Per block, plus a closing entry.
+    pub hot: Vec<Hot>,
+    pub slots: Vec<Slot>,
+    pub deps: Vec<Dep>,
+    /// Per-message plans: the sends (by block), their sending block and the receive side of
+    /// each block's trigger.
     pub sends: Vec<CSend>,
-    /// Consumer blocks of all sends, grouped by send.
-    pub consumers: Vec<u32>,
-    /// PE of each entry of `consumers` (saves a random access per message).
-    pub consumer_pe: Vec<u32>,
-    /// Entry method of each entry of `consumers` (same reason).
-    pub consumer_entry: Vec<u32>,
-    /// Sorted distinct iteration labels; a block's `iter_slot` indexes this.
-    pub iter_labels: Vec<u32>,
-    /// For each send, the index of the sending block (used by stuck diagnosis).
     pub send_block: Vec<u32>,
-    /// Number of entry methods in the trace.
-    pub entries: usize,
+    /// Per block: PE of its trigger's sender and the trigger's send, or `NIL` (per-message
+    /// plans with overheads).
+    pub trigger: Vec<(u32, u32)>,
+    /// Entry method of each block.
+    pub entry: Vec<u32>,
+    /// Unmet conditions of each block in an iteration after the first `max_lag` ones.
+    pub pending: Vec<u32>,
+    /// For each block with carried dependencies: `(block, lag)` pairs, to lower `pending` in
+    /// the first iterations (which have nothing to wait for `lag` iterations back).
+    pub carried: Vec<Dep>,
+    /// The largest lag (0 for a flat trace).
+    pub max_lag: u32,
+    /// Some block needs nothing in steady state: every iteration has blocks ready at time 0.
+    pub free_in_steady_state: bool,
+    /// With recorded delays: blocks released at their recorded start (flat traces).
+    pub releases: Vec<(u32, u64)>,
+    /// With recorded order: the next block of the same recorded PE, or `NIL` (flat traces).
+    pub chain_next: Vec<u32>,
+    /// With object order: the next block of the same object, or `NIL` (flat traces); it waits
+    /// for this one without inheriting its effective receive time.
+    pub obj_next: Vec<u32>,
+    /// Sorted distinct iteration labels of one iteration.
+    pub iter_labels: Vec<u32>,
+    /// Label of iteration `k`'s copy of label `l`: `l + k * iter_stride`.
+    pub iter_stride: u32,
+    /// Message statistics of the whole run (every send happens once per iteration).
+    pub msgs: MessageStats,
+    /// Network cost per entry of the whole run: counts and bytes always; wire time and
+    /// overheads too for fixed-cost plans.
+    pub entry_net: Vec<EntryNetStats>,
 }
 
 impl Plan {
+    /// Plans a flat trace (one iteration).
     pub(crate) fn build(
         trace: &Trace,
         cfg: &ReplayConfig,
-        recorded: bool,
+        net: &mut dyn NetworkModel,
     ) -> Result<Plan, ReplayError> {
         let pes = cfg.pes.unwrap_or(trace.meta.recorded_pes);
         if pes == 0 {
@@ -100,7 +143,7 @@ impl Plan {
                 "the machine needs at least one PE".into(),
             ));
         }
-        if let crate::CpuScale::PerPe(v) = &cfg.cpu_scale
+        if let CpuScale::PerPe(v) = &cfg.cpu_scale
             && v.len() != pes as usize
         {
             return Err(ReplayError::Config(format!(
@@ -108,99 +151,62 @@ impl Plan {
                 v.len()
             )));
         }
+        let recorded = cfg.recorded_delays || net.uses_recorded_delays();
         let map = cfg.mapping.resolve(trace, pes)?;
         let n = trace.num_blocks();
+        if n >= NIL as usize {
+            return Err(ReplayError::Config(format!(
+                "{n} blocks: the replay handles at most {} per iteration",
+                NIL - 1
+            )));
+        }
         let block_pe = block_pes(trace, &map, cfg.remap.as_ref(), pes)?;
 
-        // Iteration labels -> dense slots.
-        let mut iter_labels: Vec<u32> = trace.blocks().iter().filter_map(|b| b.iteration).collect();
-        iter_labels.sort_unstable();
-        iter_labels.dedup();
+        let iter_labels = distinct_labels(
+            trace
+                .columns()
+                .iteration
+                .iter()
+                .copied()
+                .filter(|&i| i != trace::NO_ITERATION),
+        );
 
         let all_sends = trace.all_sends();
         let send_block = trace.send_blocks();
-        let trace::Consumers {
-            start: cons_start,
-            blocks: consumers,
-            trigger_send,
-        } = trace.consumers();
+        let cons = trace.consumers();
+        let (cons_start, consumers, trigger_send) = (&cons.start, &cons.blocks, &cons.trigger_send);
+        let scale_of = |pe: u32| -> Ratio { cfg.cpu_scale.of(pe) };
 
-        let mut blocks = Vec::with_capacity(n);
-        let mut extra = Vec::with_capacity(n);
-        let mut wait: Vec<BlockWait> = Vec::with_capacity(n);
+        // Hot records (ranges filled below).
+        let mut hot = Vec::with_capacity(n + 1);
+        let mut entry = Vec::with_capacity(n);
+        let mut pending = Vec::with_capacity(n);
         for id in trace.block_ids() {
             let b = trace.block(id);
             let pe = block_pe[id.index()];
-            let scale: Ratio = cfg.cpu_scale.of(pe);
-            let sent = trigger_send[id.index()];
-            let trigger_src_pe = if sent == u32::MAX {
-                u32::MAX
-            } else {
-                block_pe[send_block[sent as usize] as usize]
-            };
-            blocks.push(CBlock {
+            hot.push(Hot {
+                dur_ps: scale_of(pe).scale(b.duration).as_ps(),
                 pe,
-                iter_slot: b.iteration.map_or(NO_ITER, |i| {
-                    iter_labels.binary_search(&i).map_or(NO_ITER, |p| p as u32)
-                }),
-                dur_ps: scale.scale(b.duration).as_ps(),
                 prio: if cfg.policy == SchedPolicy::Priority {
                     b.priority
                 } else {
                     0
                 },
-                trigger_src_pe,
+                slot_start: 0,
+                dep_start: 0,
+                send_start: 0,
+                iter: b.iteration.map_or(NO_ITER, |i| {
+                    iter_labels.binary_search(&i).map_or(NO_ITER, |p| p as u32)
+                }),
             });
-            extra.push(CBlockExtra {
-                entry: b.entry.0,
-                trigger_send: sent,
-            });
-            wait.push(BlockWait {
-                key_ps: 0,
-                pending: trace.deps(id).len() as u32 + b.trigger.is_some() as u32,
-            });
+            entry.push(b.entry.0);
+            pending.push(trace.deps(id).len() as u32 + b.trigger.is_some() as u32);
         }
-
-        let consumer_pe: Vec<u32> = consumers.iter().map(|&c| blocks[c as usize].pe).collect();
-        let consumer_entry: Vec<u32> = consumers.iter().map(|&c| extra[c as usize].entry).collect();
-        let mut sends = Vec::with_capacity(all_sends.len());
-        let mut send_start = Vec::with_capacity(n + 1);
-        send_start.push(0u32);
-        for id in trace.block_ids() {
-            let scale = cfg.cpu_scale.of(blocks[id.index()].pe);
-            for si in trace.send_range(id) {
-                let s = &all_sends[si];
-                sends.push(CSend {
-                    off_ps: scale.scale(s.offset).as_ps(),
-                    bytes: s.bytes,
-                    cons_start: cons_start[si],
-                    cons_end: cons_start[si + 1],
-                });
-            }
-            send_start.push(sends.len() as u32);
-        }
-
-        // Dependents CSR: inverse of the dependency lists.
-        let mut dep_count = vec![0u32; n + 1];
-        for d in trace.all_deps() {
-            dep_count[d.index()] += 1;
-        }
-        let mut dep_start = vec![0u32; n + 1];
-        for b in 0..n {
-            dep_start[b + 1] = dep_start[b] + dep_count[b];
-        }
-        let mut fill = dep_start.clone();
-        let mut dependents = vec![0u32; dep_start[n] as usize];
-        for id in trace.block_ids() {
-            for d in trace.deps(id) {
-                dependents[fill[d.index()] as usize] = id.0;
-                fill[d.index()] += 1;
-            }
-        }
+        hot.push(Hot::default());
 
         let mut chain_next = Vec::new();
         if cfg.recorded_order {
-            chain_next = vec![u32::MAX; n];
+            chain_next = vec![NIL; n];
             let mut order: Vec<(u32, u64, u32)> = trace
                 .block_ids()
                 .map(|id| {
@@ -221,25 +227,181 @@ impl Plan {
             for w in order.windows(2) {
                 if w[0].0 == w[1].0 {
                     chain_next[w[0].2 as usize] = w[1].2;
-                    wait[w[1].2 as usize].pending += 1;
+                    pending[w[1].2 as usize] += 1;
                 }
             }
         }
+        let has_overheads = net.has_overheads();
+        let trigger_src = |b: usize| -> u32 {
+            match trigger_send[b] {
+                NIL => NIL,
+                s => block_pe[send_block[s as usize] as usize],
+            }
+        };
+        // Receive overhead of each block whose trigger comes from another PE.
+        let recv_oh = |b: usize, net: &dyn NetworkModel| -> u64 {
+            let src = trigger_src(b);
+            if !has_overheads || src == NIL || src == block_pe[b] {
+                return 0;
+            }
+            net.recv_overhead(&MessageInfo {
+                src_pe: src,
+                dst_pe: block_pe[b],
+                bytes: all_sends[trigger_send[b] as usize].bytes,
+            })
+            .as_ps()
+        };
+
+        // Deliveries: fixed offsets when the model allows it.
+        let delivery = if recorded
+            || fixed_probe(
+                net,
+                &block_pe,
+                all_sends,
+                &send_block,
+                consumers,
+                cons_start,
+            ) {
+            Delivery::Fixed
+        } else {
+            Delivery::PerMessage
+        };
+        let recorded_wire = if recorded {
+            Some(recorded_wire(trace, consumers, cons_start, &send_block)?)
+        } else {
+            None
+        };
+        let mut msgs = MessageStats::default();
+        let mut entry_net = vec![EntryNetStats::default(); trace.entries.len()];
+        let mut slots = Vec::with_capacity(consumers.len());
+        let mut sends = Vec::new();
+        for id in trace.block_ids() {
+            let i = id.index();
+            let pe = block_pe[i];
+            let scale = scale_of(pe);
+            let r_oh = if delivery == Delivery::Fixed {
+                recv_oh(i, net)
+            } else {
+                0
+            };
+            if r_oh > 0 {
+                entry_net[entry[i] as usize].overhead_ps += r_oh;
+            }
+            hot[i].slot_start = slots.len() as u32;
+            hot[i].send_start = sends.len() as u32;
+            let mut cpu_total = 0u64;
+            for si in trace.send_range(id) {
+                let s = &all_sends[si];
+                let off = scale.scale(s.offset).as_ps();
+                let (c0, c1) = (cons_start[si] as usize, cons_start[si + 1] as usize);
+                if c0 == c1 {
+                    msgs.unconsumed_sends += 1;
+                }
+                let slot_start = slots.len() as u32;
+                for (c, &consumer) in consumers.iter().enumerate().take(c1).skip(c0) {
+                    let dst = block_pe[consumer as usize];
+                    let es = &mut entry_net[entry[consumer as usize] as usize];
+                    if dst == pe {
+                        msgs.local += 1;
+                        msgs.local_bytes += s.bytes;
+                    } else {
+                        msgs.remote += 1;
+                        msgs.remote_bytes += s.bytes;
+                        es.messages += 1;
+                        es.bytes += s.bytes;
+                    }
+                    let delay_ps = match (delivery, &recorded_wire) {
+                        (Delivery::PerMessage, _) => si as u64,
+                        (Delivery::Fixed, Some(rw)) => {
+                            let wire = rw[c];
+                            if dst != pe {
+                                es.wire_ps += wire;
+                            }
+                            sum(&[r_oh, off, wire])?
+                        }
+                        (Delivery::Fixed, None) if dst == pe => sum(&[r_oh, off, cpu_total])?,
+                        (Delivery::Fixed, None) => {
+                            let info = MessageInfo {
+                                src_pe: pe,
+                                dst_pe: dst,
+                                bytes: s.bytes,
+                            };
+                            let fc = net.fixed_costs(&info, 1).ok_or_else(|| {
+                                ReplayError::Config(
+                                    "the network model gave fixed costs for some messages only"
+                                        .into(),
+                                )
+                            })?;
+                            let cpu = if has_overheads {
+                                fc.send_cpu.as_ps()
+                            } else {
+                                0
+                            };
+                            cpu_total = sum(&[cpu_total, cpu])?;
+                            es.overhead_ps += cpu;
+                            es.wire_ps += fc.wire.as_ps();
+                            sum(&[r_oh, off, cpu_total, fc.wire.as_ps()])?
+                        }
+                    };
+                    slots.push(Slot {
+                        consumer,
+                        pe: dst,
+                        delay_ps,
+                    });
+                }
+                if delivery == Delivery::PerMessage {
+                    sends.push(CSend {
+                        off_ps: off,
+                        bytes: s.bytes,
+                        slot_start,
+                        slot_end: slots.len() as u32,
+                    });
+                }
+            }
+            if delivery == Delivery::Fixed {
+                hot[i].dur_ps = sum(&[r_oh, hot[i].dur_ps, cpu_total])?;
+            }
+        }
+        hot[n].slot_start = slots.len() as u32;
+        hot[n].send_start = sends.len() as u32;
+
+        // Dependents: inverse of the dependency lists.
+        let mut dep_count = vec![0u32; n + 1];
+        for d in trace.all_deps() {
+            dep_count[d.index()] += 1;
+        }
+        let mut start = 0u32;
+        for (b, h) in hot.iter_mut().enumerate() {
+            h.dep_start = start;
+            start += dep_count.get(b).copied().unwrap_or(0);
+        }
+        let mut fill: Vec<u32> = hot.iter().map(|h| h.dep_start).collect();
+        let mut deps = vec![Dep::default(); start as usize];
+        for id in trace.block_ids() {
+            for d in trace.deps(id) {
+                deps[fill[d.index()] as usize] = Dep {
+                    block: id.0,
+                    lag: 0,
+                };
+                fill[d.index()] += 1;
+            }
+        }
+
         let mut obj_next = Vec::new();
         if cfg.object_order.unwrap_or(trace.meta.sequential_objects) {
-            obj_next = vec![u32::MAX; n];
-            let mut last = vec![u32::MAX; trace.objects.len()];
+            obj_next = vec![NIL; n];
+            let mut last = vec![NIL; trace.objects.len()];
             for id in trace.block_ids() {
                 let o = trace.block(id).object.index();
-                if last[o] != u32::MAX {
+                if last[o] != NIL {
                     obj_next[last[o] as usize] = id.0;
-                    wait[id.index()].pending += 1;
+                    pending[id.index()] += 1;
                 }
                 last[o] = id.0;
             }
         }
         let mut releases = Vec::new();
-        let recorded_wire = if cfg.recorded_delays || recorded {
+        if recorded {
             for id in trace.block_ids() {
                 let b = trace.block(id);
                 if b.trigger.is_none()
@@ -250,32 +412,96 @@ impl Plan {
                     releases.push((id.0, t.as_ps()));
                 }
             }
-            Some(recorded_wire(trace, &consumers, &cons_start, &send_block)?)
-        } else {
-            None
-        };
-
+        }
+        let mut trigger = Vec::new();
+        if delivery == Delivery::PerMessage && has_overheads {
+            trigger = (0..n).map(|b| (trigger_src(b), trigger_send[b])).collect();
+        }
+        let per_message = delivery == Delivery::PerMessage;
         Ok(Plan {
             pes,
-            blocks,
-            extra,
-            wait,
-            recorded_wire,
+            blocks: n as u32,
+            reps: 1,
+            delivery,
+            hot,
+            slots,
+            deps,
+            sends,
+            send_block: if per_message { send_block } else { Vec::new() },
+            trigger,
+            entry,
+            free_in_steady_state: pending.contains(&0),
+            pending,
+            carried: Vec::new(),
+            max_lag: 0,
             releases,
             chain_next,
             obj_next,
-            dep_start,
-            dependents,
-            send_start,
-            sends,
-            consumers,
-            consumer_pe,
-            consumer_entry,
             iter_labels,
-            send_block,
-            entries: trace.entries.len(),
+            iter_stride: 0,
+            msgs,
+            entry_net,
         })
     }
+
+    /// Blocks in the whole run.
+    pub(crate) fn total_blocks(&self) -> u64 {
+        self.blocks as u64 * self.reps as u64
+    }
+}
+
+/// The sorted distinct values of `labels` (which usually come in long runs of one value).
+pub(crate) fn distinct_labels(labels: impl Iterator<Item = u32>) -> Vec<u32> {
+    let mut out: Vec<u32> = Vec::new();
+    let mut limit = 4096;
+    for l in labels {
+        if out.last() != Some(&l) {
+            out.push(l);
+            if out.len() > limit {
+                out.sort_unstable();
+                out.dedup();
+                limit = 2 * out.len() + 4096;
+            }
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// Checked sum of picosecond values.
+fn sum(parts: &[u64]) -> Result<u64, ReplayError> {
+    parts
+        .iter()
+        .try_fold(0u64, |a, &b| a.checked_add(b))
+        .ok_or(ReplayError::Sched(sim_core::SchedError::Overflow))
+}
+
+/// Whether the model gives fixed costs (asks about the first remote delivery, counting it 0
+/// times). A trace without remote deliveries never asks the model anything.
+fn fixed_probe(
+    net: &mut dyn NetworkModel,
+    block_pe: &[u32],
+    sends: &[trace::Send],
+    send_block: &[u32],
+    consumers: &[u32],
+    cons_start: &[u32],
+) -> bool {
+    for (s, send) in sends.iter().enumerate() {
+        let src = block_pe[send_block[s] as usize];
+        for &c in &consumers[cons_start[s] as usize..cons_start[s + 1] as usize] {
+            let dst = block_pe[c as usize];
+            if src != dst {
+                let info = MessageInfo {
+                    src_pe: src,
+                    dst_pe: dst,
+                    bytes: send.bytes,
+                };
+                return net.fixed_costs(&info, 0).is_some();
+            }
+        }
+    }
+    true
 }
 
 /// The PE of every block: its object's PE under `map`, or under the remap after the object's
@@ -288,9 +514,10 @@ fn block_pes(
 ) -> Result<Vec<u32>, ReplayError> {
     let Some(r) = remap else {
         return Ok(trace
-            .blocks()
+            .columns()
+            .object
             .iter()
-            .map(|b| map[b.object.index()])
+            .map(|&o| map[o as usize])
             .collect());
     };
     r.check(trace, pes)?;

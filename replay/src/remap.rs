@@ -92,7 +92,7 @@ pub fn with_migration_cost(
         .map(|s| s.msg.0)
         .max()
         .map_or(0, |m| m + 1);
-    for b in trace.blocks() {
+    for b in trace.iter_blocks() {
         if let Some(m) = b.trigger {
             next_msg = next_msg.max(m.0.saturating_add(1));
         }
@@ -113,7 +113,7 @@ pub fn with_migration_cost(
     let mut deps: Vec<BlockId> = Vec::new();
     let mut sends: Vec<Send> = Vec::new();
     for id in trace.block_ids() {
-        let b = *trace.block(id);
+        let b = trace.block(id);
         let o = b.object.index();
         deps.clear();
         deps.extend(trace.deps(id).iter().map(|d| new_id[d.index()]));

@@ -1,6 +1,6 @@
 //! Explains why a replay could not finish.
 
-use crate::plan::Plan;
+use crate::plan::{NIL, Plan};
 use std::fmt;
 
 /// What a block that never ran was waiting for.
@@ -46,54 +46,73 @@ pub struct StuckReport {
 
 const SHOW: usize = 10;
 
-pub(crate) fn diagnose(plan: &Plan, completed: u64) -> StuckReport {
+/// Explains a replay that ended with blocks left. `live` lists `(k, i, pending)` for every
+/// block of the iterations that had started (`k < started`); blocks of later iterations never
+/// started either and are counted among the others.
+pub(crate) fn diagnose(
+    plan: &Plan,
+    completed: u64,
+    started: u32,
+    live: &[(u32, u32, u32)],
+) -> StuckReport {
+    let b = plan.blocks as u64;
+    let gid = |k: u32, i: u32| -> u32 { (k as u64 * b + i as u64) as u32 };
     // After the loop drains, exactly the blocks with pending > 0 never ran.
-    let stuck = |b: u32| plan.wait[b as usize].pending > 0;
-    // Inverse of the dependents CSR, only for stuck blocks: which stuck deps does a block wait on?
-    let n = plan.blocks.len();
-    let mut waits_on: Vec<Vec<Wait>> = vec![Vec::new(); n];
-    for d in 0..n as u32 {
-        if !stuck(d) {
+    let position = |k: u32, i: u32| -> Option<usize> {
+        let first = live.first()?.0;
+        let p = (k.checked_sub(first)? as u64 * b + i as u64) as usize;
+        (p < live.len()).then_some(p)
+    };
+    let mut waits_on: Vec<Vec<Wait>> = vec![Vec::new(); live.len()];
+    for &(k, d, pending) in live {
+        if pending == 0 {
             continue;
         }
-        for i in plan.dep_start[d as usize]..plan.dep_start[d as usize + 1] {
-            let b = plan.dependents[i as usize];
-            waits_on[b as usize].push(Wait::Block(d));
+        let h = plan.hot[d as usize];
+        let next = plan.hot[d as usize + 1];
+        for dep in &plan.deps[h.dep_start as usize..next.dep_start as usize] {
+            if let Some(p) = position(k + dep.lag, dep.block) {
+                waits_on[p].push(Wait::Block(gid(k, d)));
+            }
         }
         // Order chains (recorded PE order, object order) are waits on a block too.
         for chain in [&plan.chain_next, &plan.obj_next] {
-            if let Some(&b) = chain.get(d as usize)
-                && b != u32::MAX
+            if let Some(&nb) = chain.get(d as usize)
+                && nb != NIL
+                && let Some(p) = position(k, nb)
             {
-                waits_on[b as usize].push(Wait::Block(d));
+                waits_on[p].push(Wait::Block(gid(k, d)));
             }
         }
     }
-    let mut sender_of = vec![u32::MAX; n];
-    for (si, s) in plan.sends.iter().enumerate() {
-        for slot in s.cons_start..s.cons_end {
-            sender_of[plan.consumers[slot as usize] as usize] = plan.send_block[si];
+    let mut sender_of = vec![NIL; plan.blocks as usize];
+    for i in 0..plan.blocks as usize {
+        for s in &plan.slots[plan.hot[i].slot_start as usize..plan.hot[i + 1].slot_start as usize] {
+            sender_of[s.consumer as usize] = i as u32;
         }
     }
     let (mut roots, mut others) = (Vec::new(), Vec::new());
     let (mut root_count, mut other_count) = (0u64, 0u64);
-    for b in 0..n as u32 {
-        if !stuck(b) {
+    for (p, &(k, i, pending)) in live.iter().enumerate() {
+        if pending == 0 {
             continue;
         }
-        let mut waits = std::mem::take(&mut waits_on[b as usize]);
+        let mut waits = std::mem::take(&mut waits_on[p]);
         let mut root = waits.is_empty();
         // `pending` counts unfinished dependencies plus one while the trigger has not arrived.
-        if plan.wait[b as usize].pending > waits.len() as u32 {
-            match sender_of[b as usize] {
-                u32::MAX => waits.push(Wait::MessageNeverSent),
+        if pending > waits.len() as u32 {
+            match sender_of[i as usize] {
+                NIL => waits.push(Wait::MessageNeverSent),
                 s => {
-                    waits.push(Wait::MessageFromStuck { sender: s });
+                    waits.push(Wait::MessageFromStuck { sender: gid(k, s) });
                     root = false;
                 }
             }
         }
-        let entry = StuckBlock { block: b, waits };
+        let entry = StuckBlock {
+            block: gid(k, i),
+            waits,
+        };
         if root {
             root_count += 1;
             if roots.len() < SHOW {
@@ -106,8 +125,9 @@ pub(crate) fn diagnose(plan: &Plan, completed: u64) -> StuckReport {
             }
         }
     }
+    other_count += (plan.reps - started) as u64 * b;
     StuckReport {
-        total: n as u64,
+        total: plan.total_blocks(),
         completed,
         roots,
         others,

@@ -6,8 +6,15 @@
 //! per-simulation insertion counter into the low 63 bits. Keys therefore compare as
 //! `(time, class, counter)`: at equal times every `Normal` event pops before any `Late` event,
 //! and within a class the event scheduled first pops first (FIFO). Keys are unique because the
-//! counter is. Every implementation of [`EventQueue`] pops the same keys in the same order; the
+//! counter is. Every implementation of [`EventQueue`] pops the same events in the same order; the
 //! tests check this against [`BinaryHeapQueue`] on random workloads.
+//!
+//! A queue does not have to store the insertion counter (FIFO among equal `(time, class)` is
+//! what it must keep): the key a queue returns from [`EventQueue::pop`] carries the time, the
+//! class and, in place of the counter, the pop's sequence number (0, 1, 2, ...). Popped keys
+//! therefore increase strictly, and two queues return identical keys exactly when they pop in
+//! the same order. [`RadixQueue`] entries are 16 bytes: `(time, class)` packed in a `u64` and
+//! the event.
 //!
 //! # Which queue
 //!
@@ -79,8 +86,13 @@ pub trait EventQueue<E> {
     /// Adds an event. Keys must be unique; monotone queues also require
     /// `key >=` the last popped key.
     fn push(&mut self, key: EventKey, event: E);
-    /// Removes and returns the event with the smallest key.
+    /// Removes and returns the event with the smallest key. The returned key's counter is the
+    /// pop's sequence number (see the [module docs](self)).
     fn pop(&mut self) -> Option<(EventKey, E)>;
+    /// True if the next [`EventQueue::pop`] would return an event at exactly `time` in
+    /// `class`. `(time, class)` must be the last popped event's time and class or later (the
+    /// [`crate::Scheduler`] asks about the current instant only).
+    fn next_is(&self, time: SimTime, class: EventClass) -> bool;
     /// Number of pending events.
     fn len(&self) -> usize;
     /// True when no event is pending.
@@ -116,6 +128,7 @@ impl std::str::FromStr for QueueKind {
 #[derive(Debug)]
 pub struct BinaryHeapQueue<E> {
     heap: BinaryHeap<Reverse<Entry<E>>>,
+    pops: u64,
 }
 
 #[derive(Debug)]
@@ -144,6 +157,7 @@ impl<E> Default for BinaryHeapQueue<E> {
     fn default() -> Self {
         BinaryHeapQueue {
             heap: BinaryHeap::new(),
+            pops: 0,
         }
     }
 }
@@ -163,9 +177,16 @@ impl<E> EventQueue<E> for BinaryHeapQueue<E> {
         }));
     }
     fn pop(&mut self) -> Option<(EventKey, E)> {
-        self.heap
-            .pop()
-            .map(|Reverse(e)| (EventKey::unpack(e.key), e.event))
+        let Reverse(e) = self.heap.pop()?;
+        let k = EventKey::unpack(e.key);
+        self.pops += 1;
+        Some((EventKey::new(k.time, k.class(), self.pops - 1), e.event))
+    }
+    fn next_is(&self, time: SimTime, class: EventClass) -> bool {
+        self.heap.peek().is_some_and(|Reverse(e)| {
+            let k = EventKey::unpack(e.key);
+            k.time == time && k.class() == class
+        })
     }
     fn len(&self) -> usize {
         self.heap.len()
@@ -189,9 +210,10 @@ impl<E> EventQueue<E> for BinaryHeapQueue<E> {
 pub struct RadixQueue<E> {
     last: u64,
     len: usize,
+    pops: u64,
     /// Read position in bucket 0.
     head: usize,
-    buckets: Vec<Vec<(u64, u64, E)>>,
+    buckets: Vec<Vec<(u64, E)>>,
 }
 
 /// The largest time a [`RadixQueue`] accepts, in picoseconds.
@@ -202,6 +224,7 @@ impl<E> Default for RadixQueue<E> {
         RadixQueue {
             last: 0,
             len: 0,
+            pops: 0,
             head: 0,
             buckets: (0..=64).map(|_| Vec::new()).collect(),
         }
@@ -228,6 +251,47 @@ impl<E> RadixQueue<E> {
     }
 }
 
+impl<E: Copy> RadixQueue<E> {
+    /// Makes bucket 0 hold the smallest pending key at `head`; false if the queue is empty.
+    #[inline]
+    fn refill(&mut self) -> bool {
+        if self.head < self.buckets[0].len() {
+            return true;
+        }
+        if self.len == 0 {
+            return false;
+        }
+        self.buckets[0].clear();
+        self.head = 0;
+        let Some(i) = (1..self.buckets.len()).find(|&i| !self.buckets[i].is_empty()) else {
+            return false;
+        };
+        let mut moving = std::mem::take(&mut self.buckets[i]);
+        let Some(min) = moving.iter().map(|e| e.0).min() else {
+            return false;
+        };
+        self.last = min;
+        for e in moving.drain(..) {
+            let b = self.bucket(e.0);
+            debug_assert!(b < i);
+            self.buckets[b].push(e);
+        }
+        // Give the emptied vector (and its capacity) back to its bucket.
+        self.buckets[i] = moving;
+        true
+    }
+}
+
+#[inline]
+fn unpack_radix(k: u64) -> (SimTime, EventClass) {
+    let class = if k & 1 == 0 {
+        EventClass::Normal
+    } else {
+        EventClass::Late
+    };
+    (SimTime::from_ps(k >> 1), class)
+}
+
 impl<E: Copy> EventQueue<E> for RadixQueue<E> {
     #[inline]
     fn push(&mut self, key: EventKey, event: E) {
@@ -237,40 +301,42 @@ impl<E: Copy> EventQueue<E> for RadixQueue<E> {
             "RadixQueue: key {key:?} is earlier than the last popped key (monotonicity violated)"
         );
         let b = self.bucket(k);
-        self.buckets[b].push((k, key.seq, event));
+        self.buckets[b].push((k, event));
         self.len += 1;
     }
 
     #[inline]
     fn pop(&mut self) -> Option<(EventKey, E)> {
-        if self.len == 0 {
+        if !self.refill() {
             return None;
         }
-        if self.head == self.buckets[0].len() {
-            self.buckets[0].clear();
-            self.head = 0;
-            let i = (1..self.buckets.len()).find(|&i| !self.buckets[i].is_empty())?;
-            let mut moving = std::mem::take(&mut self.buckets[i]);
-            self.last = moving.iter().map(|e| e.0).min()?;
-            for e in moving.drain(..) {
-                let b = self.bucket(e.0);
-                debug_assert!(b < i);
-                self.buckets[b].push(e);
-            }
-            // Give the emptied vector (and its capacity) back to its bucket.
-            self.buckets[i] = moving;
-        }
         // Bucket 0 is consumed front to back by index (events are `Copy`), cleared when empty.
-        let (k, seq, e) = self.buckets[0][self.head];
+        let (k, e) = self.buckets[0][self.head];
         self.head += 1;
         self.len -= 1;
-        Some((
-            EventKey {
-                time: SimTime::from_ps(k >> 1),
-                seq,
-            },
-            e,
-        ))
+        self.pops += 1;
+        let (time, class) = unpack_radix(k);
+        Some((EventKey::new(time, class, self.pops - 1), e))
+    }
+
+    #[inline]
+    fn next_is(&self, time: SimTime, class: EventClass) -> bool {
+        let k = (time.as_ps() << 1) | class as u64;
+        if self.head < self.buckets[0].len() {
+            // Bucket 0 holds exactly the keys equal to the last popped one.
+            return self.last == k;
+        }
+        if k <= self.last {
+            return false;
+        }
+        match self.bucket(k) {
+            // Keys differing from the last popped key in bit 0 only: all equal to `k`.
+            1 => !self.buckets[1].is_empty(),
+            b => {
+                (1..b).all(|i| self.buckets[i].is_empty())
+                    && self.buckets[b].iter().map(|e| e.0).min() == Some(k)
+            }
+        }
     }
 
     fn len(&self) -> usize {

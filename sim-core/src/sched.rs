@@ -2,6 +2,7 @@
 
 use crate::queue::{EventClass, EventKey, EventQueue};
 use crate::time::SimTime;
+use std::collections::VecDeque;
 
 /// Bounds that stop a runaway simulation with an error.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -50,15 +51,22 @@ pub enum SchedError {
 /// Ordering is [`crate::queue`]'s `(time, class, insertion)` contract, with one rule for the
 /// boundary case: a `Normal` event scheduled for the *current* instant while a `Late` event is
 /// being processed joins the `Late` pass (it cannot go back in time to the `Normal` pass).
+///
+/// Events scheduled for the current instant (a decision taken now, a zero delay) never enter
+/// the queue: they wait in two FIFO lanes, one per class. Events in the queue for the current
+/// instant were scheduled before it began, so they precede the lane of their class; popping
+/// `queue (now, Normal)`, then the `Normal` lane, then `queue (now, Late)`, then the `Late` lane
+/// is exactly the `(time, class, insertion)` order.
 #[derive(Debug)]
 pub struct Scheduler<E, Q: EventQueue<E>> {
     queue: Q,
     now: SimTime,
-    current: EventKey,
-    counter: u64,
+    class: EventClass,
     events: u64,
+    counter: u64,
     limits: RunLimits,
-    _event: std::marker::PhantomData<E>,
+    now_normal: VecDeque<E>,
+    now_late: VecDeque<E>,
 }
 
 impl<E, Q: EventQueue<E>> Scheduler<E, Q> {
@@ -67,11 +75,12 @@ impl<E, Q: EventQueue<E>> Scheduler<E, Q> {
         Scheduler {
             queue,
             now: SimTime::ZERO,
-            current: EventKey::new(SimTime::ZERO, EventClass::Normal, 0),
-            counter: 0,
+            class: EventClass::Normal,
             events: 0,
+            counter: 0,
             limits,
-            _event: std::marker::PhantomData,
+            now_normal: VecDeque::new(),
+            now_late: VecDeque::new(),
         }
     }
 
@@ -88,23 +97,26 @@ impl<E, Q: EventQueue<E>> Scheduler<E, Q> {
 
     /// Events still pending.
     pub fn pending(&self) -> usize {
-        self.queue.len()
+        self.queue.len() + self.now_normal.len() + self.now_late.len()
     }
 
     /// Schedules `event` at `at` in pass `class`.
     #[inline]
     pub fn schedule(&mut self, at: SimTime, class: EventClass, event: E) -> Result<(), SchedError> {
-        if at < self.now {
-            return Err(SchedError::Past { at, now: self.now });
+        if at <= self.now {
+            if at < self.now {
+                return Err(SchedError::Past { at, now: self.now });
+            }
+            if class == EventClass::Late || self.class == EventClass::Late {
+                self.now_late.push_back(event);
+            } else {
+                self.now_normal.push_back(event);
+            }
+            return Ok(());
         }
         if at.as_ps() > crate::queue::RADIX_MAX_TIME_PS {
             return Err(SchedError::Overflow);
         }
-        let class = if at == self.now && self.current.class() == EventClass::Late {
-            EventClass::Late
-        } else {
-            class
-        };
         let key = EventKey::new(at, class, self.counter);
         self.counter += 1;
         self.queue.push(key, event);
@@ -116,12 +128,30 @@ impl<E, Q: EventQueue<E>> Scheduler<E, Q> {
     pub fn next_event(&mut self) -> Result<Option<(SimTime, E)>, SchedError> {
         if let Some(max) = self.limits.max_events
             && self.events >= max
-            && !self.queue.is_empty()
+            && self.pending() > 0
         {
             return Err(SchedError::EventLimit {
                 events: self.events,
                 now: self.now,
             });
+        }
+        if !self.now_normal.is_empty() || !self.now_late.is_empty() {
+            let now = self.now;
+            let (class, ev) = if self.queue.next_is(now, EventClass::Normal) {
+                (EventClass::Normal, self.pop_queue())
+            } else if let Some(ev) = self.now_normal.pop_front() {
+                (EventClass::Normal, Some(ev))
+            } else if self.queue.next_is(now, EventClass::Late) {
+                (EventClass::Late, self.pop_queue())
+            } else {
+                (EventClass::Late, self.now_late.pop_front())
+            };
+            let Some(ev) = ev else {
+                return Ok(None);
+            };
+            self.events += 1;
+            self.class = class;
+            return Ok(Some((now, ev)));
         }
         let Some((key, ev)) = self.queue.pop() else {
             return Ok(None);
@@ -136,8 +166,13 @@ impl<E, Q: EventQueue<E>> Scheduler<E, Q> {
         }
         self.events += 1;
         self.now = key.time;
-        self.current = key;
+        self.class = key.class();
         Ok(Some((key.time, ev)))
+    }
+
+    #[inline]
+    fn pop_queue(&mut self) -> Option<E> {
+        self.queue.pop().map(|(_, e)| e)
     }
 }
 

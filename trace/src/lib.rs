@@ -32,8 +32,8 @@ pub mod text;
 pub use error::{TraceError, ValidationError};
 pub use ids::{BlockId, EntryId, GroupId, MsgId, ObjectId, PeId};
 pub use model::{
-    Block, Consumers, Destination, EntryMethod, Group, MessageIndex, ObjectInfo, Send, Trace,
-    TraceBuilder, TraceMeta,
+    Block, BlockColumns, Consumers, Destination, EntryMethod, FLAG_LB_SYNC, Group, MessageIndex,
+    NO_ITERATION, NONE_U64, ObjectInfo, Send, Trace, TraceBuilder, TraceMeta, TraceParts,
 };
 pub use summary::{EntrySummary, TraceSummary};
 

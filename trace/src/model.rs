@@ -5,6 +5,7 @@ use crate::ids::{BlockId, EntryId, GroupId, MsgId, ObjectId, PeId};
 use serde::{Deserialize, Serialize};
 use sim_core::{SimDuration, SimTime};
 use std::ops::Range;
+use std::sync::OnceLock;
 
 /// Facts about how and where a trace was produced.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -143,14 +144,127 @@ impl Block {
     }
 }
 
-/// A complete trace. Blocks, their dependency lists and their sends are stored flat
-/// (compressed-sparse-row), so a trace of millions of blocks costs a few allocations.
+/// "No value" in the `u64` block columns (triggers, recorded times).
+pub const NONE_U64: u64 = u64::MAX;
+/// "No iteration" in [`BlockColumns::iteration`].
+pub const NO_ITERATION: u32 = u32::MAX;
+/// Bit of [`BlockColumns::flags`]: the block is a load-balancing sync point.
+pub const FLAG_LB_SYNC: u8 = 1;
+
+/// The blocks of a trace, one column per field (structure of arrays): what a decoder fills
+/// and a replay reads in bulk. Optional fields (`priority`, `flags`, `recorded_start`,
+/// `recorded_arrival`) are empty when no block has them; absent values are [`NONE_U64`] and
+/// [`NO_ITERATION`], which are therefore not valid labels or times.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct BlockColumns {
+    /// Object of each block.
+    pub object: Vec<u32>,
+    /// Entry method of each block.
+    pub entry: Vec<u32>,
+    /// Recorded duration in picoseconds.
+    pub duration_ps: Vec<u64>,
+    /// Trigger message label, or [`NONE_U64`].
+    pub trigger: Vec<u64>,
+    /// Iteration label, or [`NO_ITERATION`].
+    pub iteration: Vec<u32>,
+    /// Priority (empty: all 0).
+    pub priority: Vec<i32>,
+    /// Flag bits ([`FLAG_LB_SYNC`]; empty: all 0).
+    pub flags: Vec<u8>,
+    /// Recorded start in picoseconds or [`NONE_U64`] (empty: none recorded).
+    pub recorded_start: Vec<u64>,
+    /// Recorded trigger arrival in picoseconds or [`NONE_U64`] (empty: none recorded).
+    pub recorded_arrival: Vec<u64>,
+}
+
+impl BlockColumns {
+    fn len(&self) -> usize {
+        self.object.len()
+    }
+    fn get(&self, i: usize) -> Block {
+        let opt = |v: &Vec<u64>| match v.get(i) {
+            Some(&x) if x != NONE_U64 => Some(SimTime::from_ps(x)),
+            _ => None,
+        };
+        Block {
+            object: ObjectId(self.object[i]),
+            entry: EntryId(self.entry[i]),
+            duration: SimDuration::from_ps(self.duration_ps[i]),
+            trigger: match self.trigger[i] {
+                NONE_U64 => None,
+                m => Some(MsgId(m)),
+            },
+            iteration: match self.iteration[i] {
+                NO_ITERATION => None,
+                k => Some(k),
+            },
+            lb_sync: self.flags.get(i).is_some_and(|f| f & FLAG_LB_SYNC != 0),
+            priority: self.priority.get(i).copied().unwrap_or(0),
+            recorded_start: opt(&self.recorded_start),
+            recorded_arrival: opt(&self.recorded_arrival),
+        }
+    }
+    /// Appends `b`; returns a description of a reserved value it uses, if any.
+    fn push(&mut self, b: &Block) -> Option<String> {
+        let n = self.len();
+        self.object.push(b.object.0);
+        self.entry.push(b.entry.0);
+        self.duration_ps.push(b.duration.as_ps());
+        self.trigger.push(b.trigger.map_or(NONE_U64, |m| m.0));
+        self.iteration.push(b.iteration.unwrap_or(NO_ITERATION));
+        // An optional column is present once some block has a value (`len == n`).
+        fn optional<T: Copy + PartialEq>(col: &mut Vec<T>, n: usize, v: T, zero: T) {
+            if v != zero || (n > 0 && col.len() == n) {
+                col.resize(n, zero);
+                col.push(v);
+            }
+        }
+        optional(&mut self.priority, n, b.priority, 0);
+        optional(
+            &mut self.flags,
+            n,
+            if b.lb_sync { FLAG_LB_SYNC } else { 0 },
+            0,
+        );
+        let t = |x: Option<SimTime>| x.map_or(NONE_U64, |t| t.as_ps());
+        optional(&mut self.recorded_start, n, t(b.recorded_start), NONE_U64);
+        optional(
+            &mut self.recorded_arrival,
+            n,
+            t(b.recorded_arrival),
+            NONE_U64,
+        );
+        if b.trigger == Some(MsgId(NONE_U64)) {
+            return Some(format!(
+                "block{n} is triggered by the reserved label {NONE_U64}"
+            ));
+        }
+        if b.iteration == Some(NO_ITERATION) {
+            return Some(format!(
+                "block{n} has the reserved iteration label {NO_ITERATION}"
+            ));
+        }
+        if b.recorded_start.map(|t| t.as_ps()) == Some(NONE_U64)
+            || b.recorded_arrival.map(|t| t.as_ps()) == Some(NONE_U64)
+        {
+            return Some(format!(
+                "block{n} has the reserved recorded time {NONE_U64} ps"
+            ));
+        }
+        None
+    }
+}
+
+/// A complete trace. Blocks are stored column by column ([`BlockColumns`]); their dependency
+/// lists and sends are stored flat (compressed-sparse-row), so a trace of millions of blocks
+/// costs a few allocations and about 37 bytes per block plus 40 per send and 4 per dependency.
 ///
 /// Invariants (checked by [`Trace::validate`], which every decoder and the builder run):
 /// references are in range; a block's dependencies are earlier blocks; a send leaves within its
 /// block; message labels are unique; a block's trigger, if sent, is addressed to the block's
-/// object; no two blocks of one object consume the same message.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// object; no two blocks of one object consume the same message; the reserved values
+/// ([`NONE_U64`], [`NO_ITERATION`]) are not used as labels or times.
+#[derive(Clone, Debug, Default)]
 pub struct Trace {
     /// Where the trace came from.
     pub meta: TraceMeta,
@@ -160,11 +274,54 @@ pub struct Trace {
     pub objects: Vec<ObjectInfo>,
     /// Multicast groups, indexed by [`GroupId`].
     pub groups: Vec<Group>,
-    blocks: Vec<Block>,
+    cols: BlockColumns,
     deps_end: Vec<u32>,
     sends_end: Vec<u32>,
     deps: Vec<BlockId>,
     sends: Vec<Send>,
+    /// The first reserved value a pushed block used (reported by [`Trace::validate`]).
+    reserved: Option<String>,
+    /// Who consumes each send, computed once ([`Trace::consumers`]).
+    consumers: OnceLock<Consumers>,
+}
+
+impl PartialEq for Trace {
+    fn eq(&self, o: &Self) -> bool {
+        self.meta == o.meta
+            && self.entries == o.entries
+            && self.objects == o.objects
+            && self.groups == o.groups
+            && self.cols == o.cols
+            && self.deps_end == o.deps_end
+            && self.sends_end == o.sends_end
+            && self.deps == o.deps
+            && self.sends == o.sends
+            && self.reserved == o.reserved
+    }
+}
+impl Eq for Trace {}
+
+/// The raw parts of a trace, for decoders that fill columns in bulk ([`Trace::from_parts`]).
+#[derive(Debug, Default)]
+pub struct TraceParts {
+    /// Metadata.
+    pub meta: TraceMeta,
+    /// Entry methods.
+    pub entries: Vec<EntryMethod>,
+    /// Objects.
+    pub objects: Vec<ObjectInfo>,
+    /// Groups.
+    pub groups: Vec<Group>,
+    /// Block columns.
+    pub cols: BlockColumns,
+    /// Per block, the end of its dependencies in `deps`.
+    pub deps_end: Vec<u32>,
+    /// Dependencies of all blocks.
+    pub deps: Vec<BlockId>,
+    /// Per block, the end of its sends in `sends`.
+    pub sends_end: Vec<u32>,
+    /// Sends of all blocks.
+    pub sends: Vec<Send>,
 }
 
 impl Trace {
@@ -176,37 +333,103 @@ impl Trace {
         }
     }
 
+    /// Assembles a trace from columns and validates it (the column lengths included).
+    pub fn from_parts(p: TraceParts) -> Result<Trace, ValidationError> {
+        let n = p.cols.len();
+        let c = &p.cols;
+        let opt_ok = |len: usize| len == 0 || len == n;
+        if c.entry.len() != n
+            || c.duration_ps.len() != n
+            || c.trigger.len() != n
+            || c.iteration.len() != n
+            || !opt_ok(c.priority.len())
+            || !opt_ok(c.flags.len())
+            || !opt_ok(c.recorded_start.len())
+            || !opt_ok(c.recorded_arrival.len())
+            || p.deps_end.len() != n
+            || p.sends_end.len() != n
+        {
+            return Err(ValidationError("block columns of different lengths".into()));
+        }
+        let ends_ok = |ends: &[u32], total: usize| {
+            ends.windows(2).all(|w| w[0] <= w[1])
+                && ends.last().map_or(total == 0, |&e| e as usize == total)
+        };
+        if !ends_ok(&p.deps_end, p.deps.len()) || !ends_ok(&p.sends_end, p.sends.len()) {
+            return Err(ValidationError(
+                "dependency or send ranges out of order or not covering their lists".into(),
+            ));
+        }
+        let t = Trace {
+            meta: p.meta,
+            entries: p.entries,
+            objects: p.objects,
+            groups: p.groups,
+            cols: p.cols,
+            deps_end: p.deps_end,
+            sends_end: p.sends_end,
+            deps: p.deps,
+            sends: p.sends,
+            reserved: None,
+            consumers: OnceLock::new(),
+        };
+        t.validate()?;
+        Ok(t)
+    }
+
     /// Appends a block; returns its id. References are checked later by [`Trace::validate`].
     ///
     /// # Panics
     /// If the trace would exceed 2^32 - 1 blocks, dependencies or sends.
     pub fn push_block(&mut self, block: Block, deps: &[BlockId], sends: &[Send]) -> BlockId {
-        let id = BlockId(u32::try_from(self.blocks.len()).expect("more than 2^32 blocks"));
-        self.blocks.push(block);
+        let id = BlockId(u32::try_from(self.cols.len()).expect("more than 2^32 blocks"));
+        if let Some(r) = self.cols.push(&block)
+            && self.reserved.is_none()
+        {
+            self.reserved = Some(r);
+        }
         self.deps.extend_from_slice(deps);
         self.sends.extend_from_slice(sends);
         self.deps_end
             .push(u32::try_from(self.deps.len()).expect("more than 2^32 dependencies"));
         self.sends_end
             .push(u32::try_from(self.sends.len()).expect("more than 2^32 sends"));
+        self.consumers = OnceLock::new();
         id
     }
 
     /// Number of blocks.
     pub fn num_blocks(&self) -> usize {
-        self.blocks.len()
+        self.cols.len()
     }
     /// Number of sends (message entries) over all blocks.
     pub fn num_sends(&self) -> usize {
         self.sends.len()
     }
-    /// All blocks in id order.
-    pub fn blocks(&self) -> &[Block] {
-        &self.blocks
+    /// The block columns (for code that reads every block: faster than [`Trace::block`]).
+    pub fn columns(&self) -> &BlockColumns {
+        &self.cols
+    }
+    /// Per block, the end of its dependency range in [`Trace::all_deps`].
+    pub fn deps_ends(&self) -> &[u32] {
+        &self.deps_end
+    }
+    /// Per block, the end of its send range in [`Trace::all_sends`].
+    pub fn sends_ends(&self) -> &[u32] {
+        &self.sends_end
+    }
+    /// Every block, materialised in id order (80 bytes each: for tests and small traces;
+    /// prefer [`Trace::iter_blocks`] or [`Trace::columns`]).
+    pub fn blocks(&self) -> Vec<Block> {
+        self.iter_blocks().collect()
+    }
+    /// Every block in id order, assembled from the columns one at a time.
+    pub fn iter_blocks(&self) -> impl ExactSizeIterator<Item = Block> + '_ {
+        (0..self.cols.len()).map(|i| self.cols.get(i))
     }
     /// One block.
-    pub fn block(&self, id: BlockId) -> &Block {
-        &self.blocks[id.index()]
+    pub fn block(&self, id: BlockId) -> Block {
+        self.cols.get(id.index())
     }
     /// The range of `id`'s dependencies in the flat dependency array.
     pub fn dep_range(&self, id: BlockId) -> Range<usize> {
@@ -246,7 +469,7 @@ impl Trace {
     }
     /// Iterator over block ids.
     pub fn block_ids(&self) -> impl Iterator<Item = BlockId> + use<> {
-        (0..self.blocks.len() as u32).map(BlockId)
+        (0..self.cols.len() as u32).map(BlockId)
     }
     /// Index from message label to the send that carries it.
     pub fn message_index(&self) -> MessageIndex {
@@ -262,46 +485,18 @@ impl Trace {
     }
     /// Who each send triggers: for send `s`, the blocks whose trigger it is are
     /// `blocks[start[s]..start[s + 1]]`, in block order (one for point-to-point, one per
-    /// receiving object for broadcasts and groups).
-    pub fn consumers(&self) -> Consumers {
-        let index = self.message_index();
-        let n_sends = self.sends.len();
-        let trigger_send: Vec<u32> = self
-            .blocks
-            .iter()
-            .map(|b| {
-                b.trigger
-                    .and_then(|m| index.lookup(m))
-                    .map_or(u32::MAX, |s| s as u32)
-            })
-            .collect();
-        let mut start = vec![0u32; n_sends + 1];
-        for &s in &trigger_send {
-            if s != u32::MAX {
-                start[s as usize + 1] += 1;
-            }
-        }
-        for i in 0..n_sends {
-            start[i + 1] += start[i];
-        }
-        let mut fill = start.clone();
-        let mut blocks = vec![0u32; start[n_sends] as usize];
-        for (b, &s) in trigger_send.iter().enumerate() {
-            if s != u32::MAX {
-                blocks[fill[s as usize] as usize] = b as u32;
-                fill[s as usize] += 1;
-            }
-        }
-        Consumers {
-            start,
-            blocks,
-            trigger_send,
-        }
+    /// receiving object for broadcasts and groups). Computed once and kept.
+    pub fn consumers(&self) -> &Consumers {
+        self.consumers
+            .get_or_init(|| Consumers::of(&self.cols.trigger, &self.sends))
     }
 
     /// Checks every invariant listed on [`Trace`].
     pub fn validate(&self) -> Result<(), ValidationError> {
         let bad = |s: String| Err(ValidationError(s));
+        if let Some(r) = &self.reserved {
+            return bad(r.clone());
+        }
         let n_obj = self.objects.len();
         if n_obj > 0 && self.meta.recorded_pes == 0 {
             return bad("recorded_pes is 0 but the trace has objects".into());
@@ -324,7 +519,52 @@ impl Trace {
                 ));
             }
         }
-        let n_entries = self.entries.len();
+        self.validate_blocks()?;
+        if let Some(m) = self.consumers().duplicate {
+            return bad(format!("message label {m} is sent more than once"));
+        }
+        self.validate_consumers()
+    }
+
+    /// Per-block checks, in block order (the first violation is reported).
+    fn validate_blocks(&self) -> Result<(), ValidationError> {
+        let c = &self.cols;
+        let (n_obj, n_entries, n_groups) = (
+            self.objects.len() as u32,
+            self.entries.len() as u32,
+            self.groups.len() as u32,
+        );
+        // Fast pass: one flag per kind of violation; the slow pass below names the first.
+        let objects_ok = c.object.iter().all(|&o| o < n_obj);
+        let entries_ok = c.entry.iter().all(|&e| e < n_entries);
+        let mut deps_ok = true;
+        let mut start = 0usize;
+        for (b, &end) in self.deps_end.iter().enumerate() {
+            let end = end as usize;
+            deps_ok &= self.deps[start..end].iter().all(|d| (d.0 as usize) < b);
+            start = end;
+        }
+        let mut sends_ok = true;
+        let mut start = 0usize;
+        for (b, &end) in self.sends_end.iter().enumerate() {
+            let end = end as usize;
+            let dur = c.duration_ps[b];
+            sends_ok &= self.sends[start..end].iter().all(|s| {
+                s.offset.as_ps() <= dur
+                    && s.entry.0 < n_entries
+                    && match s.dest {
+                        Destination::Object(o) | Destination::AllExcept(o) => o.0 < n_obj,
+                        Destination::Group(g) => g.0 < n_groups,
+                        Destination::All => true,
+                    }
+            });
+            start = end;
+        }
+        if objects_ok && entries_ok && deps_ok && sends_ok {
+            return Ok(());
+        }
+        let bad = |s: String| Err(ValidationError(s));
+        let (n_obj, n_entries) = (n_obj as usize, n_entries as usize);
         for id in self.block_ids() {
             let b = self.block(id);
             if b.object.index() >= n_obj {
@@ -365,27 +605,77 @@ impl Trace {
                 }
             }
         }
-        let index = self.message_index();
-        if let Some(m) = index.duplicate() {
-            return bad(format!("message label {m} is sent more than once"));
-        }
-        let mut consumed: Vec<(MsgId, ObjectId, BlockId)> = Vec::new();
-        for id in self.block_ids() {
-            let b = self.block(id);
-            let Some(m) = b.trigger else { continue };
-            if let Some(si) = index.lookup(m) {
-                let s = &self.sends[si];
-                if !s.dest.includes(b.object, &self.groups) {
-                    return bad(format!(
-                        "{id} on {} is triggered by {m}, which is addressed to {:?}",
-                        b.object, s.dest
-                    ));
-                }
+        Ok(())
+    }
+
+    /// Triggers: addressed to the consuming block's object; no object consumes one message
+    /// twice.
+    fn validate_consumers(&self) -> Result<(), ValidationError> {
+        let bad = |s: String| Err(ValidationError(s));
+        let cons = self.consumers();
+        let objects = &self.cols.object;
+        // Group membership: sorted copies for binary search.
+        let mut sorted_groups: Vec<Option<Vec<ObjectId>>> = vec![None; self.groups.len()];
+        for (b, &s) in cons.trigger_send.iter().enumerate() {
+            if s == u32::MAX {
+                continue;
             }
-            consumed.push((m, b.object, id));
+            let send = &self.sends[s as usize];
+            let obj = ObjectId(objects[b]);
+            let ok = match send.dest {
+                Destination::Object(o) => o == obj,
+                Destination::All => true,
+                Destination::AllExcept(o) => o != obj,
+                Destination::Group(g) => {
+                    let members = &self.groups[g.index()].members;
+                    if members.len() <= 16 {
+                        members.contains(&obj)
+                    } else {
+                        sorted_groups[g.index()]
+                            .get_or_insert_with(|| {
+                                let mut m = members.clone();
+                                m.sort_unstable();
+                                m
+                            })
+                            .binary_search(&obj)
+                            .is_ok()
+                    }
+                }
+            };
+            if !ok {
+                return bad(format!(
+                    "{} on {obj} is triggered by {}, which is addressed to {:?}",
+                    BlockId(b as u32),
+                    send.msg,
+                    send.dest
+                ));
+            }
         }
-        consumed.sort_unstable();
-        for w in consumed.windows(2) {
+        // One consumer per object per message. Point-to-point sends have one possible
+        // consumer object, so only sends with several consumers and labels no block sends
+        // need a closer look.
+        let mut seen: Vec<(MsgId, ObjectId, BlockId)> = Vec::new();
+        for s in 0..self.sends.len() {
+            let (a, z) = (cons.start[s] as usize, cons.start[s + 1] as usize);
+            if z - a > 1 {
+                seen.extend(
+                    cons.blocks[a..z]
+                        .iter()
+                        .map(|&b| (self.sends[s].msg, ObjectId(objects[b as usize]), BlockId(b))),
+                );
+            }
+        }
+        for (b, &s) in cons.trigger_send.iter().enumerate() {
+            if s == u32::MAX && self.cols.trigger[b] != NONE_U64 {
+                seen.push((
+                    MsgId(self.cols.trigger[b]),
+                    ObjectId(objects[b]),
+                    BlockId(b as u32),
+                ));
+            }
+        }
+        seen.sort_unstable();
+        for w in seen.windows(2) {
             if w[0].0 == w[1].0 && w[0].1 == w[1].1 {
                 return bad(format!(
                     "{} and {} on {} are both triggered by {}",
@@ -406,6 +696,48 @@ pub struct Consumers {
     pub blocks: Vec<u32>,
     /// Per block, the send that triggers it (`u32::MAX`: none, or a label no block sends).
     pub trigger_send: Vec<u32>,
+    /// A label that two sends carry, if any (the trace is then invalid).
+    pub duplicate: Option<MsgId>,
+}
+
+impl Consumers {
+    /// Resolves every trigger label against the sends' labels.
+    fn of(triggers: &[u64], sends: &[Send]) -> Consumers {
+        let index = MessageIndex::new(sends);
+        let n_sends = sends.len();
+        let trigger_send: Vec<u32> = triggers
+            .iter()
+            .map(|&m| {
+                if m == NONE_U64 {
+                    return u32::MAX;
+                }
+                index.lookup(MsgId(m)).map_or(u32::MAX, |s| s as u32)
+            })
+            .collect();
+        let mut start = vec![0u32; n_sends + 1];
+        for &s in &trigger_send {
+            if s != u32::MAX {
+                start[s as usize + 1] += 1;
+            }
+        }
+        for i in 0..n_sends {
+            start[i + 1] += start[i];
+        }
+        let mut fill = start.clone();
+        let mut blocks = vec![0u32; start[n_sends] as usize];
+        for (b, &s) in trigger_send.iter().enumerate() {
+            if s != u32::MAX {
+                blocks[fill[s as usize] as usize] = b as u32;
+                fill[s as usize] += 1;
+            }
+        }
+        Consumers {
+            start,
+            blocks,
+            trigger_send,
+            duplicate: index.duplicate(),
+        }
+    }
 }
 
 /// Maps message labels to send indices. When labels are exactly `0..n` in send order (as the

@@ -86,7 +86,7 @@ impl TraceSummary {
             .collect();
         let (mut triggered, mut iterations, mut lb, mut total) = (0u64, None::<u32>, 0u64, 0u64);
         let (mut start, mut end) = (None::<u64>, None::<u64>);
-        for b in trace.blocks() {
+        for b in trace.iter_blocks() {
             let e = &mut entry_table[b.entry.index()];
             e.blocks += 1;
             e.total_ps = e.total_ps.saturating_add(b.duration.as_ps());
