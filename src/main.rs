@@ -21,7 +21,7 @@ use sim_core::{QueueKind, Ratio, RunLimits, SeedTree, SimDuration, SimTime};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
-use trace::{Format, Trace, TraceSummary};
+use trace::{Format, Repeated, Trace, TraceSummary};
 
 #[derive(Parser)]
 #[command(
@@ -377,7 +377,7 @@ fn dispatch(cli: Cli) -> Result<()> {
         Cmd::Replay(a) => {
             let t0 = Instant::now();
             let trace = match a.format {
-                None => trace::read_trace_file(&a.trace)?,
+                None => trace::read_repeated_file(&a.trace)?,
                 Some(f) => {
                     let imp = importers::import(
                         f,
@@ -389,18 +389,19 @@ fn dispatch(cli: Cli) -> Result<()> {
                             eprintln!("{n}");
                         }
                     }
-                    imp.trace
+                    Repeated::flat(imp.trace)
                 }
             };
             if !a.out.quiet {
                 eprintln!(
-                    "loaded {} ({} blocks) in {:.3} s",
+                    "loaded {} ({} blocks{}) in {:.3} s",
                     a.trace.display(),
                     trace.num_blocks(),
+                    repeat_note(&trace),
                     t0.elapsed().as_secs_f64()
                 );
             }
-            replay_and_report(&trace, &a.machine, &a.out)
+            replay_and_report(trace, &a.machine, &a.out)
         }
         Cmd::Emulate(a) => emulate_cmd::emulate(a),
         Cmd::RunNative(a) => emulate_cmd::run_native(a),
@@ -522,8 +523,21 @@ fn fuzz_cmd(a: FuzzArgs) -> Result<()> {
     Ok(())
 }
 
+/// ", one iteration of B blocks repeated K times" for a repeated trace, "" otherwise.
+fn repeat_note(r: &Repeated) -> String {
+    if r.is_flat() {
+        String::new()
+    } else {
+        format!(
+            ": one iteration of {} blocks repeated {} times",
+            r.body().num_blocks(),
+            r.reps()
+        )
+    }
+}
+
 /// The default scenario of `whatif run`.
-fn default_scenario() -> Result<Trace> {
+fn default_scenario() -> Result<Repeated> {
     let p = SynthParams {
         iters: 20,
         compute: SimDuration::from_us(100),
@@ -533,14 +547,13 @@ fn default_scenario() -> Result<Trace> {
                 .into(),
         ..SynthParams::default()
     };
-    let mut t = scenarios::halo(&[8, 8, 8], false, &p)?;
-    t.meta.net = Some("alphabeta:lat=1us,bw=10GB/s".into());
-    Ok(t)
+    let t = scenarios::halo_repeated(&[8, 8, 8], false, &p)?;
+    Ok(t.with_meta(|m| m.net = Some("alphabeta:lat=1us,bw=10GB/s".into())))
 }
 
 fn run_default(a: RunArgs) -> Result<()> {
     let trace = default_scenario()?;
-    replay_and_report(&trace, &a.machine, &a.out)?;
+    replay_and_report(trace, &a.machine, &a.out)?;
     if !a.out.json && !a.out.quiet {
         eprintln!(
             "\nTry a what-if: whatif run --net alphabeta:lat=50us,bw=10GB/s   or   whatif run --pes 64"
@@ -559,9 +572,9 @@ fn gen_cmd(a: GenArgs) -> Result<()> {
         seed: a.seed,
         generator,
     };
-    let mut t = match a.kind {
-        GenKind::Pingpong => scenarios::pingpong(&p)?,
-        GenKind::Ring => scenarios::ring(a.ranks, &p)?,
+    let t = match a.kind {
+        GenKind::Pingpong => Repeated::flat(scenarios::pingpong(&p)?),
+        GenKind::Ring => scenarios::ring_repeated(a.ranks, &p)?,
         GenKind::Halo2d | GenKind::Halo3d => {
             let want = if matches!(a.kind, GenKind::Halo2d) {
                 2
@@ -578,18 +591,19 @@ fn gen_cmd(a: GenArgs) -> Result<()> {
                     if want == 2 { "32x32" } else { "10x10x10" }
                 );
             }
-            scenarios::halo(&dims, a.periodic, &p)?
+            scenarios::halo_repeated(&dims, a.periodic, &p)?
         }
-        GenKind::Pipeline => scenarios::pipeline(a.stages, &p)?,
+        GenKind::Pipeline => Repeated::flat(scenarios::pipeline(a.stages, &p)?),
     };
-    t.meta.net = a.net.map(|n| n.to_string());
-    trace::write_trace_file(&t, &a.out, Format::from_path(&a.out))?;
+    let t = t.with_meta(|m| m.net = a.net.map(|n| n.to_string()));
+    trace::write_repeated_file(&t, &a.out, Format::from_path(&a.out))?;
     eprintln!(
-        "wrote {} ({} objects, {} blocks, {} sends)",
+        "wrote {} ({} objects, {} blocks, {} sends{})",
         a.out.display(),
-        t.objects.len(),
+        t.body().objects.len(),
         t.num_blocks(),
-        t.num_sends()
+        t.num_sends(),
+        repeat_note(&t)
     );
     Ok(())
 }
@@ -635,8 +649,8 @@ fn parse_dims(s: &str) -> Result<Vec<u32>> {
 }
 
 fn inspect(a: InspectArgs) -> Result<()> {
-    let t = trace::read_trace_file(&a.trace)?;
-    let s = TraceSummary::of(&t);
+    let t = trace::read_repeated_file(&a.trace)?;
+    let s = TraceSummary::of_repeated(&t);
     if a.json {
         println!("{}", serde_json::to_string_pretty(&s)?);
     } else {
@@ -760,15 +774,32 @@ fn net_for(trace: &Trace, m: &MachineArgs) -> Result<NetSpec> {
     })
 }
 
-fn replay_and_report(trace: &Trace, m: &MachineArgs, o: &OutputArgs) -> Result<()> {
-    let spec = net_for(trace, m)?;
-    let cpu_scale = cpu_scale_for(trace, m)?;
-    let cfg = machine_config(m, trace, cpu_scale, o.timeline.is_some() || o.out.is_some());
+fn replay_and_report(input: Repeated, m: &MachineArgs, o: &OutputArgs) -> Result<()> {
+    // Outputs that describe every block need every block.
+    let per_block = o.timeline.is_some() || o.out.is_some();
+    let input = if per_block && !input.is_flat() {
+        Repeated::flat(input.expand())
+    } else {
+        input
+    };
+    let spec = net_for(input.body(), m)?;
+    let cpu_scale = cpu_scale_for(input.body(), m)?;
+    let cfg = machine_config(m, input.body(), cpu_scale, per_block);
     let mut net = spec.build();
     let t0 = Instant::now();
-    let result = replay::replay(trace, net.as_mut(), &cfg);
+    let prepared = replay::Prepared::new(&input, net.as_mut(), &cfg);
+    let plan_s = t0.elapsed().as_secs_f64();
+    // Once planned, the replay needs no block of the trace: keep its header for the report
+    // (and its blocks for per-block outputs).
+    let trace = if per_block {
+        input.into_body()
+    } else {
+        input.into_body().without_blocks()
+    };
+    let trace = &trace;
+    let result = prepared.and_then(|p| p.run(net.as_mut()).map(|r| (r, plan_s)));
     let wall = t0.elapsed().as_secs_f64();
-    let r = match result {
+    let (r, plan_s) = match result {
         Ok(r) => r,
         Err(e @ ReplayError::Stuck(_)) | Err(e @ ReplayError::Sched(_)) => {
             eprint!("{e}");
@@ -782,12 +813,13 @@ fn replay_and_report(trace: &Trace, m: &MachineArgs, o: &OutputArgs) -> Result<(
         Err(e) => return Err(e.into()),
     };
     if !o.quiet {
+        let loop_s = wall - plan_s;
         eprintln!(
-            "replayed {} events, {} messages in {wall:.3} s ({:.2} M events/s, {:.2} M messages/s)",
+            "replayed {} events, {} messages in {wall:.3} s (plan {plan_s:.3} s, event loop {loop_s:.3} s: {:.2} M events/s, {:.2} M messages/s)",
             r.events,
             r.messages.total(),
-            r.events as f64 / wall / 1e6,
-            r.messages.total() as f64 / wall / 1e6
+            r.events as f64 / loop_s / 1e6,
+            r.messages.total() as f64 / loop_s / 1e6
         );
     }
     let info = report::RunInfo {

@@ -119,7 +119,7 @@ pub fn human(info: &RunInfo, r: &ReplayReport) -> String {
         "trace        {} ({} objects, {} blocks)",
         t.meta.name,
         t.objects.len(),
-        t.num_blocks()
+        r.blocks
     );
     let _ = writeln!(
         s,

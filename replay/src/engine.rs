@@ -304,10 +304,9 @@ impl<'a, Q: EventQueue<u64>> Engine<'a, Q> {
                 };
             }
             if hi < plan.max_lag {
-                for c in &plan.carried {
-                    if c.lag > hi {
-                        st[c.block as usize].pending -= 1;
-                    }
+                // Nothing to wait for `lag > hi` iterations back.
+                for d in plan.deps.iter().filter(|d| d.lag > hi) {
+                    st[d.block as usize].pending -= 1;
                 }
             }
             self.win.remaining[s] = plan.blocks;
@@ -361,7 +360,7 @@ impl<'a, Q: EventQueue<u64>> Engine<'a, Q> {
     fn make_ready(&mut self, k: u32, i: u32, t: SimTime) -> Result<(), ReplayError> {
         let h = self.plan.hot[i as usize];
         let idx = self.win.idx(k, i);
-        let ord = (h.prio, self.win.st[idx].key_ps, kid(k, i));
+        let ord = (self.plan.prio(i), self.win.st[idx].key_ps, kid(k, i));
         let pe = &mut self.pes[h.pe as usize];
         if pe.head == NIL {
             pe.head = idx as u32;
@@ -394,8 +393,11 @@ impl<'a, Q: EventQueue<u64>> Engine<'a, Q> {
             (_, None) => true,
             (head, Some(Reverse(top))) => {
                 let (k, i) = self.win.block_of(head);
-                let h = &self.plan.hot[i as usize];
-                (h.prio, self.win.st[head as usize].key_ps, kid(k, i)) < *top
+                (
+                    self.plan.prio(i),
+                    self.win.st[head as usize].key_ps,
+                    kid(k, i),
+                ) < *top
             }
         };
         if from_list {
@@ -458,6 +460,10 @@ impl<'a, Q: EventQueue<u64>> Engine<'a, Q> {
     fn start(&mut self, k: u32, i: u32, pe: u32, t: SimTime) -> Result<SimDuration, ReplayError> {
         let plan = self.plan;
         let (h, next) = (plan.hot[i as usize], plan.hot[i as usize + 1]);
+        let v = plan.var.of(i as usize);
+        if v != NIL && plan.delivery == Delivery::Fixed {
+            return self.start_varying(k, i, v, h, pe, t);
+        }
         if plan.delivery == Delivery::Fixed {
             let t = t.as_ps();
             for s in &plan.slots[h.slot_start as usize..next.slot_start as usize] {
@@ -470,7 +476,45 @@ impl<'a, Q: EventQueue<u64>> Engine<'a, Q> {
             }
             return Ok(SimDuration::from_ps(h.dur_ps));
         }
-        self.start_per_message(k, i, h, next, pe, t)
+        self.start_per_message(k, i, h, pe, t)
+    }
+
+    /// [`Engine::start`] for a block whose duration and send offsets vary by iteration, when
+    /// deliveries have fixed costs (`Slot::delay_ps` then excludes the send offset).
+    fn start_varying(
+        &mut self,
+        k: u32,
+        i: u32,
+        v: u32,
+        h: crate::plan::Hot,
+        pe: u32,
+        t: SimTime,
+    ) -> Result<SimDuration, ReplayError> {
+        let plan = self.plan;
+        let var = &plan.var;
+        let (dur, raw) = var.duration(k, v, pe);
+        let t = t.as_ps();
+        let mut slot = h.slot_start as usize;
+        let sends = plan.send_start[i as usize] as usize..plan.send_start[i as usize + 1] as usize;
+        for s in sends {
+            let off = var.offset(s, raw, pe);
+            let end = var.send_slots[s + 1] as usize - var.send_slots[s] as usize + slot;
+            for sl in &plan.slots[slot..end] {
+                let at = t
+                    .checked_add(off)
+                    .and_then(|x| x.checked_add(sl.delay_ps))
+                    .ok_or(SchedError::Overflow)?;
+                self.sched.schedule(
+                    SimTime::from_ps(at),
+                    EventClass::Normal,
+                    ev(ARRIVE, k, sl.consumer),
+                )?;
+            }
+            slot = end;
+        }
+        Ok(SimDuration::from_ps(
+            dur.checked_add(h.dur_ps).ok_or(SchedError::Overflow)?,
+        ))
     }
 
     /// [`Engine::start`] when the network model is asked message by message.
@@ -479,7 +523,6 @@ impl<'a, Q: EventQueue<u64>> Engine<'a, Q> {
         k: u32,
         i: u32,
         h: crate::plan::Hot,
-        next: crate::plan::Hot,
         pe: u32,
         t: SimTime,
     ) -> Result<SimDuration, ReplayError> {
@@ -499,11 +542,26 @@ impl<'a, Q: EventQueue<u64>> Engine<'a, Q> {
         }
         let base = t.as_ps().checked_add(recv_oh).ok_or(SchedError::Overflow)?;
         let mut send_oh = 0u64;
-        for s in &plan.sends[h.send_start as usize..next.send_start as usize] {
+        let v = plan.var.of(i as usize);
+        let (dur, raw) = if v == NIL {
+            (h.dur_ps, 0)
+        } else {
+            plan.var.duration(k, v, pe)
+        };
+        let first = plan.send_start[i as usize] as usize;
+        for (si, s) in plan.sends[first..plan.send_start[i as usize + 1] as usize]
+            .iter()
+            .enumerate()
+        {
+            let off = if v == NIL {
+                s.off_ps
+            } else {
+                plan.var.offset(first + si, raw, pe)
+            };
             for slot in s.slot_start..s.slot_end {
                 let sl = plan.slots[slot as usize];
                 let ready = base
-                    .checked_add(s.off_ps + send_oh)
+                    .checked_add(off + send_oh)
                     .ok_or(SchedError::Overflow)?;
                 if sl.pe == pe {
                     self.sched.schedule(
@@ -540,7 +598,7 @@ impl<'a, Q: EventQueue<u64>> Engine<'a, Q> {
             }
         }
         let total = recv_oh
-            .checked_add(h.dur_ps)
+            .checked_add(dur)
             .and_then(|d| d.checked_add(send_oh))
             .ok_or(SchedError::Overflow)?;
         Ok(SimDuration::from_ps(total))

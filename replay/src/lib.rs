@@ -61,7 +61,7 @@ pub use stuck::{StuckBlock, StuckReport, Wait};
 
 use network_models::NetworkModel;
 use sim_core::{BinaryHeapQueue, QueueKind, RadixQueue, SchedError, SimDuration, SimTime};
-use trace::Trace;
+use trace::{Repeated, Trace};
 
 /// Why a replay failed.
 #[derive(Debug, thiserror::Error)]
@@ -94,6 +94,16 @@ pub struct MessageStats {
 }
 
 impl MessageStats {
+    /// Every count multiplied by `k` (a plan's one iteration, repeated).
+    pub(crate) fn times(self, k: u64) -> MessageStats {
+        MessageStats {
+            remote: self.remote * k,
+            local: self.local * k,
+            remote_bytes: self.remote_bytes.saturating_mul(k),
+            local_bytes: self.local_bytes.saturating_mul(k),
+            unconsumed_sends: self.unconsumed_sends * k,
+        }
+    }
     /// All deliveries.
     pub fn total(&self) -> u64 {
         self.remote + self.local
@@ -113,6 +123,19 @@ pub struct EntryNetStats {
     pub queueing_ps: u64,
     /// CPU overheads they cost: sender (including waits for a busy NIC) plus receiver, in ps.
     pub overhead_ps: u64,
+}
+
+impl EntryNetStats {
+    /// Every figure multiplied by `k` (a plan's one iteration, repeated).
+    pub(crate) fn times(self, k: u64) -> EntryNetStats {
+        EntryNetStats {
+            messages: self.messages * k,
+            bytes: self.bytes.saturating_mul(k),
+            wire_ps: self.wire_ps.saturating_mul(k),
+            queueing_ps: self.queueing_ps.saturating_mul(k),
+            overhead_ps: self.overhead_ps.saturating_mul(k),
+        }
+    }
 }
 
 /// One block's place in the predicted timeline.
@@ -202,22 +225,100 @@ impl ReplayReport {
     }
 }
 
-/// Replays `trace` on the machine described by `cfg` with network model `net`.
-pub fn replay(
-    trace: &Trace,
+/// What a replay runs: a flat trace, or a repeated one in its compact form.
+#[derive(Clone, Copy, Debug)]
+pub enum Input<'a> {
+    /// Every block stored.
+    Flat(&'a Trace),
+    /// One iteration stored, run several times ([`trace::Repeated`]).
+    Repeated(&'a Repeated),
+}
+
+impl<'a> From<&'a Trace> for Input<'a> {
+    fn from(t: &'a Trace) -> Self {
+        Input::Flat(t)
+    }
+}
+
+impl<'a> From<&'a Repeated> for Input<'a> {
+    fn from(r: &'a Repeated) -> Self {
+        Input::Repeated(r)
+    }
+}
+
+/// Replays `trace` (a [`Trace`] or a [`Repeated`] trace) on the machine described by `cfg`
+/// with network model `net`.
+pub fn replay<'a>(
+    trace: impl Into<Input<'a>>,
     net: &mut dyn NetworkModel,
     cfg: &ReplayConfig,
 ) -> Result<ReplayReport, ReplayError> {
-    let pes = cfg.pes.unwrap_or(trace.meta.recorded_pes);
-    net.check_pes(pes)
-        .map_err(|e| ReplayError::Config(format!("network model: {e}")))?;
-    let plan = plan::Plan::build(trace, cfg, net)?;
-    match cfg.queue {
-        QueueKind::Radix => {
-            engine::Engine::new(&plan, net, RadixQueue::new(), cfg.limits, cfg.timeline).run()
-        }
-        QueueKind::Binary => {
-            engine::Engine::new(&plan, net, BinaryHeapQueue::new(), cfg.limits, cfg.timeline).run()
+    Prepared::new(trace, net, cfg)?.run(net)
+}
+
+/// A replay compiled for one machine and network model, ready to run: [`replay`] in two steps,
+/// so that callers can time (or report progress on) the planning and the event loop apart.
+#[derive(Debug)]
+pub struct Prepared {
+    plan: plan::Plan,
+    queue: QueueKind,
+    limits: sim_core::RunLimits,
+    timeline: bool,
+}
+
+impl Prepared {
+    /// Checks the configuration and compiles the plan. `net` must be the model [`Prepared::run`]
+    /// is given (a fixed-cost model counts its statistics here).
+    ///
+    /// A repeated trace is planned as one iteration, and its run keeps waiting state for the
+    /// iterations in progress only. Remapping objects part-way, recorded delays or orders and
+    /// object order need every block: for those the trace is expanded first.
+    pub fn new<'a>(
+        trace: impl Into<Input<'a>>,
+        net: &mut dyn NetworkModel,
+        cfg: &ReplayConfig,
+    ) -> Result<Prepared, ReplayError> {
+        let (body, rep) = match trace.into() {
+            Input::Flat(t) => (t, None),
+            Input::Repeated(r) if r.is_flat() => (r.body(), None),
+            Input::Repeated(r) => (r.body(), Some(r)),
+        };
+        let pes = cfg.pes.unwrap_or(body.meta.recorded_pes);
+        net.check_pes(pes)
+            .map_err(|e| ReplayError::Config(format!("network model: {e}")))?;
+        let needs_every_block = cfg.remap.is_some()
+            || cfg.recorded_order
+            || cfg.recorded_delays
+            || net.uses_recorded_delays()
+            || cfg.object_order.unwrap_or(body.meta.sequential_objects);
+        let plan = match rep {
+            Some(r) if needs_every_block => plan::Plan::build(&r.expand(), None, cfg, net)?,
+            _ => plan::Plan::build(body, rep, cfg, net)?,
+        };
+        Ok(Prepared {
+            plan,
+            queue: cfg.queue,
+            limits: cfg.limits,
+            timeline: cfg.timeline,
+        })
+    }
+
+    /// Blocks the run will execute.
+    pub fn blocks(&self) -> u64 {
+        self.plan.total_blocks()
+    }
+
+    /// Runs the event loop.
+    pub fn run(self, net: &mut dyn NetworkModel) -> Result<ReplayReport, ReplayError> {
+        let p = &self.plan;
+        match self.queue {
+            QueueKind::Radix => {
+                engine::Engine::new(p, net, RadixQueue::new(), self.limits, self.timeline).run()
+            }
+            QueueKind::Binary => {
+                engine::Engine::new(p, net, BinaryHeapQueue::new(), self.limits, self.timeline)
+                    .run()
+            }
         }
     }
 }

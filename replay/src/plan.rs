@@ -15,31 +15,28 @@
 
 use crate::{CpuScale, EntryNetStats, MessageStats, ReplayConfig, ReplayError, SchedPolicy};
 use network_models::{MessageInfo, NetworkModel};
-use sim_core::Ratio;
-use trace::{BlockId, Trace};
+use sim_core::{Ratio, SimDuration};
+use trace::{BlockId, Repeated, Trace};
 
 /// "None" in the plan's `u32` fields.
 pub(crate) const NIL: u32 = u32::MAX;
 /// `Hot::iter` of a block with no iteration label.
 pub(crate) const NO_ITER: u32 = u32::MAX;
 
-/// What the loop reads when it starts, finishes or queues a block (32 bytes; `B + 1` entries,
+/// What the loop reads when it starts, finishes or queues a block (24 bytes; `B + 1` entries,
 /// the last one closing the ranges).
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Hot {
     /// Fixed-cost plans: the block's whole CPU time (receive overhead + scaled duration + send
-    /// overheads). Otherwise: the scaled duration.
+    /// overheads; for a varying block, everything but the duration). Otherwise: the scaled
+    /// duration.
     pub dur_ps: u64,
     /// The PE it runs on.
     pub pe: u32,
-    /// Its priority (0 for all blocks under FIFO scheduling).
-    pub prio: i32,
     /// Its deliveries are `slots[slot_start..next.slot_start]`.
     pub slot_start: u32,
     /// Its dependents are `deps[dep_start..next.dep_start]`.
     pub dep_start: u32,
-    /// Its sends are `sends[send_start..next.send_start]` (per-message plans).
-    pub send_start: u32,
     /// Index of its iteration label among the labels of one iteration, or [`NO_ITER`].
     pub iter: u32,
 }
@@ -92,6 +89,11 @@ pub(crate) struct Plan {
     pub delivery: Delivery,
     /// Per block, plus a closing entry.
     pub hot: Vec<Hot>,
+    /// Per block: its priority (empty under FIFO scheduling: all 0).
+    pub prio: Vec<i32>,
+    /// Per block, plus a closing entry: its sends are `send_start[i]..send_start[i + 1]`
+    /// (per-message plans and plans with varying blocks; empty otherwise).
+    pub send_start: Vec<u32>,
     pub slots: Vec<Slot>,
     pub deps: Vec<Dep>,
     /// Per-message plans: the sends (by block), their sending block and the receive side of
@@ -101,17 +103,18 @@ pub(crate) struct Plan {
     /// Per block: PE of its trigger's sender and the trigger's send, or `NIL` (per-message
     /// plans with overheads).
     pub trigger: Vec<(u32, u32)>,
-    /// Entry method of each block.
+    /// Entry method of each block (per-message plans).
     pub entry: Vec<u32>,
-    /// Unmet conditions of each block in an iteration after the first `max_lag` ones.
+    /// Unmet conditions of each block in an iteration after the first `max_lag` ones (the
+    /// first iterations have nothing to wait for `lag` iterations back: their counts are
+    /// lowered from `deps`).
     pub pending: Vec<u32>,
-    /// For each block with carried dependencies: `(block, lag)` pairs, to lower `pending` in
-    /// the first iterations (which have nothing to wait for `lag` iterations back).
-    pub carried: Vec<Dep>,
     /// The largest lag (0 for a flat trace).
     pub max_lag: u32,
     /// Some block needs nothing in steady state: every iteration has blocks ready at time 0.
     pub free_in_steady_state: bool,
+    /// Per-iteration durations.
+    pub var: Var,
     /// With recorded delays: blocks released at their recorded start (flat traces).
     pub releases: Vec<(u32, u64)>,
     /// With recorded order: the next block of the same recorded PE, or `NIL` (flat traces).
@@ -131,12 +134,14 @@ pub(crate) struct Plan {
 }
 
 impl Plan {
-    /// Plans a flat trace (one iteration).
+    /// Plans `trace`, or, with `rep`, the repeated trace whose body it is.
     pub(crate) fn build(
         trace: &Trace,
+        rep: Option<&Repeated>,
         cfg: &ReplayConfig,
         net: &mut dyn NetworkModel,
     ) -> Result<Plan, ReplayError> {
+        let reps = rep.map_or(1, |r| r.reps());
         let pes = cfg.pes.unwrap_or(trace.meta.recorded_pes);
         if pes == 0 {
             return Err(ReplayError::Config(
@@ -180,6 +185,7 @@ impl Plan {
         // Hot records (ranges filled below).
         let mut hot = Vec::with_capacity(n + 1);
         let mut entry = Vec::with_capacity(n);
+        let mut prio = Vec::new();
         let mut pending = Vec::with_capacity(n);
         for id in trace.block_ids() {
             let b = trace.block(id);
@@ -187,22 +193,21 @@ impl Plan {
             hot.push(Hot {
                 dur_ps: scale_of(pe).scale(b.duration).as_ps(),
                 pe,
-                prio: if cfg.policy == SchedPolicy::Priority {
-                    b.priority
-                } else {
-                    0
-                },
                 slot_start: 0,
                 dep_start: 0,
-                send_start: 0,
                 iter: b.iteration.map_or(NO_ITER, |i| {
                     iter_labels.binary_search(&i).map_or(NO_ITER, |p| p as u32)
                 }),
             });
             entry.push(b.entry.0);
-            pending.push(trace.deps(id).len() as u32 + b.trigger.is_some() as u32);
+            if cfg.policy == SchedPolicy::Priority {
+                prio.push(b.priority);
+            }
+            let carried = rep.map_or(0, |r| r.carried(id).len()) as u32;
+            pending.push(trace.deps(id).len() as u32 + carried + b.trigger.is_some() as u32);
         }
         hot.push(Hot::default());
+        let var = Var::build(trace, rep, cfg)?;
 
         let mut chain_next = Vec::new();
         if cfg.recorded_order {
@@ -288,11 +293,13 @@ impl Plan {
                 entry_net[entry[i] as usize].overhead_ps += r_oh;
             }
             hot[i].slot_start = slots.len() as u32;
-            hot[i].send_start = sends.len() as u32;
             let mut cpu_total = 0u64;
+            let varies = var.of(i) != NIL;
             for si in trace.send_range(id) {
                 let s = &all_sends[si];
                 let off = scale.scale(s.offset).as_ps();
+                // A varying block's send offsets are computed per iteration.
+                let fixed_off = if varies { 0 } else { off };
                 let (c0, c1) = (cons_start[si] as usize, cons_start[si + 1] as usize);
                 if c0 == c1 {
                     msgs.unconsumed_sends += 1;
@@ -317,16 +324,16 @@ impl Plan {
                             if dst != pe {
                                 es.wire_ps += wire;
                             }
-                            sum(&[r_oh, off, wire])?
+                            sum(&[r_oh, fixed_off, wire])?
                         }
-                        (Delivery::Fixed, None) if dst == pe => sum(&[r_oh, off, cpu_total])?,
+                        (Delivery::Fixed, None) if dst == pe => sum(&[r_oh, fixed_off, cpu_total])?,
                         (Delivery::Fixed, None) => {
                             let info = MessageInfo {
                                 src_pe: pe,
                                 dst_pe: dst,
                                 bytes: s.bytes,
                             };
-                            let fc = net.fixed_costs(&info, 1).ok_or_else(|| {
+                            let fc = net.fixed_costs(&info, reps as u64).ok_or_else(|| {
                                 ReplayError::Config(
                                     "the network model gave fixed costs for some messages only"
                                         .into(),
@@ -340,7 +347,7 @@ impl Plan {
                             cpu_total = sum(&[cpu_total, cpu])?;
                             es.overhead_ps += cpu;
                             es.wire_ps += fc.wire.as_ps();
-                            sum(&[r_oh, off, cpu_total, fc.wire.as_ps()])?
+                            sum(&[r_oh, fixed_off, cpu_total, fc.wire.as_ps()])?
                         }
                     };
                     slots.push(Slot {
@@ -359,22 +366,32 @@ impl Plan {
                 }
             }
             if delivery == Delivery::Fixed {
-                hot[i].dur_ps = sum(&[r_oh, hot[i].dur_ps, cpu_total])?;
+                // Varying blocks: what they add to their per-iteration duration.
+                let d = if varies { 0 } else { hot[i].dur_ps };
+                hot[i].dur_ps = sum(&[r_oh, d, cpu_total])?;
             }
         }
         hot[n].slot_start = slots.len() as u32;
-        hot[n].send_start = sends.len() as u32;
 
-        // Dependents: inverse of the dependency lists.
+        // Dependents: inverse of the dependency lists, same-iteration ones first (by block),
+        // then carried ones by (lag, block): the order of the expansion's block ids.
         let mut dep_count = vec![0u32; n + 1];
         for d in trace.all_deps() {
             dep_count[d.index()] += 1;
+        }
+        let mut max_lag = 0;
+        if let Some(r) = rep {
+            for c in r.all_carried() {
+                dep_count[c.block.index()] += 1;
+                max_lag = max_lag.max(c.lag);
+            }
         }
         let mut start = 0u32;
         for (b, h) in hot.iter_mut().enumerate() {
             h.dep_start = start;
             start += dep_count.get(b).copied().unwrap_or(0);
         }
+        drop(dep_count);
         let mut fill: Vec<u32> = hot.iter().map(|h| h.dep_start).collect();
         let mut deps = vec![Dep::default(); start as usize];
         for id in trace.block_ids() {
@@ -386,6 +403,19 @@ impl Plan {
                 fill[d.index()] += 1;
             }
         }
+        if let Some(r) = rep {
+            // One pass per lag keeps the order (lag, block) without sorting.
+            for lag in 1..=max_lag {
+                for id in trace.block_ids() {
+                    for c in r.carried(id).iter().filter(|c| c.lag == lag) {
+                        let on = c.block.index();
+                        deps[fill[on] as usize] = Dep { block: id.0, lag };
+                        fill[on] += 1;
+                    }
+                }
+            }
+        }
+        drop(fill);
 
         let mut obj_next = Vec::new();
         if cfg.object_order.unwrap_or(trace.meta.sequential_objects) {
@@ -418,12 +448,32 @@ impl Plan {
             trigger = (0..n).map(|b| (trigger_src(b), trigger_send[b])).collect();
         }
         let per_message = delivery == Delivery::PerMessage;
+        let mut send_start = Vec::new();
+        if per_message || var.count > 0 {
+            send_start.extend(
+                trace
+                    .block_ids()
+                    .map(|id| trace.send_range(id).start as u32),
+            );
+            send_start.push(all_sends.len() as u32);
+        }
+        if !per_message {
+            entry = Vec::new();
+        }
+        if reps > 1 {
+            msgs = msgs.times(reps as u64);
+            for e in &mut entry_net {
+                *e = e.times(reps as u64);
+            }
+        }
         Ok(Plan {
             pes,
             blocks: n as u32,
-            reps: 1,
+            reps,
             delivery,
             hot,
+            prio,
+            send_start,
             slots,
             deps,
             sends,
@@ -432,21 +482,114 @@ impl Plan {
             entry,
             free_in_steady_state: pending.contains(&0),
             pending,
-            carried: Vec::new(),
-            max_lag: 0,
+            max_lag,
+            var,
             releases,
             chain_next,
             obj_next,
             iter_labels,
-            iter_stride: 0,
+            iter_stride: rep.map_or(0, |r| r.iter_stride()),
             msgs,
             entry_net,
         })
     }
 
+    /// Priority of block `i` (0 under FIFO scheduling).
+    #[inline]
+    pub(crate) fn prio(&self, i: u32) -> i32 {
+        self.prio.get(i as usize).copied().unwrap_or(0)
+    }
+
     /// Blocks in the whole run.
     pub(crate) fn total_blocks(&self) -> u64 {
         self.blocks as u64 * self.reps as u64
+    }
+}
+
+/// Blocks whose duration (and end-anchored send offsets) change from iteration to iteration.
+#[derive(Debug, Default)]
+pub(crate) struct Var {
+    /// Per block: its index among the varying blocks, or `NIL` (empty: no block varies).
+    of: Vec<u32>,
+    /// Varying blocks.
+    pub count: usize,
+    /// `raw_ps[k * count + v]`: recorded duration of varying block `v` in iteration `k`.
+    pub raw_ps: Vec<u64>,
+    /// Per send: unscaled offset, or, with [`ANCHORED`], unscaled distance before the end.
+    pub send: Vec<u64>,
+    /// `send_slots[s]..send_slots[s + 1]`: the deliveries of send `s`.
+    pub send_slots: Vec<u32>,
+    /// CPU factors (per PE).
+    pub scale: CpuScale,
+}
+
+/// [`Var::send`] flag: the offset is measured back from the block's end.
+pub(crate) const ANCHORED: u64 = 1 << 63;
+
+impl Var {
+    fn build(
+        trace: &Trace,
+        rep: Option<&Repeated>,
+        cfg: &ReplayConfig,
+    ) -> Result<Var, ReplayError> {
+        let Some(v) = rep.map(|r| r.varying()).filter(|v| !v.blocks.is_empty()) else {
+            return Ok(Var::default());
+        };
+        let mut of = vec![NIL; trace.num_blocks()];
+        for (p, &b) in v.blocks.iter().enumerate() {
+            of[b as usize] = p as u32;
+        }
+        let durs = &trace.columns().duration_ps;
+        let sender = trace.send_blocks();
+        let send = trace
+            .all_sends()
+            .iter()
+            .enumerate()
+            .map(|(s, send)| {
+                if v.end_anchored.get(s) == Some(&1) {
+                    let b = sender[s] as usize;
+                    (durs[b] - send.offset.as_ps()) | ANCHORED
+                } else {
+                    send.offset.as_ps()
+                }
+            })
+            .collect();
+        Ok(Var {
+            of,
+            count: v.blocks.len(),
+            raw_ps: v.durations_ps.clone(),
+            send,
+            send_slots: trace.consumers().start.clone(),
+            scale: cfg.cpu_scale.clone(),
+        })
+    }
+
+    /// Index of block `i` among the varying blocks, or `NIL`.
+    #[inline]
+    pub(crate) fn of(&self, i: usize) -> u32 {
+        self.of.get(i).copied().unwrap_or(NIL)
+    }
+
+    /// Scaled duration of varying block `v` (on `pe`) in iteration `k`, and the unscaled one.
+    #[inline]
+    pub(crate) fn duration(&self, k: u32, v: u32, pe: u32) -> (u64, u64) {
+        let raw = self.raw_ps[k as usize * self.count + v as usize];
+        (
+            self.scale.of(pe).scale(SimDuration::from_ps(raw)).as_ps(),
+            raw,
+        )
+    }
+
+    /// Scaled offset of send `s` of a varying block whose unscaled duration is `raw`.
+    #[inline]
+    pub(crate) fn offset(&self, s: usize, raw: u64, pe: u32) -> u64 {
+        let x = self.send[s];
+        let off = if x & ANCHORED != 0 {
+            raw.saturating_sub(x & !ANCHORED)
+        } else {
+            x
+        };
+        self.scale.of(pe).scale(SimDuration::from_ps(off)).as_ps()
     }
 }
 

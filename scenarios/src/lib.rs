@@ -34,5 +34,7 @@ pub mod programs;
 pub mod study;
 mod synth;
 
-pub use synth::{GenError, SynthParams, halo, pingpong, pipeline, ring};
+pub use synth::{
+    GenError, SynthParams, halo, halo_repeated, pingpong, pipeline, ring, ring_repeated,
+};
 pub use trace::Trace;

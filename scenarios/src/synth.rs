@@ -3,8 +3,8 @@
 use sim_core::rng::below;
 use sim_core::{Ratio, SeedTree, SimDuration, SimRng};
 use trace::{
-    Block, BlockId, Destination, EntryId, MsgId, ObjectId, PeId, Send, Trace, TraceBuilder,
-    TraceMeta,
+    Block, BlockId, Carried, Destination, EntryId, MsgId, ObjectId, PeId, Repeated, Send, Trace,
+    TraceBuilder, TraceMeta, Varying,
 };
 
 /// A bad generator parameter.
@@ -159,64 +159,136 @@ pub fn pingpong(p: &SynthParams) -> Result<Trace, GenError> {
     finish(b)
 }
 
-/// Iterated neighbour exchange: the shared shape of [`ring`] and [`halo`].
-fn exchange(
+/// Iterated neighbour exchange, the shared shape of [`ring`] and [`halo`], as one iteration
+/// repeated `p.iters` times (see [`trace::Repeated`]): the body holds every rank's compute
+/// block (sending to each neighbour at its end) and then, rank by rank, one zero-time `recv`
+/// block per incoming message; the compute block of iteration `k + 1` depends on its rank's
+/// compute block and `recv` blocks of iteration `k` (carried dependencies). With jitter, the
+/// compute durations are drawn per iteration in `(iteration, rank)` order and the sends stay
+/// at the end of their block.
+fn exchange_repeated(
     name: String,
     n: u32,
     neighbours: &dyn Fn(u32, &mut Vec<u32>),
     p: &SynthParams,
-) -> Result<Trace, GenError> {
+) -> Result<Repeated, GenError> {
     need(n >= 1, || "at least one rank is needed".into())?;
     need(p.iters >= 1, || "at least 1 iteration is needed".into())?;
+    need(p.iters <= trace::MAX_REPS, || {
+        format!("at most {} iterations", trace::MAX_REPS)
+    })?;
     let mut b = TraceBuilder::new(meta(name, n, p));
     let (compute_e, recv_e) = (b.entry("compute"), b.entry("recv"));
-    let ranks: Vec<ObjectId> = (0..n)
-        .map(|r| b.object(format!("rank[{r}]"), PeId(r)))
-        .collect();
+    for r in 0..n {
+        b.object(format!("rank[{r}]"), PeId(r));
+    }
     let mut compute = Compute::new(p)?;
-    let mut nb = Vec::new();
-    let mut sends = Vec::new();
-    // Per rank: messages arriving this iteration, and the blocks the next compute waits on.
-    let mut incoming: Vec<Vec<MsgId>> = vec![Vec::new(); n as usize];
-    let mut waits: Vec<Vec<BlockId>> = vec![Vec::new(); n as usize];
-    for k in 0..p.iters {
-        for r in 0..n {
-            let c = compute.next();
-            nb.clear();
-            neighbours(r, &mut nb);
-            sends.clear();
-            for &d in &nb {
-                let m = b.new_msg();
-                sends.push(send(m, c, ranks[d as usize], p.bytes, recv_e));
-                incoming[d as usize].push(m);
-            }
-            let blk = Block {
-                iteration: Some(k),
-                ..Block::new(ranks[r as usize], compute_e, c)
-            };
-            let id = b.block(blk, &waits[r as usize], &sends);
-            waits[r as usize].clear();
-            waits[r as usize].push(id);
-        }
-        for r in 0..n {
-            for m in incoming[r as usize].drain(..) {
-                let blk = Block {
-                    trigger: Some(m),
-                    iteration: Some(k),
-                    ..Block::new(ranks[r as usize], recv_e, SimDuration::ZERO)
-                };
-                let id = b.block(blk, &[], &[]);
-                waits[r as usize].push(id);
-            }
+    let nu = n as usize;
+    let mut table = Vec::with_capacity(if compute.jitter_ppm > 0 {
+        nu * p.iters as usize
+    } else {
+        nu
+    });
+    for _ in 0..if compute.jitter_ppm > 0 { p.iters } else { 1 } {
+        for _ in 0..n {
+            table.push(compute.next().as_ps());
         }
     }
-    finish(b)
+    // Compute blocks, sending to each neighbour at their end; incoming counts per rank.
+    let mut nb = Vec::new();
+    let mut sends = Vec::new();
+    let mut dest_of_send: Vec<u32> = Vec::new();
+    let mut incoming = vec![0u32; nu + 1];
+    for r in 0..n {
+        let c = SimDuration::from_ps(table[r as usize]);
+        nb.clear();
+        neighbours(r, &mut nb);
+        sends.clear();
+        for &d in &nb {
+            sends.push(send(b.new_msg(), c, ObjectId(d), p.bytes, recv_e));
+            dest_of_send.push(d);
+            incoming[d as usize + 1] += 1;
+        }
+        let blk = Block {
+            iteration: Some(0),
+            ..Block::new(ObjectId(r), compute_e, c)
+        };
+        b.block(blk, &[], &sends);
+    }
+    // Receive blocks, rank by rank, in send order.
+    for r in 0..nu {
+        incoming[r + 1] += incoming[r];
+    }
+    let total = incoming[nu] as usize;
+    let mut fill = incoming.clone();
+    let mut labels = vec![0u64; total];
+    for (m, &d) in dest_of_send.iter().enumerate() {
+        labels[fill[d as usize] as usize] = m as u64;
+        fill[d as usize] += 1;
+    }
+    drop(dest_of_send);
+    for r in 0..n {
+        for &m in &labels[incoming[r as usize] as usize..incoming[r as usize + 1] as usize] {
+            let blk = Block {
+                trigger: Some(MsgId(m)),
+                iteration: Some(0),
+                ..Block::new(ObjectId(r), recv_e, SimDuration::ZERO)
+            };
+            b.block(blk, &[], &[]);
+        }
+    }
+    drop(labels);
+    let body = finish(b)?;
+    // Compute block r of iteration k+1 waits for compute r and r's receives of iteration k.
+    let mut carried_end = Vec::with_capacity(nu + total);
+    let mut carried = Vec::with_capacity(nu + total);
+    for r in 0..n {
+        carried.push(Carried {
+            block: BlockId(r),
+            lag: 1,
+        });
+        let (a, z) = (incoming[r as usize], incoming[r as usize + 1]);
+        carried.extend((a..z).map(|j| Carried {
+            block: BlockId(n + j),
+            lag: 1,
+        }));
+        carried_end.push(carried.len() as u32);
+    }
+    carried_end.resize(nu + total, carried.len() as u32);
+    let varying = if compute.jitter_ppm > 0 {
+        Varying {
+            blocks: (0..n).collect(),
+            durations_ps: table,
+            end_anchored: vec![1; total],
+        }
+    } else {
+        Varying::default()
+    };
+    Repeated::new(
+        body,
+        p.iters,
+        carried_end,
+        carried,
+        total as u64,
+        1,
+        varying,
+    )
+    .map_err(|e| {
+        GenError(format!(
+            "internal error: generator built an invalid repeated trace: {e}"
+        ))
+    })
 }
 
 /// `ranks` ranks in a ring, each sending to its right neighbour every iteration.
 pub fn ring(ranks: u32, p: &SynthParams) -> Result<Trace, GenError> {
+    Ok(ring_repeated(ranks, p)?.expand())
+}
+
+/// [`ring`] in its compact form: one iteration repeated.
+pub fn ring_repeated(ranks: u32, p: &SynthParams) -> Result<Repeated, GenError> {
     need(ranks >= 1, || "ring needs at least 1 rank".into())?;
-    exchange(
+    exchange_repeated(
         format!("ring-{ranks}"),
         ranks,
         &|r, out| out.push((r + 1) % ranks),
@@ -226,6 +298,11 @@ pub fn ring(ranks: u32, p: &SynthParams) -> Result<Trace, GenError> {
 
 /// A 2-D or 3-D halo exchange on a grid of ranks of extent `dims` (x fastest).
 pub fn halo(dims: &[u32], periodic: bool, p: &SynthParams) -> Result<Trace, GenError> {
+    Ok(halo_repeated(dims, periodic, p)?.expand())
+}
+
+/// [`halo`] in its compact form: one iteration repeated.
+pub fn halo_repeated(dims: &[u32], periodic: bool, p: &SynthParams) -> Result<Repeated, GenError> {
     need(matches!(dims.len(), 2 | 3), || {
         format!("halo needs 2 or 3 dimensions, got {}", dims.len())
     })?;
@@ -285,7 +362,7 @@ pub fn halo(dims: &[u32], periodic: bool, p: &SynthParams) -> Result<Trace, GenE
             }
         }
     };
-    exchange(name, n, &nbrs, p)
+    exchange_repeated(name, n, &nbrs, p)
 }
 
 /// MK's pipeline: `stages` processors in a chain, `p.iters` items flowing through it.
@@ -324,4 +401,128 @@ pub fn pipeline(stages: u32, p: &SynthParams) -> Result<Trace, GenError> {
         std::mem::swap(&mut inbound, &mut outbound);
     }
     finish(b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The flat construction the repeated generators replaced, kept as the reference their
+    /// expansion must equal block for block.
+    /// Iterated neighbour exchange: the shared shape of [`ring`] and [`halo`].
+    pub(super) fn exchange(
+        name: String,
+        n: u32,
+        neighbours: &dyn Fn(u32, &mut Vec<u32>),
+        p: &SynthParams,
+    ) -> Result<Trace, GenError> {
+        need(n >= 1, || "at least one rank is needed".into())?;
+        need(p.iters >= 1, || "at least 1 iteration is needed".into())?;
+        let mut b = TraceBuilder::new(meta(name, n, p));
+        let (compute_e, recv_e) = (b.entry("compute"), b.entry("recv"));
+        let ranks: Vec<ObjectId> = (0..n)
+            .map(|r| b.object(format!("rank[{r}]"), PeId(r)))
+            .collect();
+        let mut compute = Compute::new(p)?;
+        let mut nb = Vec::new();
+        let mut sends = Vec::new();
+        // Per rank: messages arriving this iteration, and the blocks the next compute waits on.
+        let mut incoming: Vec<Vec<MsgId>> = vec![Vec::new(); n as usize];
+        let mut waits: Vec<Vec<BlockId>> = vec![Vec::new(); n as usize];
+        for k in 0..p.iters {
+            for r in 0..n {
+                let c = compute.next();
+                nb.clear();
+                neighbours(r, &mut nb);
+                sends.clear();
+                for &d in &nb {
+                    let m = b.new_msg();
+                    sends.push(send(m, c, ranks[d as usize], p.bytes, recv_e));
+                    incoming[d as usize].push(m);
+                }
+                let blk = Block {
+                    iteration: Some(k),
+                    ..Block::new(ranks[r as usize], compute_e, c)
+                };
+                let id = b.block(blk, &waits[r as usize], &sends);
+                waits[r as usize].clear();
+                waits[r as usize].push(id);
+            }
+            for r in 0..n {
+                for m in incoming[r as usize].drain(..) {
+                    let blk = Block {
+                        trigger: Some(m),
+                        iteration: Some(k),
+                        ..Block::new(ranks[r as usize], recv_e, SimDuration::ZERO)
+                    };
+                    let id = b.block(blk, &[], &[]);
+                    waits[r as usize].push(id);
+                }
+            }
+        }
+        finish(b)
+    }
+
+    #[test]
+    fn repeated_exchange_expands_to_the_flat_construction() {
+        let grid = |dims: Vec<u32>, periodic: bool| {
+            move |r: u32, out: &mut Vec<u32>| {
+                let (x, y) = (dims[0], dims[1]);
+                let c = [r % x, (r / x) % y, r / (x * y)];
+                for axis in 0..3 {
+                    let d = dims[axis];
+                    if d == 1 {
+                        continue;
+                    }
+                    for dir in [-1i64, 1] {
+                        let v = c[axis] as i64 + dir;
+                        let v = if (0..d as i64).contains(&v) {
+                            v as u32
+                        } else if periodic {
+                            v.rem_euclid(d as i64) as u32
+                        } else {
+                            continue;
+                        };
+                        let mut cc = c;
+                        cc[axis] = v;
+                        out.push(cc[0] + x * (cc[1] + y * cc[2]));
+                    }
+                }
+            }
+        };
+        for (dims, periodic, iters, jitter) in [
+            (vec![4, 3, 2], false, 5, "0"),
+            (vec![3, 3, 3], true, 4, "0.25"),
+            (vec![1, 1, 1], false, 3, "0"),
+            (vec![5, 1, 2], true, 1, "0.5"),
+        ] {
+            let p = SynthParams {
+                iters,
+                jitter: Ratio::parse(jitter).unwrap(),
+                seed: 11,
+                ..SynthParams::default()
+            };
+            let n = dims.iter().product();
+            let f = grid(dims.clone(), periodic);
+            let flat = exchange("x".into(), n, &f, &p).unwrap();
+            let rep = exchange_repeated("x".into(), n, &f, &p).unwrap();
+            assert_eq!(
+                rep.expand(),
+                flat,
+                "{dims:?} periodic={periodic} jitter={jitter}"
+            );
+            assert_eq!(rep.num_blocks(), flat.num_blocks() as u64);
+        }
+        let p = SynthParams {
+            iters: 6,
+            ..SynthParams::default()
+        };
+        let ring = |r: u32, out: &mut Vec<u32>| out.push((r + 1) % 7);
+        assert_eq!(
+            exchange_repeated("r".into(), 7, &ring, &p)
+                .unwrap()
+                .expand(),
+            exchange("r".into(), 7, &ring, &p).unwrap()
+        );
+    }
 }

@@ -198,11 +198,16 @@ impl<E> EventQueue<E> for BinaryHeapQueue<E> {
 /// Bucket `i > 0` holds keys whose highest bit differing from the last popped key is bit
 /// `i - 1`; bucket 0 holds keys equal to it. A pop that finds bucket 0 exhausted takes the first
 /// non-empty bucket, makes its minimum the new reference and redistributes that bucket into lower
-/// buckets. Equal keys always end up together in bucket 0 in the order they were pushed (a
-/// redistribution keeps relative order, and a direct push to bucket 0 is the newest), so popping
-/// bucket 0 front to back yields the `(time, class, insertion)` order without comparing the
-/// insertion counter. Each key moves down at most 64 times, so the amortised cost is
-/// O(log of the key span), independent of the number of pending events.
+/// buckets (a bucket whose keys are all equal, as when many events fall on one instant, becomes
+/// bucket 0 as it is). Equal keys always end up together in bucket 0 in the order they were
+/// pushed (a redistribution keeps relative order, and a direct push to bucket 0 is the newest),
+/// so popping bucket 0 front to back yields the `(time, class, insertion)` order without
+/// comparing the insertion counter. Each key moves down at most 64 times, so the amortised cost
+/// is O(log of the key span), independent of the number of pending events.
+///
+/// Buckets are lists of fixed-size chunks (256 entries of 16 bytes for `u64` events) drawn
+/// from one pool that every bucket shares: memory follows the number of pending events (a
+/// chunk per bucket of slack), not the largest size each bucket ever had.
 ///
 /// Times must be below 2^63 ps (about 106 days); the [`crate::Scheduler`] enforces this.
 /// Events must be `Copy` (in practice: an index into the caller's own tables).
@@ -211,9 +216,39 @@ pub struct RadixQueue<E> {
     last: u64,
     len: usize,
     pops: u64,
-    /// Read position in bucket 0.
-    head: usize,
-    buckets: Vec<Vec<(u64, E)>>,
+    buckets: [Bucket; 65],
+    /// Chunk storage: chunk `c` is `slots[c * CHUNK..(c + 1) * CHUNK]`.
+    slots: Vec<Box<[(u64, E)]>>,
+    /// Next chunk of each chunk's list.
+    next: Vec<u32>,
+    /// Chunks not in any bucket.
+    free: Vec<u32>,
+}
+
+/// Entries per chunk.
+const CHUNK: usize = 256;
+const NONE: u32 = u32::MAX;
+
+/// A FIFO list of chunks: entries are read at `(head, read)` and written at `(tail, fill)`.
+#[derive(Clone, Copy, Debug)]
+struct Bucket {
+    head: u32,
+    tail: u32,
+    read: u32,
+    fill: u32,
+}
+
+impl Bucket {
+    const EMPTY: Bucket = Bucket {
+        head: NONE,
+        tail: NONE,
+        read: 0,
+        fill: 0,
+    };
+    #[inline]
+    fn is_empty(&self) -> bool {
+        self.head == NONE || (self.head == self.tail && self.read == self.fill)
+    }
 }
 
 /// The largest time a [`RadixQueue`] accepts, in picoseconds.
@@ -225,8 +260,10 @@ impl<E> Default for RadixQueue<E> {
             last: 0,
             len: 0,
             pops: 0,
-            head: 0,
-            buckets: (0..=64).map(|_| Vec::new()).collect(),
+            buckets: [Bucket::EMPTY; 65],
+            slots: Vec::new(),
+            next: Vec::new(),
+            free: Vec::new(),
         }
     }
 }
@@ -251,34 +288,152 @@ impl<E> RadixQueue<E> {
     }
 }
 
-impl<E: Copy> RadixQueue<E> {
-    /// Makes bucket 0 hold the smallest pending key at `head`; false if the queue is empty.
+impl<E: Copy + Default> RadixQueue<E> {
+    /// A chunk from the pool (or a new one), unlinked.
+    #[inline]
+    fn take_chunk(&mut self) -> u32 {
+        if let Some(c) = self.free.pop() {
+            self.next[c as usize] = NONE;
+            return c;
+        }
+        self.slots
+            .push(vec![(0, E::default()); CHUNK].into_boxed_slice());
+        self.next.push(NONE);
+        (self.slots.len() - 1) as u32
+    }
+
+    /// Appends `e` to bucket `b`.
+    #[inline]
+    fn append(&mut self, b: usize, e: (u64, E)) {
+        let bk = self.buckets[b];
+        if bk.tail == NONE || bk.fill as usize == CHUNK {
+            let c = self.take_chunk();
+            let bk = &mut self.buckets[b];
+            if bk.tail == NONE {
+                bk.head = c;
+                bk.read = 0;
+            } else {
+                self.next[bk.tail as usize] = c;
+            }
+            let bk = &mut self.buckets[b];
+            bk.tail = c;
+            bk.fill = 0;
+        }
+        let bk = &mut self.buckets[b];
+        self.slots[bk.tail as usize][bk.fill as usize] = e;
+        bk.fill += 1;
+    }
+
+    /// Returns every chunk of bucket `b` to the pool and empties it.
+    fn release(&mut self, b: usize) {
+        let mut c = self.buckets[b].head;
+        while c != NONE {
+            self.free.push(c);
+            c = self.next[c as usize];
+        }
+        self.buckets[b] = Bucket::EMPTY;
+    }
+
+    /// Makes bucket 0 hold the smallest pending key at its read position; false if the queue
+    /// is empty.
     #[inline]
     fn refill(&mut self) -> bool {
-        if self.head < self.buckets[0].len() {
+        let b0 = self.buckets[0];
+        if b0.head != NONE
+            && (b0.read as usize) < CHUNK
+            && (b0.head != b0.tail || b0.read < b0.fill)
+        {
             return true;
+        }
+        self.refill_slow()
+    }
+
+    fn refill_slow(&mut self) -> bool {
+        // Bucket 0's read position is at the end of its head chunk: move on, or empty it.
+        loop {
+            let b0 = self.buckets[0];
+            if b0.head == NONE {
+                break;
+            }
+            if b0.head == b0.tail {
+                if b0.read < b0.fill {
+                    return true;
+                }
+                self.release(0);
+                break;
+            }
+            if (b0.read as usize) < CHUNK {
+                return true;
+            }
+            let next = self.next[b0.head as usize];
+            self.free.push(b0.head);
+            self.buckets[0].head = next;
+            self.buckets[0].read = 0;
         }
         if self.len == 0 {
             return false;
         }
-        self.buckets[0].clear();
-        self.head = 0;
         let Some(i) = (1..self.buckets.len()).find(|&i| !self.buckets[i].is_empty()) else {
             return false;
         };
-        let mut moving = std::mem::take(&mut self.buckets[i]);
-        let Some(min) = moving.iter().map(|e| e.0).min() else {
-            return false;
-        };
+        // Minimum and maximum of bucket i.
+        let bk = self.buckets[i];
+        let (mut min, mut max) = (u64::MAX, 0u64);
+        self.for_each(bk, |k, _| {
+            min = min.min(k);
+            max = max.max(k);
+        });
         self.last = min;
-        for e in moving.drain(..) {
-            let b = self.bucket(e.0);
-            debug_assert!(b < i);
-            self.buckets[b].push(e);
+        if min == max {
+            // Every key equal (a wave of simultaneous events): the list becomes bucket 0.
+            self.buckets[0] = bk;
+            self.buckets[i] = Bucket::EMPTY;
+            return true;
         }
-        // Give the emptied vector (and its capacity) back to its bucket.
-        self.buckets[i] = moving;
+        self.buckets[i] = Bucket::EMPTY;
+        let mut at = Some(bk.head);
+        while let Some((c, range, next)) = at.and_then(|c| self.chunk_range(bk, c)) {
+            for j in range {
+                let e = self.slots[c as usize][j];
+                let b = self.bucket(e.0);
+                debug_assert!(b < i);
+                self.append(b, e);
+            }
+            self.free.push(c);
+            at = next;
+        }
         true
+    }
+
+    /// The entries of chunk `c` of list `bk`, and the chunk after it.
+    #[inline]
+    fn chunk_range(
+        &self,
+        bk: Bucket,
+        c: u32,
+    ) -> Option<(u32, std::ops::Range<usize>, Option<u32>)> {
+        if c == NONE {
+            return None;
+        }
+        let from = if c == bk.head { bk.read as usize } else { 0 };
+        let end = if c == bk.tail {
+            bk.fill as usize
+        } else {
+            CHUNK
+        };
+        let next = self.next[c as usize];
+        Some((c, from..end, (next != NONE).then_some(next)))
+    }
+
+    /// Calls `f` on every entry of the list `bk`.
+    fn for_each(&self, bk: Bucket, mut f: impl FnMut(u64, E)) {
+        let mut at = Some(bk.head);
+        while let Some((c, range, next)) = at.and_then(|c| self.chunk_range(bk, c)) {
+            for &(k, e) in &self.slots[c as usize][range] {
+                f(k, e);
+            }
+            at = next;
+        }
     }
 }
 
@@ -292,7 +447,7 @@ fn unpack_radix(k: u64) -> (SimTime, EventClass) {
     (SimTime::from_ps(k >> 1), class)
 }
 
-impl<E: Copy> EventQueue<E> for RadixQueue<E> {
+impl<E: Copy + Default> EventQueue<E> for RadixQueue<E> {
     #[inline]
     fn push(&mut self, key: EventKey, event: E) {
         let k = Self::radix_key(key);
@@ -301,7 +456,7 @@ impl<E: Copy> EventQueue<E> for RadixQueue<E> {
             "RadixQueue: key {key:?} is earlier than the last popped key (monotonicity violated)"
         );
         let b = self.bucket(k);
-        self.buckets[b].push((k, event));
+        self.append(b, (k, event));
         self.len += 1;
     }
 
@@ -310,9 +465,9 @@ impl<E: Copy> EventQueue<E> for RadixQueue<E> {
         if !self.refill() {
             return None;
         }
-        // Bucket 0 is consumed front to back by index (events are `Copy`), cleared when empty.
-        let (k, e) = self.buckets[0][self.head];
-        self.head += 1;
+        let b0 = &mut self.buckets[0];
+        let (k, e) = self.slots[b0.head as usize][b0.read as usize];
+        b0.read += 1;
         self.len -= 1;
         self.pops += 1;
         let (time, class) = unpack_radix(k);
@@ -322,9 +477,14 @@ impl<E: Copy> EventQueue<E> for RadixQueue<E> {
     #[inline]
     fn next_is(&self, time: SimTime, class: EventClass) -> bool {
         let k = (time.as_ps() << 1) | class as u64;
-        if self.head < self.buckets[0].len() {
-            // Bucket 0 holds exactly the keys equal to the last popped one.
-            return self.last == k;
+        if !self.buckets[0].is_empty() && self.len > 0 {
+            // Bucket 0 holds exactly the keys equal to the last popped one (a head chunk
+            // read to its end still has entries in the chunks after it).
+            let b0 = self.buckets[0];
+            let at_end = b0.head == b0.tail && b0.read == b0.fill;
+            if !at_end {
+                return self.last == k;
+            }
         }
         if k <= self.last {
             return false;
@@ -333,8 +493,12 @@ impl<E: Copy> EventQueue<E> for RadixQueue<E> {
             // Keys differing from the last popped key in bit 0 only: all equal to `k`.
             1 => !self.buckets[1].is_empty(),
             b => {
-                (1..b).all(|i| self.buckets[i].is_empty())
-                    && self.buckets[b].iter().map(|e| e.0).min() == Some(k)
+                if !(1..b).all(|i| self.buckets[i].is_empty()) {
+                    return false;
+                }
+                let mut min = u64::MAX;
+                self.for_each(self.buckets[b], |x, _| min = min.min(x));
+                min == k
             }
         }
     }
@@ -398,6 +562,41 @@ mod tests {
                 assert!(w[0].0 < w[1].0, "pops not strictly increasing; seed={seed}");
             }
         }
+    }
+
+    #[test]
+    fn waves_across_chunks_keep_fifo_order() {
+        // Thousands of events at a few instants (several chunks per bucket), with pushes while
+        // a wave is being popped: both queues pop the same sequence.
+        let run = |q: &mut dyn EventQueue<u64>| {
+            let mut out = Vec::new();
+            let mut counter = 0u64;
+            let mut push = |q: &mut dyn EventQueue<u64>, t: u64, class| {
+                q.push(EventKey::new(SimTime::from_ps(t), class, counter), counter);
+                counter += 1;
+            };
+            for i in 0..3000u64 {
+                push(q, 1000 + (i % 3) * 7, EventClass::Normal);
+            }
+            for round in 0..4u64 {
+                for _ in 0..1200 {
+                    let Some((k, e)) = q.pop() else { break };
+                    out.push((k.time.as_ps(), k.class(), e));
+                    if e % 5 == 0 {
+                        push(q, k.time.as_ps() + 500 + round, EventClass::Normal);
+                        push(q, k.time.as_ps(), EventClass::Late);
+                    }
+                }
+            }
+            while let Some((k, e)) = q.pop() {
+                out.push((k.time.as_ps(), k.class(), e));
+            }
+            out
+        };
+        let a = run(&mut BinaryHeapQueue::new());
+        let b = run(&mut RadixQueue::new());
+        assert_eq!(a.len(), b.len());
+        assert_eq!(a, b);
     }
 
     #[test]

@@ -9,6 +9,7 @@ mod importers;
 mod lb;
 mod network;
 mod outputs;
+mod repeated;
 mod sweep;
 
 use network_models::NetSpec;

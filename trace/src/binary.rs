@@ -52,18 +52,18 @@ const F_RECORDED_START: u8 = 16;
 const F_RECORDED_ARRIVAL: u8 = 32;
 const F_ALL: u8 = 63;
 
-struct Out<W: Write> {
-    w: W,
+pub(crate) struct Out<W: Write> {
+    pub(crate) w: W,
 }
 
 impl<W: Write> Out<W> {
-    fn bytes(&mut self, b: &[u8]) -> io::Result<()> {
+    pub(crate) fn bytes(&mut self, b: &[u8]) -> io::Result<()> {
         self.w.write_all(b)
     }
-    fn u8(&mut self, v: u8) -> io::Result<()> {
+    pub(crate) fn u8(&mut self, v: u8) -> io::Result<()> {
         self.w.write_all(&[v])
     }
-    fn v(&mut self, mut v: u64) -> io::Result<()> {
+    pub(crate) fn v(&mut self, mut v: u64) -> io::Result<()> {
         let mut buf = [0u8; 10];
         let mut n = 0;
         loop {
@@ -82,6 +82,54 @@ impl<W: Write> Out<W> {
     fn z(&mut self, v: i64) -> io::Result<()> {
         self.v(((v << 1) ^ (v >> 63)) as u64)
     }
+    /// Everything of the header but the magic, the version and the counts (format version 3).
+    pub(crate) fn meta(&mut self, trace: &Trace) -> io::Result<()> {
+        let o = self;
+        let m = &trace.meta;
+        o.str(&m.name)?;
+        o.str(&m.generator)?;
+        o.str(&m.description)?;
+        o.v(m.recorded_pes as u64)?;
+        match &m.net {
+            Some(n) => {
+                o.u8(1)?;
+                o.str(n)?;
+            }
+            None => o.u8(0)?,
+        }
+        match m.seed {
+            Some(s) => {
+                o.u8(1)?;
+                o.v(s)?;
+            }
+            None => o.u8(0)?,
+        }
+        match &m.cpu_scale {
+            Some(c) => {
+                o.u8(1)?;
+                o.str(c)?;
+            }
+            None => o.u8(0)?,
+        }
+        o.u8(m.sequential_objects as u8)?;
+        o.v(trace.entries.len() as u64)?;
+        for e in &trace.entries {
+            o.str(&e.name)?;
+        }
+        o.v(trace.objects.len() as u64)?;
+        for ob in &trace.objects {
+            o.str(&ob.name)?;
+            o.v(ob.recorded_pe.0 as u64)?;
+        }
+        o.v(trace.groups.len() as u64)?;
+        for g in &trace.groups {
+            o.v(g.members.len() as u64)?;
+            for mem in &g.members {
+                o.v(mem.0 as u64)?;
+            }
+        }
+        Ok(())
+    }
     fn str(&mut self, s: &str) -> io::Result<()> {
         self.v(s.len() as u64)?;
         self.bytes(s.as_bytes())
@@ -93,49 +141,7 @@ pub fn write_binary<W: Write>(trace: &Trace, w: W) -> io::Result<()> {
     let mut o = Out { w };
     o.bytes(MAGIC)?;
     o.bytes(&VERSION.to_le_bytes())?;
-    let m = &trace.meta;
-    o.str(&m.name)?;
-    o.str(&m.generator)?;
-    o.str(&m.description)?;
-    o.v(m.recorded_pes as u64)?;
-    match &m.net {
-        Some(n) => {
-            o.u8(1)?;
-            o.str(n)?;
-        }
-        None => o.u8(0)?,
-    }
-    match m.seed {
-        Some(s) => {
-            o.u8(1)?;
-            o.v(s)?;
-        }
-        None => o.u8(0)?,
-    }
-    match &m.cpu_scale {
-        Some(c) => {
-            o.u8(1)?;
-            o.str(c)?;
-        }
-        None => o.u8(0)?,
-    }
-    o.u8(m.sequential_objects as u8)?;
-    o.v(trace.entries.len() as u64)?;
-    for e in &trace.entries {
-        o.str(&e.name)?;
-    }
-    o.v(trace.objects.len() as u64)?;
-    for ob in &trace.objects {
-        o.str(&ob.name)?;
-        o.v(ob.recorded_pe.0 as u64)?;
-    }
-    o.v(trace.groups.len() as u64)?;
-    for g in &trace.groups {
-        o.v(g.members.len() as u64)?;
-        for mem in &g.members {
-            o.v(mem.0 as u64)?;
-        }
-    }
+    o.meta(trace)?;
     o.v(trace.num_blocks() as u64)?;
     for id in trace.block_ids() {
         let b = trace.block(id);
@@ -229,9 +235,9 @@ pub struct Header {
 /// until it returns `None`.
 #[derive(Debug)]
 pub struct BinaryReader<R: Read> {
-    r: R,
-    path: String,
-    offset: u64,
+    pub(crate) r: R,
+    pub(crate) path: String,
+    pub(crate) offset: u64,
     blocks_left: u64,
     next_block: u32,
     header_read: bool,
@@ -250,7 +256,7 @@ impl<R: Read> BinaryReader<R> {
         }
     }
 
-    fn fail<T>(
+    pub(crate) fn fail<T>(
         &self,
         at: u64,
         expected: impl Into<String>,
@@ -264,7 +270,7 @@ impl<R: Read> BinaryReader<R> {
         })
     }
 
-    fn fill(&mut self, buf: &mut [u8], what: &str) -> Result<(), TraceError> {
+    pub(crate) fn fill(&mut self, buf: &mut [u8], what: &str) -> Result<(), TraceError> {
         let at = self.offset;
         let mut got = 0;
         while got < buf.len() {
@@ -285,13 +291,13 @@ impl<R: Read> BinaryReader<R> {
         Ok(())
     }
 
-    fn u8(&mut self, what: &str) -> Result<u8, TraceError> {
+    pub(crate) fn u8(&mut self, what: &str) -> Result<u8, TraceError> {
         let mut b = [0u8; 1];
         self.fill(&mut b, what)?;
         Ok(b[0])
     }
 
-    fn v(&mut self, what: &str) -> Result<u64, TraceError> {
+    pub(crate) fn v(&mut self, what: &str) -> Result<u64, TraceError> {
         let at = self.offset;
         let mut v: u64 = 0;
         for i in 0..10 {
@@ -340,7 +346,7 @@ impl<R: Read> BinaryReader<R> {
         }
     }
 
-    fn flag(&mut self, what: &str) -> Result<bool, TraceError> {
+    pub(crate) fn flag(&mut self, what: &str) -> Result<bool, TraceError> {
         let at = self.offset;
         match self.u8(what)? {
             0 => Ok(false),
@@ -370,6 +376,33 @@ impl<R: Read> BinaryReader<R> {
                 format!("found version {version} (this build reads versions 1 to {VERSION})"),
             );
         }
+        let (meta, entries, objects, groups) = self.meta(version)?;
+        let at = self.offset;
+        let num_blocks = self.v("block count")?;
+        if num_blocks > u32::MAX as u64 {
+            return self.fail(
+                at,
+                "a block count below 2^32",
+                format!("found {num_blocks}"),
+            );
+        }
+        self.blocks_left = num_blocks;
+        self.header_read = true;
+        Ok(Header {
+            meta,
+            entries,
+            objects,
+            groups,
+            num_blocks,
+        })
+    }
+
+    /// The header fields after the version (as version `version` of this format has them).
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn meta(
+        &mut self,
+        version: u16,
+    ) -> Result<(TraceMeta, Vec<EntryMethod>, Vec<ObjectInfo>, Vec<Group>), TraceError> {
         let name = self.str("trace name")?;
         let generator = self.str("generator")?;
         let description = self.str("description")?;
@@ -417,19 +450,8 @@ impl<R: Read> BinaryReader<R> {
             }
             groups.push(Group { members });
         }
-        let at = self.offset;
-        let num_blocks = self.v("block count")?;
-        if num_blocks > u32::MAX as u64 {
-            return self.fail(
-                at,
-                "a block count below 2^32",
-                format!("found {num_blocks}"),
-            );
-        }
-        self.blocks_left = num_blocks;
-        self.header_read = true;
-        Ok(Header {
-            meta: TraceMeta {
+        Ok((
+            TraceMeta {
                 name,
                 generator,
                 description,
@@ -442,8 +464,7 @@ impl<R: Read> BinaryReader<R> {
             entries,
             objects,
             groups,
-            num_blocks,
-        })
+        ))
     }
 
     /// Reads the next block into `deps` and `sends` (cleared first); `None` after the last block

@@ -23,9 +23,11 @@
 //!   line (text) and say what was expected.
 
 pub mod binary;
+pub mod columnar;
 mod error;
 mod ids;
 mod model;
+mod repeat;
 mod summary;
 pub mod text;
 
@@ -35,6 +37,7 @@ pub use model::{
     Block, BlockColumns, Consumers, Destination, EntryMethod, FLAG_LB_SYNC, Group, MessageIndex,
     NO_ITERATION, NONE_U64, ObjectInfo, Send, Trace, TraceBuilder, TraceMeta, TraceParts,
 };
+pub use repeat::{Carried, MAX_REPS, Repeated, Varying};
 pub use summary::{EntrySummary, TraceSummary};
 
 use std::fs::File;
@@ -67,9 +70,23 @@ fn io_err(path: &Path, source: std::io::Error) -> TraceError {
     }
 }
 
-/// Reads a trace file in either format (detected from its first bytes) and validates it.
+/// Reads a trace file in any format (detected from its first bytes) and validates it. A
+/// repeated trace is expanded into every block (see [`read_repeated_file`] to keep it
+/// compact).
 pub fn read_trace_file(path: &Path) -> Result<Trace, TraceError> {
+    let r = read_repeated_file(path)?;
+    Ok(if r.is_flat() {
+        r.into_body()
+    } else {
+        r.expand()
+    })
+}
+
+/// Reads a trace file in any format (detected from its first bytes) and validates it,
+/// keeping a repeated trace compact (a flat trace comes back as one repetition).
+pub fn read_repeated_file(path: &Path) -> Result<Repeated, TraceError> {
     let file = File::open(path).map_err(|e| io_err(path, e))?;
+    let len = file.metadata().map_err(|e| io_err(path, e))?.len();
     let mut r = BufReader::with_capacity(1 << 16, file);
     let name = path.display().to_string();
     let mut first = [0u8; 8];
@@ -83,15 +100,18 @@ pub fn read_trace_file(path: &Path) -> Result<Trace, TraceError> {
     }
     let head = &first[..got];
     let rest = std::io::Cursor::new(head.to_vec()).chain(r);
+    if head == columnar::MAGIC {
+        return columnar::read_columnar(rest, len, &name);
+    }
     if head == binary::MAGIC {
-        return binary::read_binary(rest, &name);
+        return binary::read_binary(rest, &name).map(Repeated::flat);
     }
     match head.iter().find(|b| !b.is_ascii_whitespace()) {
-        Some(b'{') => text::read_text(BufReader::new(rest), &name),
+        Some(b'{') => text::read_text(BufReader::new(rest), &name).map(Repeated::flat),
         _ => Err(TraceError::Binary {
             path: name,
             offset: 0,
-            expected: "a whatif trace: the magic bytes \"WHATIFTR\" (binary) or a JSON-lines header starting with '{'".into(),
+            expected: "a whatif trace: the magic bytes \"WHATIFTC\" or \"WHATIFTR\" (binary) or a JSON-lines header starting with '{'".into(),
             found: if got == 0 {
                 "found an empty file".into()
             } else {
@@ -101,13 +121,27 @@ pub fn read_trace_file(path: &Path) -> Result<Trace, TraceError> {
     }
 }
 
-/// Writes a trace file in `format`.
+/// Writes a trace file in `format` (binary: the columnar format).
 pub fn write_trace_file(trace: &Trace, path: &Path, format: Format) -> Result<(), TraceError> {
     let file = File::create(path).map_err(|e| io_err(path, e))?;
     let w = BufWriter::with_capacity(1 << 16, file);
     match format {
-        Format::Binary => binary::write_binary(trace, w),
+        Format::Binary => {
+            let r = Repeated::flat(trace.clone());
+            columnar::write_columnar(&r, w)
+        }
         Format::Text => text::write_text(trace, w),
+    }
+    .map_err(|e| io_err(path, e))
+}
+
+/// Writes a repeated trace: compact in the binary format, expanded in the text form.
+pub fn write_repeated_file(rep: &Repeated, path: &Path, format: Format) -> Result<(), TraceError> {
+    let file = File::create(path).map_err(|e| io_err(path, e))?;
+    let w = BufWriter::with_capacity(1 << 16, file);
+    match format {
+        Format::Binary => columnar::write_columnar(rep, w),
+        Format::Text => text::write_text(&rep.expand(), w),
     }
     .map_err(|e| io_err(path, e))
 }

@@ -377,6 +377,18 @@ impl Trace {
         Ok(t)
     }
 
+    /// The header alone (metadata, entries, objects, groups), every block dropped: what a
+    /// report needs once a replay is planned.
+    pub fn without_blocks(self) -> Trace {
+        Trace {
+            meta: self.meta,
+            entries: self.entries,
+            objects: self.objects,
+            groups: self.groups,
+            ..Default::default()
+        }
+    }
+
     /// Appends a block; returns its id. References are checked later by [`Trace::validate`].
     ///
     /// # Panics

@@ -1,6 +1,7 @@
 //! What `whatif inspect` prints: counts, the entry table and time ranges.
 
 use crate::model::{Destination, Trace};
+use crate::repeat::Repeated;
 use serde::Serialize;
 use sim_core::{SimDuration, SimTime};
 use std::fmt;
@@ -67,6 +68,8 @@ pub struct TraceSummary {
     pub recorded_end_ps: Option<u64>,
     /// Entry table with per-entry totals.
     pub entry_table: Vec<EntrySummary>,
+    /// For a repeated trace: blocks in its one stored iteration, and repetitions.
+    pub repeats: Option<(u64, u32)>,
 }
 
 impl TraceSummary {
@@ -137,7 +140,65 @@ impl TraceSummary {
             recorded_start_ps: start,
             recorded_end_ps: end,
             entry_table,
+            repeats: None,
         }
+    }
+}
+
+impl TraceSummary {
+    /// Summarises a repeated trace (what its expansion would give, without expanding it).
+    pub fn of_repeated(rep: &Repeated) -> Self {
+        let body = rep.body();
+        let mut s = TraceSummary::of(body);
+        if rep.is_flat() {
+            return s;
+        }
+        let k = rep.reps() as u64;
+        let n = body.num_blocks() as u64;
+        s.blocks = k * n;
+        s.triggered_blocks *= k;
+        s.dependencies = k * body.all_deps().len() as u64
+            + rep
+                .all_carried()
+                .iter()
+                .map(|c| k.saturating_sub(c.lag as u64))
+                .sum::<u64>();
+        s.sends *= k;
+        s.point_to_point *= k;
+        s.multicast *= k;
+        s.broadcast *= k;
+        s.broadcast_except *= k;
+        s.bytes = s.bytes.saturating_mul(k);
+        s.lb_sync_blocks *= k;
+        s.iterations = s
+            .iterations
+            .map(|m| m.saturating_add((rep.reps() - 1).saturating_mul(rep.iter_stride())));
+        for e in &mut s.entry_table {
+            e.blocks *= k;
+            e.messages_in *= k;
+            e.total_ps = e.total_ps.saturating_mul(k);
+        }
+        s.total_block_ps = s.total_block_ps.saturating_mul(k);
+        // Varying blocks: replace k copies of the body duration by the table's values.
+        let v = rep.varying();
+        let cols = body.columns();
+        for (p, &b) in v.blocks.iter().enumerate() {
+            let body_ps = cols.duration_ps[b as usize];
+            let all: u64 = (0..rep.reps() as usize)
+                .map(|it| v.durations_ps[it * v.blocks.len() + p])
+                .fold(0u64, |a, d| a.saturating_add(d));
+            let e = &mut s.entry_table[cols.entry[b as usize] as usize];
+            e.total_ps = e
+                .total_ps
+                .saturating_sub(body_ps.saturating_mul(k))
+                .saturating_add(all);
+            s.total_block_ps = s
+                .total_block_ps
+                .saturating_sub(body_ps.saturating_mul(k))
+                .saturating_add(all);
+        }
+        s.repeats = Some((n, rep.reps()));
+        s
     }
 }
 
@@ -161,6 +222,12 @@ impl fmt::Display for TraceSummary {
             "blocks        {} ({} triggered by a message, {} dependency edges)",
             self.blocks, self.triggered_blocks, self.dependencies
         )?;
+        if let Some((b, k)) = self.repeats {
+            writeln!(
+                f,
+                "repeats       one iteration of {b} blocks, {k} times (stored once)"
+            )?;
+        }
         writeln!(
             f,
             "messages      {} sends: {} point-to-point, {} multicast, {} broadcast, {} broadcast-except; {} bytes",

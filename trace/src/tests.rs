@@ -391,3 +391,240 @@ fn send_blocks_and_consumers_invert_the_block_lists() {
     assert_eq!(seen, c.blocks.len());
     assert!(seen > 1, "the sample has triggered blocks");
 }
+
+fn encode_columnar(r: &Repeated) -> Vec<u8> {
+    let mut v = Vec::new();
+    columnar::write_columnar(r, &mut v).unwrap();
+    v
+}
+
+fn decode_columnar(bytes: &[u8]) -> Result<Repeated, TraceError> {
+    columnar::read_columnar(bytes, bytes.len() as u64, "mem")
+}
+
+/// A repeated trace: a 3-object ring with carried dependencies, per-iteration durations,
+/// end-anchored sends and iteration labels.
+pub(crate) fn repeated_sample() -> Repeated {
+    let mut b = TraceBuilder::new(TraceMeta {
+        name: "rep".into(),
+        recorded_pes: 3,
+        ..Default::default()
+    });
+    let (work, recv) = (b.entry("work"), b.entry("recv"));
+    let o: Vec<ObjectId> = (0..3).map(|i| b.object(format!("o{i}"), PeId(i))).collect();
+    let mut msgs = Vec::new();
+    for i in 0..3usize {
+        let m = b.new_msg();
+        msgs.push(m);
+        let blk = Block {
+            iteration: Some(0),
+            ..Block::new(o[i], work, SimDuration::from_ps(1000))
+        };
+        let sends = [
+            Send {
+                msg: m,
+                offset: SimDuration::from_ps(1000),
+                dest: Destination::Object(o[(i + 1) % 3]),
+                bytes: 100,
+                entry: recv,
+            },
+            Send {
+                msg: b.new_msg(),
+                offset: SimDuration::from_ps(10),
+                dest: Destination::Object(o[i]),
+                bytes: 1,
+                entry: recv,
+            },
+        ];
+        b.block(blk, &[], &sends);
+    }
+    for i in 0..3usize {
+        let blk = Block {
+            trigger: Some(msgs[(i + 2) % 3]),
+            iteration: Some(0),
+            ..Block::new(o[i], recv, SimDuration::from_ps(5))
+        };
+        b.block(blk, &[], &[]);
+    }
+    let body = b.finish().unwrap();
+    let reps = 4;
+    // Block i (work) waits for its own work and receive of the previous iteration.
+    let mut carried_end = Vec::new();
+    let mut carried = Vec::new();
+    for i in 0..6u32 {
+        if i < 3 {
+            carried.push(Carried {
+                block: BlockId(i),
+                lag: 1,
+            });
+            carried.push(Carried {
+                block: BlockId(i + 3),
+                lag: 1,
+            });
+        }
+        carried_end.push(carried.len() as u32);
+    }
+    let varying = Varying {
+        blocks: vec![0, 2],
+        durations_ps: vec![1000, 1000, 1500, 900, 700, 2000, 1000, 1000],
+        end_anchored: vec![1, 0, 0, 0, 1, 0],
+    };
+    Repeated::new(body, reps, carried_end, carried, 10, 1, varying).unwrap()
+}
+
+#[test]
+fn columnar_round_trip_flat_and_repeated() {
+    let t = sample();
+    let r = Repeated::flat(t.clone());
+    let bytes = encode_columnar(&r);
+    assert_eq!(&bytes[..8], columnar::MAGIC);
+    assert_eq!(
+        bytes.len() % 8,
+        4,
+        "columns padded to 8 bytes, then the 4-byte trailer"
+    );
+    let back = decode_columnar(&bytes).unwrap();
+    assert!(back.is_flat());
+    assert_eq!(back.body(), &t);
+    let rep = repeated_sample();
+    let back = decode_columnar(&encode_columnar(&rep)).unwrap();
+    assert_eq!(back, rep);
+    // Through files: a repeated trace stays compact, or expands on request.
+    let dir = std::env::temp_dir().join(format!("whatif-columnar-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join("r.trace");
+    write_repeated_file(&rep, &p, Format::Binary).unwrap();
+    assert_eq!(read_repeated_file(&p).unwrap(), rep);
+    assert_eq!(read_trace_file(&p).unwrap(), rep.expand());
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn expansion_follows_the_repetition_rules() {
+    let rep = repeated_sample();
+    let t = rep.expand();
+    assert_eq!(t.num_blocks(), 24);
+    assert_eq!(rep.num_blocks(), 24);
+    // Iteration 2, block 0 (varying, 700 ps): its end-anchored send leaves at its end; the
+    // other keeps offset 10. Labels shift by 10 per iteration, iterations by 1.
+    let b = t.block(BlockId(12));
+    assert_eq!(b.duration.as_ps(), 700);
+    assert_eq!(b.iteration, Some(2));
+    let s = t.sends(BlockId(12));
+    assert_eq!((s[0].msg.0, s[0].offset.as_ps()), (20, 700));
+    assert_eq!((s[1].msg.0, s[1].offset.as_ps()), (21, 10));
+    // Block 2 in iteration 1 (900 ps): anchored send at its end; block 1 never varies.
+    assert_eq!(t.sends(BlockId(8))[0].offset.as_ps(), 900);
+    assert_eq!(t.block(BlockId(7)).duration.as_ps(), 1000);
+    // Carried dependencies appear from iteration 1 on.
+    assert!(t.deps(BlockId(0)).is_empty());
+    assert_eq!(t.deps(BlockId(6)), &[BlockId(0), BlockId(3)]);
+    // Receive blocks are triggered by their own iteration's message.
+    assert_eq!(t.block(BlockId(9)).trigger, Some(MsgId(14)));
+}
+
+#[test]
+fn repetition_is_validated() {
+    let rep = repeated_sample();
+    let body = rep.body().clone();
+    let v = rep.varying().clone();
+    let ends = rep.carried_ends().to_vec();
+    let car = rep.all_carried().to_vec();
+    let err = |r: Result<Repeated, ValidationError>| r.unwrap_err().to_string();
+    // Stride too small: labels of iteration 1 would collide with iteration 0's.
+    let e = err(Repeated::new(
+        body.clone(),
+        4,
+        ends.clone(),
+        car.clone(),
+        3,
+        1,
+        v.clone(),
+    ));
+    assert!(e.contains("collide"), "{e}");
+    let e = err(Repeated::new(
+        body.clone(),
+        4,
+        ends.clone(),
+        car.clone(),
+        10,
+        0,
+        v.clone(),
+    ));
+    assert!(e.contains("iteration-label stride"), "{e}");
+    let mut bad = car.clone();
+    bad[0].lag = 0;
+    let e = err(Repeated::new(
+        body.clone(),
+        4,
+        ends.clone(),
+        bad,
+        10,
+        1,
+        v.clone(),
+    ));
+    assert!(e.contains("lag of at least 1"), "{e}");
+    let mut short = v.clone();
+    short.durations_ps.pop();
+    let e = err(Repeated::new(
+        body.clone(),
+        4,
+        ends.clone(),
+        car.clone(),
+        10,
+        1,
+        short,
+    ));
+    assert!(e.contains("per-iteration durations"), "{e}");
+    // An anchored-free send at offset 1000 cannot fit a 700 ps iteration.
+    let mut unanchored = v.clone();
+    unanchored.end_anchored[0] = 0;
+    let e = err(Repeated::new(
+        body.clone(),
+        4,
+        ends.clone(),
+        car.clone(),
+        10,
+        1,
+        unanchored,
+    ));
+    assert!(e.contains("after its end in iteration 2"), "{e}");
+    let e = err(Repeated::new(body, 0, ends, car, 10, 1, v));
+    assert!(e.contains("0 repetitions"), "{e}");
+}
+
+#[test]
+fn columnar_truncation_and_corruption_give_errors_not_panics() {
+    let bytes = encode_columnar(&repeated_sample());
+    for cut in 0..bytes.len() {
+        let e = decode_columnar(&bytes[..cut]).unwrap_err().to_string();
+        assert!(e.starts_with("mem: "), "cut at {cut}: {e}");
+    }
+    let mut extra = bytes.clone();
+    extra.extend_from_slice(&[0; 8]);
+    let e = decode_columnar(&extra).unwrap_err().to_string();
+    assert!(e.contains("bytes of columns"), "{e}");
+    // A huge block count is refused before anything is allocated.
+    let flat = encode_columnar(&Repeated::flat(sample()));
+    let mut rng = SeedTree::new(7).stream("columnar-fuzz");
+    for case in 0..20_000u64 {
+        let src = if case % 2 == 0 { &bytes } else { &flat };
+        let mut v = src.clone();
+        for _ in 0..1 + below(&mut rng, 4) {
+            let i = below(&mut rng, v.len() as u64) as usize;
+            v[i] = below(&mut rng, 256) as u8;
+        }
+        let r = std::panic::catch_unwind(|| decode_columnar(&v).map(|_| ()));
+        assert!(r.is_ok(), "columnar decoder panicked on case {case}");
+    }
+}
+
+#[test]
+fn summary_of_a_repeated_trace_equals_the_summary_of_its_expansion() {
+    let rep = repeated_sample();
+    let mut s = TraceSummary::of_repeated(&rep);
+    assert_eq!(s.repeats, Some((6, 4)));
+    assert!(s.to_string().contains("one iteration of 6 blocks, 4 times"));
+    s.repeats = None;
+    assert_eq!(s, TraceSummary::of(&rep.expand()));
+}

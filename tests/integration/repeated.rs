@@ -1,0 +1,331 @@
+//! Repeated traces: a replay of the compact form equals the replay of its expansion, block for
+//! block, on every network model and machine setting.
+
+use network_models::NetSpec;
+use replay::{CpuScale, Mapping, ReplayConfig, ReplayError, SchedPolicy};
+use scenarios::SynthParams;
+use sim_core::rng::below;
+use sim_core::{QueueKind, Ratio, SeedTree};
+use trace::{
+    Block, BlockId, Carried, Destination, ObjectId, PeId, Repeated, Send, TraceBuilder, TraceMeta,
+    Varying,
+};
+
+const NETS: [&str; 6] = [
+    "ideal",
+    "alphabeta:lat=1us,bw=10GB/s",
+    "alphabeta:lat=2us,bw=3GB/s,o_send=300ns,o_recv=700ns",
+    "hops:topo=torus:4x4x2,lat=1us,hop=50ns,bw=10GB/s",
+    "loggops:L=3us,o=500ns,g=2us,G=1ns,O=1ps,S=1000",
+    "contention:topo=mesh:4x4x2,lat=1us,bw=1GB/s,packet=1KiB,switching=saf,nic_bw=2GB/s",
+];
+
+/// Replays both forms and asserts identical reports (timeline included).
+fn same(rep: &Repeated, net: &str, cfg: &ReplayConfig, what: &str) {
+    let spec: NetSpec = net.parse().unwrap();
+    let cfg = ReplayConfig {
+        timeline: true,
+        ..cfg.clone()
+    };
+    let flat = rep.expand();
+    let a = replay::replay(rep, spec.build().as_mut(), &cfg);
+    let b = replay::replay(&flat, spec.build().as_mut(), &cfg);
+    match (a, b) {
+        (Ok(a), Ok(b)) => {
+            assert_eq!(a, b, "{what} on {net}");
+            assert_eq!(a.blocks, rep.num_blocks(), "{what} on {net}");
+        }
+        (a, b) => panic!("{what} on {net}: {a:?} vs {b:?}"),
+    }
+}
+
+fn configs() -> Vec<(ReplayConfig, &'static str)> {
+    vec![
+        (ReplayConfig::default(), "as recorded"),
+        (
+            ReplayConfig {
+                pes: Some(5),
+                mapping: Mapping::Block,
+                cpu_scale: CpuScale::Uniform(Ratio::parse("2/3").unwrap()),
+                ..Default::default()
+            },
+            "5 PEs, block, cpu 2/3",
+        ),
+        (
+            ReplayConfig {
+                pes: Some(3),
+                mapping: Mapping::RoundRobin,
+                policy: SchedPolicy::Priority,
+                queue: QueueKind::Binary,
+                cpu_scale: CpuScale::PerPe(vec![
+                    Ratio::ONE,
+                    Ratio::parse("0.5").unwrap(),
+                    Ratio::parse("3").unwrap(),
+                ]),
+                ..Default::default()
+            },
+            "3 PEs, round robin, priorities, per-PE speeds",
+        ),
+    ]
+}
+
+#[test]
+fn generated_halos_and_rings_replay_like_their_expansion() {
+    for (jitter, periodic) in [("0", false), ("0.3", true)] {
+        let p = SynthParams {
+            iters: 5,
+            jitter: Ratio::parse(jitter).unwrap(),
+            seed: 5,
+            ..SynthParams::default()
+        };
+        let halo = scenarios::halo_repeated(&[4, 2, 3], periodic, &p).unwrap();
+        let ring = scenarios::ring_repeated(9, &p).unwrap();
+        for net in NETS {
+            for (cfg, what) in configs() {
+                same(&halo, net, &cfg, &format!("halo jitter {jitter}, {what}"));
+                same(&ring, net, &cfg, &format!("ring jitter {jitter}, {what}"));
+            }
+        }
+    }
+}
+
+/// A random repeated trace: objects on a few PEs, blocks with same-iteration dependencies,
+/// messages within the iteration (point-to-point and broadcasts), carried dependencies with
+/// lags 1-3, priorities, and per-iteration durations with anchored and fixed send offsets.
+fn random_repeated(seed: u64) -> Repeated {
+    let mut rng = SeedTree::new(seed).stream("repeated-test");
+    let mut r = |n: u64| below(&mut rng, n);
+    let objs = 2 + r(5) as u32;
+    let pes = 1 + r(3) as u32;
+    let mut b = TraceBuilder::new(TraceMeta {
+        name: format!("random-{seed}"),
+        recorded_pes: pes,
+        ..Default::default()
+    });
+    let e = b.entry("e");
+    let o: Vec<ObjectId> = (0..objs)
+        .map(|i| b.object(format!("o{i}"), PeId(i % pes)))
+        .collect();
+    let n = 4 + r(12) as u32;
+    let mut pending: Vec<(trace::MsgId, ObjectId)> = Vec::new();
+    let mut sends_per_block = Vec::new();
+    for i in 0..n {
+        let obj = o[r(objs as u64) as usize];
+        let mut blk = Block::new(obj, e, sim_core::SimDuration::from_ps(r(5) * 1000));
+        if let Some(p) = pending.iter().position(|(_, to)| *to == obj)
+            && r(3) > 0
+        {
+            blk.trigger = Some(pending.remove(p).0);
+        }
+        blk.priority = r(3) as i32 - 1;
+        blk.iteration = Some(r(2) as u32);
+        let deps: Vec<BlockId> = if i > 0 && r(2) == 0 {
+            vec![BlockId(r(i as u64) as u32)]
+        } else {
+            vec![]
+        };
+        let mut sends = Vec::new();
+        for _ in 0..r(3) {
+            let m = b.new_msg();
+            let dest = if r(5) == 0 {
+                for &x in &o {
+                    pending.push((m, x));
+                }
+                Destination::All
+            } else {
+                let to = o[r(objs as u64) as usize];
+                pending.push((m, to));
+                Destination::Object(to)
+            };
+            sends.push(Send {
+                msg: m,
+                offset: blk.duration,
+                dest,
+                bytes: r(3) * 3000,
+                entry: e,
+            });
+        }
+        sends_per_block.push(sends.len());
+        b.block(blk, &deps, &sends);
+    }
+    let body = b.finish().unwrap();
+    let reps = 2 + r(5) as u32;
+    let mut carried = Vec::new();
+    let mut carried_end = Vec::new();
+    for _ in 0..n {
+        for _ in 0..r(3) {
+            carried.push(Carried {
+                block: BlockId(r(n as u64) as u32),
+                lag: 1 + r(3) as u32,
+            });
+        }
+        carried_end.push(carried.len() as u32);
+    }
+    // Half the blocks vary; their sends (all at the block's end) stay anchored to it.
+    let blocks: Vec<u32> = (0..n).filter(|i| i % 2 == 0).collect();
+    let mut durations_ps = Vec::new();
+    for k in 0..reps {
+        for &i in &blocks {
+            let d = body.block(BlockId(i)).duration.as_ps();
+            durations_ps.push(if k == 0 { d } else { r(7) * 1000 });
+        }
+    }
+    let end_anchored = vec![1u8; body.num_sends()];
+    let max_label = body.num_sends() as u64;
+    Repeated::new(
+        body,
+        reps,
+        carried_end,
+        carried,
+        max_label + 1,
+        2,
+        Varying {
+            blocks,
+            durations_ps,
+            end_anchored,
+        },
+    )
+    .unwrap()
+}
+
+#[test]
+fn random_repeated_traces_replay_like_their_expansion() {
+    for seed in 0..40 {
+        let rep = random_repeated(seed);
+        for net in NETS {
+            for (cfg, what) in configs() {
+                if net.contains("topo") && cfg.pes.is_none_or(|p| p > 32) {
+                    continue;
+                }
+                same(
+                    &rep,
+                    net,
+                    &cfg,
+                    &format!("random seed {seed}, {what} (reproduce: random_repeated({seed}))"),
+                );
+            }
+        }
+    }
+}
+
+/// A copy of `body` in which `edit` may change each block and its sends.
+fn rebuild(body: &trace::Trace, mut edit: impl FnMut(&mut Block, &mut Vec<Send>)) -> trace::Trace {
+    let mut b = TraceBuilder::new(body.meta.clone());
+    for e in &body.entries {
+        b.entry(e.name.clone());
+    }
+    for o in &body.objects {
+        b.object(o.name.clone(), o.recorded_pe);
+    }
+    for id in body.block_ids() {
+        let mut blk = body.block(id);
+        let mut sends = body.sends(id).to_vec();
+        edit(&mut blk, &mut sends);
+        b.block(blk, body.deps(id), &sends);
+    }
+    b.finish().unwrap()
+}
+
+#[test]
+fn a_rank_that_runs_ahead_widens_the_window_and_results_stay_exact() {
+    // A chain: rank r sends to rank r+1 only, so rank 0 runs every iteration at once while
+    // the last rank is still in the first: the live window must grow to all iterations.
+    let p = SynthParams {
+        iters: 37,
+        ..SynthParams::default()
+    };
+    let chain = {
+        let ring = scenarios::ring_repeated(6, &p).unwrap();
+        // Drop the wrap-around message: rank 0's receive block waits instead for rank 0's
+        // compute block of the iteration before (so no block is free after the first
+        // iteration, and the window grows as the ranks drift apart, not all at once).
+        let mut recv0 = None;
+        let mut id = 0;
+        let body = rebuild(ring.body(), |blk, sends| {
+            sends.retain(|s| s.dest != Destination::Object(ObjectId(0)));
+            if blk.trigger.is_some() && blk.object == ObjectId(0) {
+                blk.trigger = None;
+                recv0 = Some(id);
+            }
+            id += 1;
+        });
+        let recv0 = recv0.unwrap();
+        let mut carried = Vec::new();
+        let mut carried_end = Vec::new();
+        for b in body.block_ids() {
+            carried.extend(ring.carried(b).iter().copied());
+            if b.0 == recv0 {
+                carried.push(Carried {
+                    block: BlockId(0),
+                    lag: 1,
+                });
+            }
+            carried_end.push(carried.len() as u32);
+        }
+        Repeated::new(
+            body,
+            p.iters,
+            carried_end,
+            carried,
+            ring.msg_stride(),
+            1,
+            Varying::default(),
+        )
+        .unwrap()
+    };
+    for net in ["ideal", "latency:lat=150us", "loggops"] {
+        same(&chain, net, &ReplayConfig::default(), "chain");
+    }
+}
+
+#[test]
+fn a_stuck_repeated_trace_names_its_blocks_with_global_ids() {
+    // A ring whose receive of rank 0 waits for a message nobody sends.
+    let p = SynthParams {
+        iters: 3,
+        ..SynthParams::default()
+    };
+    let ring = scenarios::ring_repeated(3, &p).unwrap();
+    let mut id = 0;
+    let body = rebuild(ring.body(), |blk, _| {
+        if id == 3 {
+            blk.trigger = Some(trace::MsgId(999));
+        }
+        id += 1;
+    });
+    let stuck = Repeated::new(
+        body,
+        3,
+        ring.carried_ends().to_vec(),
+        ring.all_carried().to_vec(),
+        1000,
+        1,
+        Varying::default(),
+    )
+    .unwrap();
+    let err =
+        replay::replay(&stuck, &mut network_models::Ideal, &ReplayConfig::default()).unwrap_err();
+    let ReplayError::Stuck(rep) = err else {
+        panic!("expected a stuck report")
+    };
+    assert_eq!(rep.total, 18);
+    // The lost message is in the body: every iteration's copy of the receive is a root.
+    let roots: Vec<u32> = rep.roots.iter().map(|r| r.block).collect();
+    assert_eq!(roots, [3, 9, 15], "{rep}");
+    assert!(
+        rep.to_string().contains("no block in the trace sends"),
+        "{rep}"
+    );
+    let flat_err = replay::replay(
+        &stuck.expand(),
+        &mut network_models::Ideal,
+        &ReplayConfig::default(),
+    )
+    .unwrap_err();
+    let ReplayError::Stuck(flat) = flat_err else {
+        panic!("expected a stuck report")
+    };
+    assert_eq!((flat.total, flat.completed), (rep.total, rep.completed));
+    assert_eq!(flat.roots, rep.roots);
+    assert_eq!(flat.others, rep.others);
+}
