@@ -1,22 +1,29 @@
-//! `whatif bench`: simulator speed on 3-D halo workloads.
+//! `whatif bench`: simulator speed and memory on 3-D halo workloads, measured the way a user
+//! runs them: generate, write, then (repeatedly) load from the file, plan and run the loop.
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 use clap::Args;
 use network_models::NetSpec;
 use replay::ReplayConfig;
 use scenarios::SynthParams;
 use sim_core::{QueueKind, SimDuration};
+use std::path::PathBuf;
 use std::time::Instant;
 
 #[derive(Args)]
 pub struct BenchArgs {
     /// Rank counts to measure (comma-separated); each becomes the most cubic X x Y x Z grid.
+    /// The documented runs: `--ranks 1000 --iters 100` and
+    /// `--ranks 1000000 --iters 10 --periodic` (about 20 s and 1.3 GB).
     #[arg(long, default_value = "1000,100000", value_delimiter = ',')]
     ranks: Vec<u32>,
     /// Iterations of the halo.
     #[arg(long, default_value_t = 10)]
     iters: u32,
-    /// Repetitions per size (the median is reported).
+    /// Wrap the grid around (every rank has six neighbours).
+    #[arg(long)]
+    periodic: bool,
+    /// Repetitions of load + replay per size (medians are reported).
     #[arg(long, default_value_t = 3)]
     repeat: u32,
     /// Network model. With `contention`, the packet-hops per second are reported too, e.g.
@@ -26,6 +33,9 @@ pub struct BenchArgs {
     /// Event queue.
     #[arg(long, default_value = "radix")]
     queue: QueueKind,
+    /// Folder for the generated trace files (deleted afterwards).
+    #[arg(long, default_value_os_t = std::env::temp_dir())]
+    dir: PathBuf,
 }
 
 /// The most cubic factorisation a*b*c = n with a <= b <= c.
@@ -50,12 +60,31 @@ pub fn cubic_dims(n: u32) -> [u32; 3] {
     best
 }
 
+/// Peak resident memory of this process (`VmHWM`), in bytes, where Linux reports it.
+fn peak_rss() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+/// Starts a new peak-memory measurement (Linux: `echo 5 > /proc/self/clear_refs`); false if
+/// the system does not allow it.
+fn reset_peak_rss() -> bool {
+    std::fs::write("/proc/self/clear_refs", "5").is_ok()
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
 pub fn run(a: BenchArgs) -> Result<()> {
     if a.repeat == 0 {
         bail!("--repeat must be at least 1");
     }
     println!(
-        "ranks,dims,iters,blocks,messages,events,packet_hops,gen_s,replay_s_median,messages_per_s,events_per_s,packet_hops_per_s"
+        "ranks,dims,periodic,iters,blocks,messages,events,packet_hops,gen_s,write_s,load_s,plan_s,loop_s,messages_per_s_loop,messages_per_s_end_to_end,events_per_s_loop,peak_rss_bytes,rss_bytes_per_block"
     );
     for &n in &a.ranks {
         let dims = cubic_dims(n);
@@ -65,56 +94,91 @@ pub fn run(a: BenchArgs) -> Result<()> {
             bytes: 65536,
             ..SynthParams::default()
         };
+        let path = a
+            .dir
+            .join(format!("whatif-bench-{}-{n}.trace", std::process::id()));
         let t0 = Instant::now();
-        let trace = scenarios::halo(&dims, false, &p)?;
+        let trace = scenarios::halo_repeated(&dims, a.periodic, &p)?;
         let gen_s = t0.elapsed().as_secs_f64();
+        let t0 = Instant::now();
+        trace::write_repeated_file(&trace, &path, trace::Format::Binary)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        let write_s = t0.elapsed().as_secs_f64();
+        drop(trace);
+        let measured_peak = reset_peak_rss();
         let cfg = ReplayConfig {
             queue: a.queue,
             ..ReplayConfig::default()
         };
-        let mut times = Vec::new();
+        let (mut load, mut plan, mut lp) = (Vec::new(), Vec::new(), Vec::new());
         let mut last = None;
         for _ in 0..a.repeat {
+            let t0 = Instant::now();
+            let trace = trace::read_repeated_file(&path)?;
+            load.push(t0.elapsed().as_secs_f64());
             let mut net = a.net.build();
             let t0 = Instant::now();
-            let r = replay::replay(&trace, net.as_mut(), &cfg)?;
-            times.push(t0.elapsed().as_secs_f64());
+            let prepared = replay::Prepared::new(&trace, net.as_mut(), &cfg)?;
+            plan.push(t0.elapsed().as_secs_f64());
+            drop(trace);
+            let t0 = Instant::now();
+            let r = prepared.run(net.as_mut())?;
+            lp.push(t0.elapsed().as_secs_f64());
             last = Some(r);
         }
-        times.sort_by(f64::total_cmp);
-        let med = times[times.len() / 2];
+        let peak = if measured_peak { peak_rss() } else { None };
+        std::fs::remove_file(&path).ok();
         let r = last.expect("repeat >= 1");
+        let (load_s, plan_s, loop_s) = (median(load), median(plan), median(lp));
         let msgs = r.messages.total();
         let hops = r.net.as_ref().map_or(0, |s| s.packet_hops);
+        let e2e = load_s + plan_s + loop_s;
+        let per_block = peak.map(|b| b as f64 / r.blocks as f64);
         println!(
-            "{n},{}x{}x{},{},{},{},{},{hops},{gen_s:.3},{med:.4},{:.0},{:.0},{:.0}",
+            "{n},{}x{}x{},{},{},{},{},{},{hops},{gen_s:.3},{write_s:.3},{load_s:.4},{plan_s:.4},{loop_s:.4},{:.0},{:.0},{:.0},{},{}",
             dims[0],
             dims[1],
             dims[2],
+            a.periodic,
             a.iters,
             r.blocks,
             msgs,
             r.events,
-            msgs as f64 / med,
-            r.events as f64 / med,
-            hops as f64 / med
+            msgs as f64 / loop_s,
+            msgs as f64 / e2e,
+            r.events as f64 / loop_s,
+            peak.map_or(String::new(), |b| b.to_string()),
+            per_block.map_or(String::new(), |b| format!("{b:.1}")),
         );
-        if hops > 0 {
-            eprintln!(
-                "{n} ranks: {:.2} M packet-hops/s ({hops} packet-hops)",
-                hops as f64 / med / 1e6
-            );
-        }
         eprintln!(
-            "{n} ranks ({}x{}x{}): {:.2} M messages/s, {:.2} M events/s (median of {}, replay incl. plan build)",
+            "{n} ranks ({}x{}x{}{}, {} iterations, {} blocks, {} messages): load {load_s:.3} s, plan {plan_s:.3} s, loop {loop_s:.3} s; {:.2} M messages/s in the loop, {:.2} M messages/s end to end{}{}",
             dims[0],
             dims[1],
             dims[2],
-            msgs as f64 / med / 1e6,
-            r.events as f64 / med / 1e6,
-            a.repeat
+            if a.periodic { " periodic" } else { "" },
+            a.iters,
+            r.blocks,
+            msgs,
+            msgs as f64 / loop_s / 1e6,
+            msgs as f64 / e2e / 1e6,
+            match (peak, per_block) {
+                (Some(b), Some(pb)) => format!(
+                    "; peak RSS {:.0} MB = {pb:.1} bytes per block",
+                    b as f64 / 1e6
+                ),
+                _ => String::new(),
+            },
+            if hops > 0 {
+                format!("; {:.2} M packet-hops/s", hops as f64 / loop_s / 1e6)
+            } else {
+                String::new()
+            }
         );
     }
+    eprintln!(
+        "(median of {} runs; gen and write once per size; load = reading the trace file, plan = compiling it for the machine, loop = the event loop)",
+        a.repeat
+    );
     Ok(())
 }
 

@@ -11,6 +11,9 @@ mod report;
 mod svg;
 mod sweep_cmd;
 
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use network_models::{NET_HELP, NetSpec};

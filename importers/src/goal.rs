@@ -32,38 +32,123 @@
 
 use crate::ImportError;
 use crate::Imported;
-use crate::error::read_text;
+use crate::lines::{self, Lines, show};
 use sim_core::SimDuration;
-use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap, HashMap};
+use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::Path;
 use trace::{
-    Block, BlockId, Destination, MsgId, ObjectId, PeId, Send, Trace, TraceBuilder, TraceMeta,
+    BlockColumns, BlockId, Destination, EntryId, MsgId, NONE_U64, ObjectId, PeId, Send, Trace,
+    TraceMeta, TraceParts,
 };
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Kind {
-    Calc { ns: u64 },
-    Send { bytes: u64, to: u32, tag: i64 },
-    Recv { bytes: u64, from: u32, tag: i64 },
-}
+const NIL: u32 = u32::MAX;
+/// The largest number of operations (operation ids keep a flag bit free).
+const MAX_OPS: usize = 1 << 31;
+/// Labels `l<N>` with `N` below this are looked up in a vector, not a map.
+const FAST_LABELS: u64 = 1 << 24;
 
-#[derive(Clone, Debug)]
+const CALC: u8 = 0;
+const SEND: u8 = 1;
+const RECV: u8 = 2;
+
+/// One operation (24 bytes): calc (`size` = ns), send (`size` = bytes, `peer` = destination)
+/// or recv (`peer` = source).
+#[derive(Clone, Copy, Debug)]
 struct Op {
-    kind: Kind,
-    line: u64,
-    label: String,
-    requires: Vec<usize>,
-    irequires: Vec<usize>,
+    size: u64,
+    tag: u64,
+    /// Kind in the top 8 bits, peer rank below.
+    kind_peer: u32,
+    line: u32,
 }
 
-/// A parsed schedule: ops per rank.
-#[derive(Debug)]
+impl Op {
+    fn kind(&self) -> u8 {
+        (self.kind_peer >> 24) as u8
+    }
+    fn peer(&self) -> u32 {
+        self.kind_peer & 0xff_ffff
+    }
+}
+
+/// A label in a `requires` line, before the rank's labels are all known.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum Label {
+    /// `l<N>` in canonical decimal form.
+    Num(u64),
+    /// Anything else.
+    Name(Box<[u8]>),
+}
+
+impl Label {
+    fn of(t: &[u8]) -> Label {
+        if let [b'l', digits @ ..] = t
+            && !digits.is_empty()
+            && (digits[0] != b'0' || digits.len() == 1)
+            && digits.iter().all(u8::is_ascii_digit)
+            && let Some(n) = lines::parse_u64(digits)
+            && n < FAST_LABELS
+        {
+            return Label::Num(n);
+        }
+        Label::Name(t.into())
+    }
+}
+
+/// A rank's labels: `l<N>` in a vector (reset by generation), others in a map.
+#[derive(Default)]
+struct Labels {
+    fast: Vec<(u32, u32)>,
+    names: HashMap<Label, u32>,
+    generation: u32,
+}
+
+impl Labels {
+    fn clear(&mut self) {
+        self.generation += 1;
+        self.names.clear();
+    }
+    fn get(&self, l: &Label) -> Option<u32> {
+        match l {
+            Label::Num(n) => match self.fast.get(*n as usize) {
+                Some(&(g, v)) if g == self.generation => Some(v),
+                _ => None,
+            },
+            name => self.names.get(name).copied(),
+        }
+    }
+    /// Defines `l` as operation `v`; false if it was already defined.
+    fn insert(&mut self, l: Label, v: u32) -> bool {
+        match l {
+            Label::Num(n) => {
+                let n = n as usize;
+                if n >= self.fast.len() {
+                    self.fast.resize(n + 1, (0, 0));
+                }
+                if self.fast[n].0 == self.generation {
+                    return false;
+                }
+                self.fast[n] = (self.generation, v);
+                true
+            }
+            name => self.names.insert(name, v).is_none(),
+        }
+    }
+}
+
+/// A parsed schedule: operations in rank order and their `requires` / `irequires` edges.
 struct Schedule {
-    ranks: Vec<Vec<Op>>,
+    ops: Vec<Op>,
+    /// Per rank, the first operation (plus a closing entry): rank `r` owns
+    /// `ops[base[r]..base[r + 1]]`.
+    base: Vec<u32>,
+    /// `(op, dep | IMMEDIATE)`.
+    edges: Vec<(u32, u32)>,
     cpu_nic_ignored: usize,
 }
+
+const IMMEDIATE: u32 = 1 << 31;
 
 struct P<'a> {
     file: &'a str,
@@ -74,379 +159,447 @@ impl P<'_> {
     fn err(&self, expected: impl Into<String>, found: impl Into<String>) -> ImportError {
         ImportError::syntax(self.file, self.line, expected, found)
     }
-    fn num(&self, tok: Option<&str>, what: &str) -> Result<u64, ImportError> {
-        match tok {
-            None => Err(self.err(what, "end of line")),
-            Some(t) => t
-                .parse::<u64>()
-                .map_err(|_| self.err(what, format!("`{t}`"))),
+    fn unsupported(&self, what: &str) -> ImportError {
+        ImportError::Unsupported {
+            file: format!("{}:{}", self.file, self.line),
+            what: what.into(),
         }
     }
-    fn bytes(&self, tok: Option<&str>) -> Result<u64, ImportError> {
-        let t = tok.ok_or_else(|| self.err("a size such as 1024b", "end of line"))?;
-        let digits = t.strip_suffix('b').unwrap_or(t);
-        digits
-            .parse::<u64>()
-            .map_err(|_| self.err("a size such as 1024b", format!("`{t}`")))
+    fn num(&self, tok: Option<&[u8]>, what: &str) -> Result<u64, ImportError> {
+        match tok {
+            None => Err(self.err(what, "end of line")),
+            Some(t) => lines::parse_u64(t).ok_or_else(|| self.err(what, format!("`{}`", show(t)))),
+        }
     }
-    fn peer(&self, tok: Option<&str>, ranks: u32, what: &str) -> Result<u32, ImportError> {
+    fn bytes(&self, tok: Option<&[u8]>) -> Result<u64, ImportError> {
+        let t = tok.ok_or_else(|| self.err("a size such as 1024b", "end of line"))?;
+        let digits = t.strip_suffix(b"b").unwrap_or(t);
+        lines::parse_u64(digits)
+            .ok_or_else(|| self.err("a size such as 1024b", format!("`{}`", show(t))))
+    }
+    fn peer(&self, tok: Option<&[u8]>, ranks: u32, what: &str) -> Result<u32, ImportError> {
         let t = tok.ok_or_else(|| self.err(what, "end of line"))?;
-        match t.parse::<i64>() {
-            Ok(r) if r >= 0 && r < ranks as i64 => Ok(r as u32),
-            Ok(-1) => Err(ImportError::Unsupported {
-                file: format!("{}:{}", self.file, self.line),
-                what: "ANY_SOURCE (-1): receives must name their source rank".into(),
-            }),
-            _ => Err(self.err(format!("{what} (0..{ranks})"), format!("`{t}`"))),
+        match lines::parse_i64(t) {
+            Some(r) if r >= 0 && r < ranks as i64 => Ok(r as u32),
+            Some(-1) => {
+                Err(self.unsupported("ANY_SOURCE (-1): receives must name their source rank"))
+            }
+            _ => Err(self.err(format!("{what} (0..{ranks})"), format!("`{}`", show(t)))),
         }
     }
 }
 
-fn parse(text: &str, file: &str) -> Result<Schedule, ImportError> {
+/// `None` as `None`, a token as `Some("tok")` (how errors show a token that may be missing).
+fn opt_show(t: Option<&[u8]>) -> String {
+    format!("{:?}", t.map(show))
+}
+
+/// The code part of a line: comments (`//`, `#`) removed, whitespace trimmed.
+fn code(line: &[u8]) -> &[u8] {
+    let mut end = line.len();
+    for (i, &c) in line.iter().enumerate() {
+        if c == b'#' || (c == b'/' && line.get(i + 1) == Some(&b'/')) {
+            end = i;
+            break;
+        }
+    }
+    line[..end].trim_ascii()
+}
+
+fn parse(path: &Path, file: &str) -> Result<Schedule, ImportError> {
+    let mut lines = Lines::open(path)?;
     let mut p = P { file, line: 0 };
-    let mut ranks: Option<Vec<Vec<Op>>> = None;
-    let mut current: Option<(usize, HashMap<String, usize>)> = None;
-    let mut pending_deps: Vec<(usize, String, String, bool, u64)> = Vec::new();
+    let mut n_ranks: Option<u32> = None;
+    let mut ops: Vec<Op> = Vec::new();
+    let mut edges: Vec<(u32, u32)> = Vec::new();
+    // Per rank: its first operation in file order and how many it has.
+    let mut blocks: Vec<(u32, u32)> = Vec::new();
+    let mut current: Option<(u32, usize)> = None; // (rank, first op)
+    let mut labels = Labels::default();
+    // `x requires y` lines of the current rank: (op, label of y, immediate, line).
+    let mut pending: Vec<(u32, Label, bool, u64)> = Vec::new();
     let mut cpu_nic_ignored = 0;
-    let mut seen_rank: Vec<bool> = Vec::new();
-    for (i, raw) in text.lines().enumerate() {
-        p.line = i as u64 + 1;
-        let line = raw
-            .split("//")
-            .next()
-            .unwrap_or("")
-            .split('#')
-            .next()
-            .unwrap_or("")
-            .trim();
+    while let Some((line_no, raw)) = lines.next_line()? {
+        p.line = line_no;
+        let line = code(raw);
         if line.is_empty() {
             continue;
         }
-        let toks: Vec<&str> = line.split_whitespace().collect();
-        let Some(all) = ranks.as_mut() else {
-            if toks[0] != "num_ranks" || toks.len() != 2 {
-                return Err(p.err("`num_ranks N` first", format!("`{line}`")));
+        let mut toks = [&b""[..]; 32];
+        let nt = lines::tokens(line, &mut toks);
+        let t = &toks[..nt.min(toks.len())];
+        let tok = |i: usize| t.get(i).copied();
+        let Some(ranks) = n_ranks else {
+            if t[0] != b"num_ranks" || nt != 2 {
+                return Err(p.err("`num_ranks N` first", format!("`{}`", show(line))));
             }
-            let n = p.num(toks.get(1).copied(), "a rank count")?;
+            let n = p.num(tok(1), "a rank count")?;
             if n == 0 || n > 1 << 24 {
                 return Err(p.err("a rank count from 1 to 16777216", format!("{n}")));
             }
-            ranks = Some((0..n).map(|_| Vec::new()).collect());
-            seen_rank = vec![false; n as usize];
+            n_ranks = Some(n as u32);
+            blocks = vec![(NIL, 0); n as usize];
             continue;
         };
-        let n_ranks = all.len() as u32;
-        match &mut current {
-            None => {
-                if toks[0] != "rank" || toks.len() != 3 || toks[2] != "{" {
-                    return Err(p.err("`rank N {`", format!("`{line}`")));
-                }
-                let r = p.peer(toks.get(1).copied(), n_ranks, "a rank number")? as usize;
-                if seen_rank[r] {
-                    return Err(p.err(
-                        format!("a rank not defined before (rank {r} is)"),
-                        format!("`{line}`"),
-                    ));
-                }
-                seen_rank[r] = true;
-                current = Some((r, HashMap::new()));
+        let Some((r, first)) = current else {
+            if t[0] != b"rank" || nt != 3 || t[2] != b"{" {
+                return Err(p.err("`rank N {`", format!("`{}`", show(line))));
             }
-            Some((r, labels)) => {
-                let r = *r;
-                if toks == ["}"] {
-                    for (op, label, dep, immediate, line) in pending_deps.drain(..) {
-                        let Some(&d) = labels.get(&dep) else {
-                            return Err(ImportError::syntax(
-                                file,
-                                line,
-                                format!("a label defined in rank {r}"),
-                                format!("`{dep}` (used by `{label}`)"),
-                            ));
-                        };
-                        let o = &mut all[r][op];
-                        if immediate {
-                            o.irequires.push(d);
-                        } else {
-                            o.requires.push(d);
-                        }
-                    }
-                    current = None;
-                    continue;
-                }
-                if let Some(label) = toks[0].strip_suffix(':') {
-                    let kind = op_kind(&p, &toks[1..], n_ranks, &mut cpu_nic_ignored)?;
-                    if labels.contains_key(label) {
-                        return Err(p.err(
-                            format!("a new label (`{label}` is already defined in rank {r})"),
-                            format!("`{line}`"),
-                        ));
-                    }
-                    labels.insert(label.to_string(), all[r].len());
-                    all[r].push(Op {
-                        kind,
-                        line: p.line,
-                        label: label.to_string(),
-                        requires: Vec::new(),
-                        irequires: Vec::new(),
-                    });
-                } else if toks.len() == 3 && (toks[1] == "requires" || toks[1] == "irequires") {
-                    let Some(&op) = labels.get(toks[0]) else {
-                        return Err(p.err(
-                            "a label defined above in this rank",
-                            format!("`{}`", toks[0]),
-                        ));
+            let r = p.peer(tok(1), ranks, "a rank number")?;
+            if blocks[r as usize].0 != NIL {
+                return Err(p.err(
+                    format!("a rank not defined before (rank {r} is)"),
+                    format!("`{}`", show(line)),
+                ));
+            }
+            blocks[r as usize].0 = ops.len() as u32;
+            current = Some((r, ops.len()));
+            labels.clear();
+            continue;
+        };
+        if nt == 1 && t[0] == b"}" {
+            for (op, dep, immediate, at) in pending.drain(..) {
+                let Some(d) = labels.get(&dep) else {
+                    let dep = match &dep {
+                        Label::Num(n) => format!("l{n}"),
+                        Label::Name(b) => show(b),
                     };
-                    pending_deps.push((
-                        op,
-                        toks[0].to_string(),
-                        toks[2].to_string(),
-                        toks[1] == "irequires",
-                        p.line,
+                    return Err(ImportError::syntax(
+                        file,
+                        at,
+                        format!("a label defined in rank {r}"),
+                        format!(
+                            "`{dep}` (used by `{}`)",
+                            label_text(&ops[op as usize], path)
+                        ),
                     ));
-                } else {
-                    return Err(p.err(
-                        "`label: send|recv|calc ...`, `label requires|irequires label` or `}`",
-                        format!("`{line}`"),
-                    ));
-                }
+                };
+                edges.push((
+                    op,
+                    (first as u32 + d) | if immediate { IMMEDIATE } else { 0 },
+                ));
             }
+            blocks[r as usize].1 = (ops.len() - first) as u32;
+            current = None;
+            continue;
+        }
+        if let Some(label) = t[0].strip_suffix(b":") {
+            let kind = op_kind(&p, &t[1..], nt - 1, ranks, &mut cpu_nic_ignored)?;
+            let local = (ops.len() - first) as u32;
+            if !labels.insert(Label::of(label), local) {
+                return Err(p.err(
+                    format!(
+                        "a new label (`{}` is already defined in rank {r})",
+                        show(label)
+                    ),
+                    format!("`{}`", show(line)),
+                ));
+            }
+            if ops.len() + 1 >= MAX_OPS {
+                return Err(p.err(format!("at most {MAX_OPS} operations"), "more".to_string()));
+            }
+            let line_no =
+                u32::try_from(p.line).map_err(|_| p.err("at most 2^32 - 1 lines", "more"))?;
+            ops.push(Op {
+                line: line_no,
+                ..kind
+            });
+        } else if nt == 3 && (t[1] == b"requires" || t[1] == b"irequires") {
+            let Some(op) = labels.get(&Label::of(t[0])) else {
+                return Err(p.err(
+                    "a label defined above in this rank",
+                    format!("`{}`", show(t[0])),
+                ));
+            };
+            pending.push((
+                first as u32 + op,
+                Label::of(t[2]),
+                t[1] == b"irequires",
+                p.line,
+            ));
+        } else {
+            return Err(p.err(
+                "`label: send|recv|calc ...`, `label requires|irequires label` or `}`",
+                format!("`{}`", show(line)),
+            ));
         }
     }
     if current.is_some() {
         return Err(p.err("`}` closing the last rank", "end of file"));
     }
-    let ranks = ranks.ok_or_else(|| p.err("`num_ranks N`", "end of file"))?;
-    Ok(Schedule {
-        ranks,
-        cpu_nic_ignored,
-    })
+    if n_ranks.is_none() {
+        return Err(p.err("`num_ranks N`", "end of file"));
+    }
+    Ok(in_rank_order(ops, edges, &blocks, cpu_nic_ignored))
 }
 
-fn op_kind(p: &P, t: &[&str], ranks: u32, ignored: &mut usize) -> Result<Kind, ImportError> {
-    let opt = |t: &[&str], from: usize, ignored: &mut usize| -> Result<i64, ImportError> {
-        let mut tag = 0i64;
+/// Reorders operations (and edge endpoints) from file order into rank order.
+fn in_rank_order(
+    ops: Vec<Op>,
+    mut edges: Vec<(u32, u32)>,
+    blocks: &[(u32, u32)],
+    cpu_nic_ignored: usize,
+) -> Schedule {
+    let mut base = Vec::with_capacity(blocks.len() + 1);
+    let mut total = 0u32;
+    let mut in_order = true;
+    for &(first, count) in blocks {
+        base.push(total);
+        if first != NIL && first != total {
+            in_order = false;
+        }
+        total += count;
+    }
+    base.push(total);
+    if in_order {
+        return Schedule {
+            ops,
+            base,
+            edges,
+            cpu_nic_ignored,
+        };
+    }
+    let mut gid = vec![0u32; ops.len()];
+    for (r, &(first, count)) in blocks.iter().enumerate() {
+        for i in 0..count {
+            gid[(first + i) as usize] = base[r] + i;
+        }
+    }
+    let mut sorted = ops.clone();
+    for (i, op) in ops.iter().enumerate() {
+        sorted[gid[i] as usize] = *op;
+    }
+    for e in &mut edges {
+        e.0 = gid[e.0 as usize];
+        e.1 = gid[(e.1 & !IMMEDIATE) as usize] | (e.1 & IMMEDIATE);
+    }
+    Schedule {
+        ops: sorted,
+        base,
+        edges,
+        cpu_nic_ignored,
+    }
+}
+
+/// The label of `op`, read back from its line (errors only: labels are not kept).
+fn label_text(op: &Op, path: &Path) -> String {
+    let Ok(mut l) = Lines::open(path) else {
+        return format!("(line {})", op.line);
+    };
+    while let Ok(Some((line_no, raw))) = l.next_line() {
+        if line_no == op.line as u64 {
+            let c = code(raw);
+            let first = c.split(|b| b.is_ascii_whitespace()).next().unwrap_or(c);
+            return show(first.strip_suffix(b":").unwrap_or(first));
+        }
+    }
+    format!("(line {})", op.line)
+}
+
+fn op_kind(
+    p: &P,
+    t: &[&[u8]],
+    nt: usize,
+    ranks: u32,
+    ignored: &mut usize,
+) -> Result<Op, ImportError> {
+    if nt > t.len() {
+        return Err(p.err(
+            "`tag T`, `cpu N` or `nic N`",
+            format!("{} more tokens", nt - t.len()),
+        ));
+    }
+    let opt = |from: usize, ignored: &mut usize| -> Result<u64, ImportError> {
+        let mut tag = 0u64;
         let mut i = from;
         while i < t.len() {
             let v = t.get(i + 1).copied();
             match t[i] {
-                "tag" => {
+                b"tag" => {
                     let s = v.ok_or_else(|| p.err("a tag number", "end of line"))?;
-                    tag = s
-                        .parse::<i64>()
-                        .map_err(|_| p.err("a tag number", format!("`{s}`")))?;
-                    if tag < 0 {
-                        return Err(ImportError::Unsupported {
-                            file: format!("{}:{}", p.file, p.line),
-                            what: "ANY_TAG (negative tags): operations must name their tag".into(),
-                        });
+                    let x = lines::parse_i64(s)
+                        .ok_or_else(|| p.err("a tag number", format!("`{}`", show(s))))?;
+                    if x < 0 {
+                        return Err(p.unsupported(
+                            "ANY_TAG (negative tags): operations must name their tag",
+                        ));
                     }
+                    tag = x as u64;
                 }
-                "cpu" | "nic" => {
+                b"cpu" | b"nic" => {
                     if p.num(v, "a cpu or nic number")? != 0 {
                         *ignored += 1;
                     }
                 }
                 other => {
-                    return Err(p.err("`tag T`, `cpu N` or `nic N`", format!("`{other}`")));
+                    return Err(p.err("`tag T`, `cpu N` or `nic N`", format!("`{}`", show(other))));
                 }
             }
             i += 2;
         }
         Ok(tag)
     };
+    let op = |kind: u8, peer: u32, size: u64, tag: u64| Op {
+        size,
+        tag,
+        kind_peer: ((kind as u32) << 24) | peer,
+        line: 0,
+    };
     match t.first().copied() {
-        Some("calc") => {
+        Some(b"calc") => {
             let ns = p.num(t.get(1).copied(), "a calc duration (ns)")?;
-            opt(t, 2, ignored)?;
-            Ok(Kind::Calc { ns })
+            opt(2, ignored)?;
+            Ok(op(CALC, 0, ns, 0))
         }
-        Some(word @ ("send" | "recv")) => {
+        Some(word @ (b"send" | b"recv")) => {
             let bytes = p.bytes(t.get(1).copied())?;
-            let (dir, what) = if word == "send" {
-                ("to", "a destination rank")
+            let (dir, what): (&[u8], _) = if word == b"send" {
+                (b"to", "a destination rank")
             } else {
-                ("from", "a source rank")
+                (b"from", "a source rank")
             };
-            if t.get(2) != Some(&dir) {
-                return Err(p.err(format!("`{dir}`"), format!("{:?}", t.get(2))));
+            if t.get(2).copied() != Some(dir) {
+                return Err(p.err(format!("`{}`", show(dir)), opt_show(t.get(2).copied())));
             }
             let peer = p.peer(t.get(3).copied(), ranks, what)?;
-            let tag = opt(t, 4, ignored)?;
-            Ok(if word == "send" {
-                Kind::Send {
-                    bytes,
-                    to: peer,
-                    tag,
-                }
-            } else {
-                Kind::Recv {
-                    bytes,
-                    from: peer,
-                    tag,
-                }
-            })
+            let tag = opt(4, ignored)?;
+            Ok(op(
+                if word == b"send" { SEND } else { RECV },
+                peer,
+                bytes,
+                tag,
+            ))
         }
-        other => Err(p.err("send, recv or calc", format!("{other:?}"))),
+        other => Err(p.err("send, recv or calc", opt_show(other))),
     }
 }
 
 /// Imports a GOAL schedule. `eager_limit`: sends larger than this are rendezvous.
 pub fn import(path: &Path, eager_limit: u64) -> Result<Imported, ImportError> {
     let file = path.display().to_string();
-    let text = read_text(path)?;
-    let s = parse(&text, &file)?;
-    let n = s.ranks.len();
-    // Global op ids.
-    let mut base = Vec::with_capacity(n);
-    let mut total = 0usize;
-    for ops in &s.ranks {
-        base.push(total);
-        total += ops.len();
-    }
-    let gid = |r: usize, i: usize| base[r] + i;
+    let Schedule {
+        ops,
+        base,
+        edges: raw_edges,
+        cpu_nic_ignored,
+    } = parse(path, &file)?;
+    let n = base.len() - 1;
+    let total = ops.len();
+    let rank_of = |g: usize| -> usize { base.partition_point(|&b| b as usize <= g) - 1 };
+    let at = |g: usize| format!("{file}:{}", ops[g].line);
 
-    // Matching: (src, dst, tag) -> FIFO of sends / recvs.
-    let mut sends: BTreeMap<(u32, u32, i64), Vec<usize>> = BTreeMap::new();
-    let mut recvs: BTreeMap<(u32, u32, i64), Vec<usize>> = BTreeMap::new();
-    for (r, ops) in s.ranks.iter().enumerate() {
-        for (i, op) in ops.iter().enumerate() {
-            match op.kind {
-                Kind::Send { to, tag, .. } => sends
-                    .entry((r as u32, to, tag))
-                    .or_default()
-                    .push(gid(r, i)),
-                Kind::Recv { from, tag, .. } => recvs
-                    .entry((from, r as u32, tag))
-                    .or_default()
-                    .push(gid(r, i)),
-                Kind::Calc { .. } => {}
-            }
+    let mut matched = match_messages(&ops, &base, &file, path)?;
+
+    // Effective dependencies per op: `requires`, plus the resolved dependencies of
+    // `irequires` targets, plus the matched receive of every rendezvous send required.
+    // Edges grouped by operation (a stable counting sort: file order within an operation).
+    let edge_start = csr_starts(total, raw_edges.iter().map(|e| e.0 as usize));
+    let edges = {
+        let mut fill = edge_start.clone();
+        let mut v = vec![(0u32, 0u32); raw_edges.len()];
+        for &e in &raw_edges {
+            v[fill[e.0 as usize] as usize] = e;
+            fill[e.0 as usize] += 1;
         }
-    }
-    let op_at = |g: usize| -> (usize, &Op) {
-        let r = base.partition_point(|&b| b <= g) - 1;
-        (r, &s.ranks[r][g - base[r]])
+        v
     };
-    let mut matched: Vec<usize> = vec![usize::MAX; total]; // send <-> recv
-    for (key, ss) in &sends {
-        let rs = recvs.get(key).map(Vec::as_slice).unwrap_or(&[]);
-        for (k, &sg) in ss.iter().enumerate() {
-            let Some(&rg) = rs.get(k) else {
-                let (_, op) = op_at(sg);
-                return Err(ImportError::inconsistent(
-                    &format!("{file}:{}", op.line),
+    drop(raw_edges);
+    let mut deps: Vec<Vec<u32>> = Vec::new();
+    let mut dep_start = vec![0u32; total + 1];
+    let mut dep_list: Vec<u32> = Vec::with_capacity(edges.len() + edges.len() / 2);
+    let has_immediate = edges.iter().any(|e| e.1 & IMMEDIATE != 0);
+    if has_immediate {
+        deps = vec![Vec::new(); total];
+        let mut state = vec![0u8; total];
+        for g in 0..total {
+            resolve(g, &edges, &edge_start, &mut state, &mut deps, &|g| {
+                ImportError::inconsistent(
+                    &at(g),
                     format!(
-                        "send `{}` from rank {} to rank {} tag {} has no matching recv ({} sends, {} recvs with this source, destination and tag)",
-                        op.label,
-                        key.0,
-                        key.1,
-                        key.2,
-                        ss.len(),
-                        rs.len()
+                        "rank {}: `irequires` chain through `{}` loops back on itself",
+                        rank_of(g),
+                        label_text(&ops[g], path)
                     ),
-                ));
-            };
-            let (Kind::Send { bytes: sb, .. }, Kind::Recv { bytes: rb, .. }) =
-                (op_at(sg).1.kind, op_at(rg).1.kind)
-            else {
-                unreachable!("matching pairs a send with a recv")
-            };
-            if sb != rb {
-                return Err(ImportError::inconsistent(
-                    &format!("{file}:{}", op_at(rg).1.line),
-                    format!(
-                        "recv `{}` expects {rb} bytes but its matching send (line {}) sends {sb}",
-                        op_at(rg).1.label,
-                        op_at(sg).1.line
-                    ),
-                ));
-            }
-            matched[sg] = rg;
-            matched[rg] = sg;
+                )
+            })?;
         }
     }
-    for (key, rs) in &recvs {
-        let ns = sends.get(key).map_or(0, Vec::len);
-        if rs.len() > ns {
-            let (_, op) = op_at(rs[ns]);
-            return Err(ImportError::inconsistent(
-                &format!("{file}:{}", op.line),
-                format!(
-                    "recv `{}` at rank {} from rank {} tag {} has no matching send",
-                    op.label, key.1, key.0, key.2
-                ),
-            ));
+    let mut ds: Vec<u32> = Vec::new();
+    for g in 0..total {
+        ds.clear();
+        if has_immediate {
+            ds.append(&mut deps[g]);
+        } else {
+            ds.extend(
+                edges[edge_start[g] as usize..edge_start[g + 1] as usize]
+                    .iter()
+                    .map(|e| e.1),
+            );
         }
-    }
-
-    // Effective dependencies per op (irequires expanded), cross-rank edges for rendezvous.
-    let mut deps: Vec<Vec<usize>> = vec![Vec::new(); total];
-    for (r, ops) in s.ranks.iter().enumerate() {
-        // Resolve in an order where irequires targets come first (intra-rank DFS).
-        let mut state = vec![0u8; ops.len()];
-        for i in 0..ops.len() {
-            resolve(r, i, ops, &base, &mut state, &mut deps, &file)?;
-        }
-    }
-    for ds in deps.iter_mut() {
-        let mut extra = Vec::new();
-        for &d in ds.iter() {
-            if let Kind::Send { bytes, .. } = op_at(d).1.kind
-                && bytes > eager_limit
-            {
-                extra.push(matched[d]);
+        let n0 = ds.len();
+        for i in 0..n0 {
+            let d = ds[i] as usize;
+            if ops[d].kind() == SEND && ops[d].size > eager_limit {
+                ds.push(matched[d]);
             }
         }
-        ds.extend(extra);
         ds.sort_unstable();
         ds.dedup();
+        dep_list.extend_from_slice(&ds);
+        dep_start[g + 1] = dep_list.len() as u32;
     }
+    drop((deps, edges, edge_start));
+    dep_list.shrink_to_fit();
 
-    // Topological order: Kahn's algorithm, smallest global op id first.
-    let mut indeg = vec![0u32; total];
-    let mut out: Vec<Vec<usize>> = vec![Vec::new(); total];
-    for g in 0..total {
-        indeg[g] = deps[g].len() as u32;
-        for &d in &deps[g] {
-            out[d].push(g);
-        }
-    }
-    let mut heap: BinaryHeap<Reverse<usize>> =
-        (0..total).filter(|&g| indeg[g] == 0).map(Reverse).collect();
-    let mut order = Vec::with_capacity(total);
-    while let Some(Reverse(g)) = heap.pop() {
-        order.push(g);
-        for &x in &out[g] {
-            indeg[x] -= 1;
-            if indeg[x] == 0 {
-                heap.push(Reverse(x));
-            }
-        }
-    }
-    if order.len() < total {
-        let stuck: Vec<String> = (0..total)
-            .filter(|&g| indeg[g] > 0)
+    let order = topological_order(&dep_start, &dep_list, total).map_err(|stuck| {
+        let shown: Vec<String> = stuck
+            .iter()
             .take(5)
-            .map(|g| {
-                let (r, op) = op_at(g);
-                format!("rank {r} `{}` (line {})", op.label, op.line)
+            .map(|&g| {
+                format!(
+                    "rank {} `{}` (line {})",
+                    rank_of(g as usize),
+                    label_text(&ops[g as usize], path),
+                    ops[g as usize].line
+                )
             })
             .collect();
-        return Err(ImportError::inconsistent(
+        ImportError::inconsistent(
             &file,
             format!(
                 "the dependencies form a cycle (the schedule deadlocks); {} operations are on or behind it, e.g. {}",
-                total - order.len(),
-                stuck.join(", ")
+                stuck.len(),
+                shown.join(", ")
             ),
-        ));
-    }
+        )
+    })?;
     let mut block_of = vec![0u32; total];
     for (k, &g) in order.iter().enumerate() {
-        block_of[g] = k as u32;
+        block_of[g as usize] = k as u32;
     }
 
-    let mut b = TraceBuilder::new(TraceMeta {
+    // What building blocks needs of each operation, in 12 bytes instead of 24.
+    let size: Vec<u64> = ops.iter().map(|o| o.size).collect();
+    let kind_peer: Vec<u32> = ops.iter().map(|o| o.kind_peer).collect();
+    drop(ops);
+    let kind = |g: usize| (kind_peer[g] >> 24) as u8;
+    // Labels: sends are numbered densely in block order; a receive's trigger is its send's.
+    // `matched` becomes the label: of the send itself, or of a receive's send.
+    let mut n_send = 0u32;
+    for &g in &order {
+        if kind(g as usize) == SEND {
+            matched[g as usize] = n_send;
+            n_send += 1;
+        }
+    }
+    for &g in &order {
+        if kind(g as usize) == RECV {
+            matched[g as usize] = matched[matched[g as usize] as usize];
+        }
+    }
+    let label = matched;
+    let n_send = n_send as usize;
+    let meta = TraceMeta {
         name: path
             .file_stem()
             .map(|n| n.to_string_lossy().into_owned())
@@ -460,64 +613,85 @@ pub fn import(path: &Path, eager_limit: u64) -> Result<Imported, ImportError> {
         seed: None,
         cpu_scale: None,
         sequential_objects: false,
-    });
-    let e_calc = b.entry("calc");
-    let e_send = b.entry("send");
-    let e_recv = b.entry("recv");
-    for r in 0..n {
-        b.object(format!("rank{r}"), PeId(r as u32));
-    }
-    let mut ds = Vec::new();
+    };
+    let (e_calc, e_send, e_recv) = (0u32, 1u32, 2u32);
+    let mut cols = BlockColumns {
+        object: Vec::with_capacity(total),
+        entry: Vec::with_capacity(total),
+        duration_ps: Vec::with_capacity(total),
+        trigger: Vec::with_capacity(total),
+        ..BlockColumns::default()
+    };
+    let mut deps_end = Vec::with_capacity(total);
+    let mut sends_end = Vec::with_capacity(total);
+    let mut bdeps: Vec<BlockId> = Vec::with_capacity(dep_list.len());
+    let mut sends: Vec<Send> = Vec::with_capacity(n_send);
+    let mut rdv = 0usize;
+    let mut rank = 0usize;
     for &g in &order {
-        let (r, op) = op_at(g);
-        ds.clear();
-        ds.extend(deps[g].iter().map(|&d| BlockId(block_of[d])));
-        let object = ObjectId(r as u32);
-        let (entry, dur, trigger, send) = match op.kind {
-            Kind::Calc { ns } => (e_calc, SimDuration::from_ns(ns), None, None),
-            Kind::Send { bytes, to, .. } => (
-                e_send,
-                SimDuration::ZERO,
-                None,
-                Some(Send {
-                    msg: MsgId(g as u64),
+        let g = g as usize;
+        // Blocks come mostly in rank order: advance the rank cursor, search otherwise.
+        if !(base[rank] as usize <= g && g < base[rank + 1] as usize) {
+            rank = rank_of(g);
+        }
+        bdeps.extend(
+            dep_list[dep_start[g] as usize..dep_start[g + 1] as usize]
+                .iter()
+                .map(|&d| BlockId(block_of[d as usize])),
+        );
+        deps_end.push(bdeps.len() as u32);
+        cols.object.push(rank as u32);
+        let (entry, dur, trigger) = match kind(g) {
+            CALC => (e_calc, SimDuration::from_ns(size[g]).as_ps(), NONE_U64),
+            SEND => {
+                rdv += (size[g] > eager_limit) as usize;
+                sends.push(Send {
+                    msg: MsgId(label[g] as u64),
                     offset: SimDuration::ZERO,
-                    dest: Destination::Object(ObjectId(to)),
-                    bytes,
-                    entry: e_recv,
-                }),
-            ),
-            Kind::Recv { .. } => (
-                e_recv,
-                SimDuration::ZERO,
-                Some(MsgId(matched[g] as u64)),
-                None,
-            ),
+                    dest: Destination::Object(ObjectId(kind_peer[g] & 0xff_ffff)),
+                    bytes: size[g],
+                    entry: EntryId(e_recv),
+                });
+                (e_send, 0, NONE_U64)
+            }
+            _ => (e_recv, 0, label[g] as u64),
         };
-        let mut blk = Block::new(object, entry, dur);
-        blk.trigger = trigger;
-        b.block(blk, &ds, send.as_slice());
+        cols.entry.push(entry);
+        cols.duration_ps.push(dur);
+        cols.trigger.push(trigger);
+        sends_end.push(sends.len() as u32);
     }
-    let trace = b.finish().map_err(|source| ImportError::Invalid {
+    drop((block_of, order, label, dep_list, dep_start, size, kind_peer));
+    let trace = Trace::from_parts(TraceParts {
+        meta,
+        entries: ["calc", "send", "recv"]
+            .iter()
+            .map(|&name| trace::EntryMethod { name: name.into() })
+            .collect(),
+        objects: (0..n)
+            .map(|r| trace::ObjectInfo {
+                name: format!("rank{r}"),
+                recorded_pe: PeId(r as u32),
+            })
+            .collect(),
+        groups: Vec::new(),
+        cols,
+        deps_end,
+        deps: bdeps,
+        sends_end,
+        sends,
+    })
+    .map_err(|source| ImportError::Invalid {
         file: file.clone(),
         source,
     })?;
-    let n_send = order
-        .iter()
-        .filter(|&&g| matches!(op_at(g).1.kind, Kind::Send { .. }))
-        .count();
-    let rdv = order
-        .iter()
-        .filter(|&&g| matches!(op_at(g).1.kind, Kind::Send { bytes, .. } if bytes > eager_limit))
-        .count();
     let mut notes = vec![format!(
         "{file}: {n} ranks, {total} operations ({n_send} sends, {n_send} recvs, {} calcs); {rdv} rendezvous sends (> {eager_limit} B)",
         total - 2 * n_send
     )];
-    if s.cpu_nic_ignored > 0 {
+    if cpu_nic_ignored > 0 {
         notes.push(format!(
-            "{} operations name a cpu or nic other than 0; each rank is one PE, so they run there",
-            s.cpu_nic_ignored
+            "{cpu_nic_ignored} operations name a cpu or nic other than 0; each rank is one PE, so they run there"
         ));
     }
     Ok(Imported {
@@ -527,38 +701,260 @@ pub fn import(path: &Path, eager_limit: u64) -> Result<Imported, ImportError> {
     })
 }
 
-/// Fills `deps[gid(r, i)]`: `requires` targets, plus the resolved deps of `irequires` targets.
-fn resolve(
-    r: usize,
-    i: usize,
+/// CSR starts for items with keys `keys` below `n`.
+fn csr_starts(n: usize, keys: impl Iterator<Item = usize>) -> Vec<u32> {
+    let mut start = vec![0u32; n + 1];
+    for k in keys {
+        start[k + 1] += 1;
+    }
+    for i in 0..n {
+        start[i + 1] += start[i];
+    }
+    start
+}
+
+/// Pairs the k-th send from `a` to `b` with tag `t` with the k-th such receive; returns each
+/// operation's partner (`NIL` for calcs).
+fn match_messages(
     ops: &[Op],
-    base: &[usize],
-    state: &mut [u8],
-    deps: &mut [Vec<usize>],
+    base: &[u32],
     file: &str,
-) -> Result<(), ImportError> {
-    match state[i] {
-        2 => return Ok(()),
-        1 => {
+    path: &Path,
+) -> Result<Vec<u32>, ImportError> {
+    let n = base.len() - 1;
+    // Sends and receives grouped by source rank (a counting sort), then each group sorted by
+    // (destination, tag, op): keys in (source, destination, tag) order, operations in op order
+    // within a key.
+    let mut n_send = vec![0u32; n + 1];
+    let mut n_recv = vec![0u32; n + 1];
+    for r in 0..n {
+        for op in &ops[base[r] as usize..base[r + 1] as usize] {
+            match op.kind() {
+                SEND => n_send[r + 1] += 1,
+                RECV => n_recv[op.peer() as usize + 1] += 1,
+                _ => {}
+            }
+        }
+    }
+    for r in 0..n {
+        n_send[r + 1] += n_send[r];
+        n_recv[r + 1] += n_recv[r];
+    }
+    // (peer, tag, op): the destination for sends, the receiving rank for receives.
+    let mut sends = vec![(0u32, 0u64, 0u32); n_send[n] as usize];
+    let mut recvs = vec![(0u32, 0u64, 0u32); n_recv[n] as usize];
+    let mut fill_recv = n_recv.clone();
+    for r in 0..n {
+        let mut at = n_send[r] as usize;
+        for g in base[r]..base[r + 1] {
+            let op = &ops[g as usize];
+            match op.kind() {
+                SEND => {
+                    sends[at] = (op.peer(), op.tag, g);
+                    at += 1;
+                }
+                RECV => {
+                    let src = op.peer() as usize;
+                    recvs[fill_recv[src] as usize] = (r as u32, op.tag, g);
+                    fill_recv[src] += 1;
+                }
+                _ => {}
+            }
+        }
+    }
+    drop(fill_recv);
+    for r in 0..n {
+        sends[n_send[r] as usize..n_send[r + 1] as usize].sort_unstable();
+        recvs[n_recv[r] as usize..n_recv[r + 1] as usize].sort_unstable();
+    }
+    let mut matched = vec![NIL; ops.len()];
+    let at = |g: u32| format!("{file}:{}", ops[g as usize].line);
+    for src in 0..n {
+        let ss = &sends[n_send[src] as usize..n_send[src + 1] as usize];
+        let rs = &recvs[n_recv[src] as usize..n_recv[src + 1] as usize];
+        let key = |e: &(u32, u64, u32)| (e.0, e.1);
+        let (mut i, mut j) = (0usize, 0usize);
+        while i < ss.len() {
+            let k = key(&ss[i]);
+            let i_end = i + ss[i..].partition_point(|e| key(e) == k);
+            while j < rs.len() && key(&rs[j]) < k {
+                j += 1;
+            }
+            let j_end = j + rs[j..].partition_point(|e| key(e) == k);
+            for (c, s) in ss[i..i_end].iter().enumerate() {
+                let Some(rv) = rs.get(j + c).filter(|_| j + c < j_end) else {
+                    return Err(ImportError::inconsistent(
+                        &at(s.2),
+                        format!(
+                            "send `{}` from rank {src} to rank {} tag {} has no matching recv ({} sends, {} recvs with this source, destination and tag)",
+                            label_text(&ops[s.2 as usize], path),
+                            k.0,
+                            k.1,
+                            i_end - i,
+                            j_end - j
+                        ),
+                    ));
+                };
+                let (sb, rb) = (ops[s.2 as usize].size, ops[rv.2 as usize].size);
+                if sb != rb {
+                    return Err(ImportError::inconsistent(
+                        &at(rv.2),
+                        format!(
+                            "recv `{}` expects {rb} bytes but its matching send (line {}) sends {sb}",
+                            label_text(&ops[rv.2 as usize], path),
+                            ops[s.2 as usize].line
+                        ),
+                    ));
+                }
+                matched[s.2 as usize] = rv.2;
+                matched[rv.2 as usize] = s.2;
+            }
+            i = i_end;
+        }
+    }
+    // Receives left over: in key order, the first beyond its key's send count.
+    for src in 0..n {
+        if let Some(r) = recvs[n_recv[src] as usize..n_recv[src + 1] as usize]
+            .iter()
+            .find(|r| matched[r.2 as usize] == NIL)
+        {
             return Err(ImportError::inconsistent(
-                &format!("{file}:{}", ops[i].line),
+                &at(r.2),
                 format!(
-                    "rank {r}: `irequires` chain through `{}` loops back on itself",
-                    ops[i].label
+                    "recv `{}` at rank {} from rank {src} tag {} has no matching send",
+                    label_text(&ops[r.2 as usize], path),
+                    r.0,
+                    r.1
                 ),
             ));
         }
+    }
+    Ok(matched)
+}
+
+/// Fills `deps[g]`: `requires` targets, plus the resolved deps of `irequires` targets.
+fn resolve(
+    g: usize,
+    edges: &[(u32, u32)],
+    edge_start: &[u32],
+    state: &mut [u8],
+    deps: &mut [Vec<u32>],
+    cycle: &dyn Fn(usize) -> ImportError,
+) -> Result<(), ImportError> {
+    match state[g] {
+        2 => return Ok(()),
+        1 => return Err(cycle(g)),
         _ => {}
     }
-    state[i] = 1;
-    let mut d: Vec<usize> = ops[i].requires.iter().map(|&j| base[r] + j).collect();
-    for &j in &ops[i].irequires {
-        resolve(r, j, ops, base, state, deps, file)?;
-        d.extend_from_slice(&deps[base[r] + j]);
+    state[g] = 1;
+    let mine = &edges[edge_start[g] as usize..edge_start[g + 1] as usize];
+    let mut d: Vec<u32> = mine
+        .iter()
+        .filter(|e| e.1 & IMMEDIATE == 0)
+        .map(|e| e.1)
+        .collect();
+    for e in mine.iter().filter(|e| e.1 & IMMEDIATE != 0) {
+        let j = (e.1 & !IMMEDIATE) as usize;
+        resolve(j, edges, edge_start, state, deps, cycle)?;
+        d.extend_from_slice(&deps[j]);
     }
-    deps[base[r] + i] = d;
-    state[i] = 2;
+    deps[g] = d;
+    state[g] = 2;
     Ok(())
+}
+
+/// A set of integers below `n` with O(log64 n) insert and remove-minimum: a bitmap with one
+/// summary bitmap per level (a bit per non-empty word of the level below).
+struct MinSet {
+    levels: Vec<Vec<u64>>,
+}
+
+impl MinSet {
+    fn new(n: usize) -> MinSet {
+        let mut levels = Vec::new();
+        let mut len = n.max(1);
+        loop {
+            let words = len.div_ceil(64);
+            levels.push(vec![0u64; words]);
+            if words == 1 {
+                break;
+            }
+            len = words;
+        }
+        MinSet { levels }
+    }
+    fn insert(&mut self, x: u32) {
+        let mut i = x as usize;
+        for level in &mut self.levels {
+            level[i / 64] |= 1 << (i % 64);
+            i /= 64;
+        }
+    }
+    fn pop_min(&mut self) -> Option<u32> {
+        let top = self.levels.len() - 1;
+        if self.levels[top][0] == 0 {
+            return None;
+        }
+        let mut i = 0usize;
+        for l in (0..=top).rev() {
+            i = i * 64 + self.levels[l][i].trailing_zeros() as usize;
+        }
+        let x = i;
+        // Clear the bit, and each summary bit whose word became empty.
+        for level in &mut self.levels {
+            level[i / 64] &= !(1 << (i % 64));
+            if level[i / 64] != 0 {
+                break;
+            }
+            i /= 64;
+        }
+        Some(x as u32)
+    }
+}
+
+/// Kahn's algorithm, smallest op id first; `Err` lists the operations on or behind a cycle.
+fn topological_order(start: &[u32], deps: &[u32], n: usize) -> Result<Vec<u32>, Vec<u32>> {
+    let mut indeg = vec![0u32; n];
+    let mut out_start = vec![0u32; n + 1];
+    for g in 0..n {
+        indeg[g] = start[g + 1] - start[g];
+        for &d in &deps[start[g] as usize..start[g + 1] as usize] {
+            out_start[d as usize + 1] += 1;
+        }
+    }
+    for i in 0..n {
+        out_start[i + 1] += out_start[i];
+    }
+    let mut fill = out_start.clone();
+    let mut out = vec![0u32; deps.len()];
+    for g in 0..n {
+        for &d in &deps[start[g] as usize..start[g + 1] as usize] {
+            out[fill[d as usize] as usize] = g as u32;
+            fill[d as usize] += 1;
+        }
+    }
+    drop(fill);
+    // Ready operations, smallest first.
+    let mut ready = MinSet::new(n);
+    let mut order = Vec::with_capacity(n);
+    for (g, &d) in indeg.iter().enumerate() {
+        if d == 0 {
+            ready.insert(g as u32);
+        }
+    }
+    while let Some(g) = ready.pop_min() {
+        order.push(g);
+        for &x in &out[out_start[g as usize] as usize..out_start[g as usize + 1] as usize] {
+            indeg[x as usize] -= 1;
+            if indeg[x as usize] == 0 {
+                ready.insert(x);
+            }
+        }
+    }
+    if order.len() < n {
+        return Err((0..n as u32).filter(|&g| indeg[g as usize] > 0).collect());
+    }
+    Ok(order)
 }
 
 /// Why a trace cannot be written as GOAL.

@@ -20,6 +20,7 @@ mod cursor;
 mod error;
 pub mod fuzz;
 pub mod goal;
+mod lines;
 pub mod projections;
 pub mod simgrid;
 

@@ -527,19 +527,7 @@ impl<'a, Q: EventQueue<u64>> Engine<'a, Q> {
         t: SimTime,
     ) -> Result<SimDuration, ReplayError> {
         let plan = self.plan;
-        let mut recv_oh = 0u64;
-        if self.overheads {
-            let (src_pe, send) = plan.trigger[i as usize];
-            if src_pe != NIL && src_pe != pe {
-                let info = MessageInfo {
-                    src_pe,
-                    dst_pe: pe,
-                    bytes: plan.sends[send as usize].bytes,
-                };
-                recv_oh = self.net.recv_overhead(&info).as_ps();
-                self.entry_net[plan.entry[i as usize] as usize].overhead_ps += recv_oh;
-            }
-        }
+        let recv_oh = plan.recv_oh.get(i as usize).copied().unwrap_or(0);
         let base = t.as_ps().checked_add(recv_oh).ok_or(SchedError::Overflow)?;
         let mut send_oh = 0u64;
         let v = plan.var.of(i as usize);
@@ -548,53 +536,64 @@ impl<'a, Q: EventQueue<u64>> Engine<'a, Q> {
         } else {
             plan.var.duration(k, v, pe)
         };
-        let first = plan.send_start[i as usize] as usize;
-        for (si, s) in plan.sends[first..plan.send_start[i as usize + 1] as usize]
-            .iter()
-            .enumerate()
-        {
-            let off = if v == NIL {
-                s.off_ps
+        let (s0, s1) = (
+            h.slot_start as usize,
+            plan.hot[i as usize + 1].slot_start as usize,
+        );
+        // A varying block's offsets: per send, in the order of its deliveries.
+        let mut send = if v == NIL {
+            usize::MAX
+        } else {
+            plan.send_start[i as usize] as usize
+        };
+        let mut send_end = s0;
+        let mut off = 0;
+        for slot in s0..s1 {
+            let sl = plan.mslots[slot];
+            if v == NIL {
+                off = sl.off_ps;
             } else {
-                plan.var.offset(first + si, raw, pe)
+                while slot >= send_end {
+                    off = plan.var.offset(send, raw, pe);
+                    send_end += plan.var.send_slots[send + 1] as usize
+                        - plan.var.send_slots[send] as usize;
+                    send += 1;
+                }
+            }
+            let ready = base
+                .checked_add(off + send_oh)
+                .ok_or(SchedError::Overflow)?;
+            if sl.dst == pe {
+                self.sched.schedule(
+                    SimTime::from_ps(ready),
+                    EventClass::Normal,
+                    ev(ARRIVE, k, sl.consumer),
+                )?;
+                continue;
+            }
+            let info = MessageInfo {
+                src_pe: pe,
+                dst_pe: sl.dst,
+                bytes: sl.bytes,
             };
-            for slot in s.slot_start..s.slot_end {
-                let sl = plan.slots[slot as usize];
-                let ready = base
-                    .checked_add(off + send_oh)
-                    .ok_or(SchedError::Overflow)?;
-                if sl.pe == pe {
-                    self.sched.schedule(
-                        SimTime::from_ps(ready),
-                        EventClass::Normal,
-                        ev(ARRIVE, k, sl.consumer),
-                    )?;
-                    continue;
-                }
-                let info = MessageInfo {
-                    src_pe: pe,
-                    dst_pe: sl.pe,
-                    bytes: s.bytes,
-                };
-                let (depart, cpu) = if self.overheads {
-                    let st = self.net.sender(&info, SimTime::from_ps(ready));
-                    (st.depart, st.cpu.as_ps())
-                } else {
-                    (SimTime::from_ps(ready), 0)
-                };
-                send_oh = send_oh.checked_add(cpu).ok_or(SchedError::Overflow)?;
-                let es = &mut self.entry_net[plan.entry[sl.consumer as usize] as usize];
-                es.overhead_ps += cpu;
-                if self.driving == Driving::Stateless {
-                    let wire = self.net.wire_time(&info, depart);
-                    es.wire_ps += wire.as_ps();
-                    let at = depart.checked_add(wire).ok_or(SchedError::Overflow)?;
-                    self.sched
-                        .schedule(at, EventClass::Normal, ev(ARRIVE, k, sl.consumer))?;
-                } else {
-                    self.sched
-                        .schedule(depart, EventClass::Normal, ev(DEPART, k, slot))?;
-                }
+            let (depart, cpu) = if self.overheads {
+                let st = self.net.sender(&info, SimTime::from_ps(ready));
+                (st.depart, st.cpu.as_ps())
+            } else {
+                (SimTime::from_ps(ready), 0)
+            };
+            send_oh = send_oh.checked_add(cpu).ok_or(SchedError::Overflow)?;
+            let es = &mut self.entry_net[sl.entry as usize];
+            es.overhead_ps += cpu;
+            if self.driving == Driving::Stateless {
+                let wire = self.net.wire_time(&info, depart);
+                es.wire_ps += wire.as_ps();
+                let at = depart.checked_add(wire).ok_or(SchedError::Overflow)?;
+                self.sched
+                    .schedule(at, EventClass::Normal, ev(ARRIVE, k, sl.consumer))?;
+            } else {
+                self.sched
+                    .schedule(depart, EventClass::Normal, ev(DEPART, k, slot as u32))?;
             }
         }
         let total = recv_oh
@@ -607,12 +606,11 @@ impl<'a, Q: EventQueue<u64>> Engine<'a, Q> {
     /// A message of an ordered or event-driven model leaves now.
     fn depart(&mut self, k: u32, slot: u32, t: SimTime) -> Result<(), ReplayError> {
         let plan = self.plan;
-        let sl = plan.slots[slot as usize];
-        let send = sl.delay_ps as usize;
+        let sl = plan.mslots[slot as usize];
         let info = MessageInfo {
-            src_pe: plan.hot[plan.send_block[send] as usize].pe,
-            dst_pe: sl.pe,
-            bytes: plan.sends[send].bytes,
+            src_pe: sl.src,
+            dst_pe: sl.dst,
+            bytes: sl.bytes,
         };
         if self.driving == Driving::EventDriven {
             let token = if plan.reps == 1 {
@@ -628,7 +626,7 @@ impl<'a, Q: EventQueue<u64>> Engine<'a, Q> {
             return self.drain_net();
         }
         let wire = self.net.wire_time(&info, t);
-        self.entry_net[plan.entry[sl.consumer as usize] as usize].wire_ps += wire.as_ps();
+        self.entry_net[sl.entry as usize].wire_ps += wire.as_ps();
         let at = t.checked_add(wire).ok_or(SchedError::Overflow)?;
         self.sched
             .schedule(at, EventClass::Normal, ev(ARRIVE, k, sl.consumer))?;
@@ -651,8 +649,9 @@ impl<'a, Q: EventQueue<u64>> Engine<'a, Q> {
                 self.free_tokens.push(d.token);
                 ((x >> 32) as u32, x as u32)
             };
-            let c = self.plan.slots[slot as usize].consumer;
-            let es = &mut self.entry_net[self.plan.entry[c as usize] as usize];
+            let sl = self.plan.mslots[slot as usize];
+            let c = sl.consumer;
+            let es = &mut self.entry_net[sl.entry as usize];
             es.wire_ps += d.wire.as_ps();
             es.queueing_ps += d.queueing.as_ps();
             self.sched

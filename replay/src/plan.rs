@@ -33,7 +33,7 @@ pub(crate) struct Hot {
     pub dur_ps: u64,
     /// The PE it runs on.
     pub pe: u32,
-    /// Its deliveries are `slots[slot_start..next.slot_start]`.
+    /// Its deliveries are `slots[slot_start..next.slot_start]` (or `mslots`).
     pub slot_start: u32,
     /// Its dependents are `deps[dep_start..next.dep_start]`.
     pub dep_start: u32,
@@ -41,25 +41,32 @@ pub(crate) struct Hot {
     pub iter: u32,
 }
 
-/// One delivery: a message reaching one consuming block.
+/// One delivery of a fixed-cost plan: a message reaching one consuming block.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Slot {
     /// The consuming block (same iteration as the sender).
     pub consumer: u32,
-    /// The consumer's PE.
-    pub pe: u32,
-    /// Fixed-cost plans: arrival minus the sending block's start. Per-message plans: the
-    /// index of the send.
+    /// Arrival minus the sending block's start (for a varying block, minus the send's offset
+    /// too).
     pub delay_ps: u64,
 }
 
-/// A send, for per-message plans.
+/// One delivery, for plans that ask the network model message by message (32 bytes: all the
+/// loop reads when the block starts and when the message departs).
 #[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct CSend {
+pub(crate) struct MsgSlot {
+    /// The consuming block (same iteration as the sender).
+    pub consumer: u32,
+    /// The consumer's PE.
+    pub dst: u32,
+    /// The sending block's PE.
+    pub src: u32,
+    /// The consuming block's entry method (for its network statistics).
+    pub entry: u32,
+    /// Scaled send offset.
     pub off_ps: u64,
+    /// Payload size.
     pub bytes: u64,
-    pub slot_start: u32,
-    pub slot_end: u32,
 }
 
 /// A block that must finish before another starts: block `block` of iteration `k + lag`
@@ -92,19 +99,14 @@ pub(crate) struct Plan {
     /// Per block: its priority (empty under FIFO scheduling: all 0).
     pub prio: Vec<i32>,
     /// Per block, plus a closing entry: its sends are `send_start[i]..send_start[i + 1]`
-    /// (per-message plans and plans with varying blocks; empty otherwise).
+    /// (plans with varying blocks; empty otherwise).
     pub send_start: Vec<u32>,
     pub slots: Vec<Slot>,
     pub deps: Vec<Dep>,
-    /// Per-message plans: the sends (by block), their sending block and the receive side of
-    /// each block's trigger.
-    pub sends: Vec<CSend>,
-    pub send_block: Vec<u32>,
-    /// Per block: PE of its trigger's sender and the trigger's send, or `NIL` (per-message
-    /// plans with overheads).
-    pub trigger: Vec<(u32, u32)>,
-    /// Entry method of each block (per-message plans).
-    pub entry: Vec<u32>,
+    /// Per-message plans: the deliveries, in the place of `slots`.
+    pub mslots: Vec<MsgSlot>,
+    /// Per block: the receive overhead its trigger costs (per-message plans with overheads).
+    pub recv_oh: Vec<u64>,
     /// Unmet conditions of each block in an iteration after the first `max_lag` ones (the
     /// first iterations have nothing to wait for `lag` iterations back: their counts are
     /// lowered from `deps`).
@@ -184,7 +186,7 @@ impl Plan {
 
         // Hot records (ranges filled below).
         let mut hot = Vec::with_capacity(n + 1);
-        let mut entry = Vec::with_capacity(n);
+        let mut entry: Vec<u32> = Vec::with_capacity(n);
         let mut prio = Vec::new();
         let mut pending = Vec::with_capacity(n);
         for id in trace.block_ids() {
@@ -279,20 +281,20 @@ impl Plan {
         let mut msgs = MessageStats::default();
         let mut entry_net = vec![EntryNetStats::default(); trace.entries.len()];
         let mut slots = Vec::with_capacity(consumers.len());
-        let mut sends = Vec::new();
+        let mut mslots = Vec::new();
+        let mut recv_ohs = Vec::new();
         for id in trace.block_ids() {
             let i = id.index();
             let pe = block_pe[i];
             let scale = scale_of(pe);
-            let r_oh = if delivery == Delivery::Fixed {
-                recv_oh(i, net)
-            } else {
-                0
-            };
+            let r_oh = recv_oh(i, net);
             if r_oh > 0 {
                 entry_net[entry[i] as usize].overhead_ps += r_oh;
             }
-            hot[i].slot_start = slots.len() as u32;
+            if delivery == Delivery::PerMessage && has_overheads {
+                recv_ohs.push(r_oh);
+            }
+            hot[i].slot_start = (slots.len() + mslots.len()) as u32;
             let mut cpu_total = 0u64;
             let varies = var.of(i) != NIL;
             for si in trace.send_range(id) {
@@ -304,7 +306,6 @@ impl Plan {
                 if c0 == c1 {
                     msgs.unconsumed_sends += 1;
                 }
-                let slot_start = slots.len() as u32;
                 for (c, &consumer) in consumers.iter().enumerate().take(c1).skip(c0) {
                     let dst = block_pe[consumer as usize];
                     let es = &mut entry_net[entry[consumer as usize] as usize];
@@ -318,7 +319,17 @@ impl Plan {
                         es.bytes += s.bytes;
                     }
                     let delay_ps = match (delivery, &recorded_wire) {
-                        (Delivery::PerMessage, _) => si as u64,
+                        (Delivery::PerMessage, _) => {
+                            mslots.push(MsgSlot {
+                                consumer,
+                                dst,
+                                src: pe,
+                                entry: entry[consumer as usize],
+                                off_ps: off,
+                                bytes: s.bytes,
+                            });
+                            continue;
+                        }
                         (Delivery::Fixed, Some(rw)) => {
                             let wire = rw[c];
                             if dst != pe {
@@ -350,19 +361,7 @@ impl Plan {
                             sum(&[r_oh, fixed_off, cpu_total, fc.wire.as_ps()])?
                         }
                     };
-                    slots.push(Slot {
-                        consumer,
-                        pe: dst,
-                        delay_ps,
-                    });
-                }
-                if delivery == Delivery::PerMessage {
-                    sends.push(CSend {
-                        off_ps: off,
-                        bytes: s.bytes,
-                        slot_start,
-                        slot_end: slots.len() as u32,
-                    });
+                    slots.push(Slot { consumer, delay_ps });
                 }
             }
             if delivery == Delivery::Fixed {
@@ -371,7 +370,7 @@ impl Plan {
                 hot[i].dur_ps = sum(&[r_oh, d, cpu_total])?;
             }
         }
-        hot[n].slot_start = slots.len() as u32;
+        hot[n].slot_start = (slots.len() + mslots.len()) as u32;
 
         // Dependents: inverse of the dependency lists, same-iteration ones first (by block),
         // then carried ones by (lag, block): the order of the expansion's block ids.
@@ -443,13 +442,8 @@ impl Plan {
                 }
             }
         }
-        let mut trigger = Vec::new();
-        if delivery == Delivery::PerMessage && has_overheads {
-            trigger = (0..n).map(|b| (trigger_src(b), trigger_send[b])).collect();
-        }
-        let per_message = delivery == Delivery::PerMessage;
         let mut send_start = Vec::new();
-        if per_message || var.count > 0 {
+        if var.count > 0 {
             send_start.extend(
                 trace
                     .block_ids()
@@ -457,9 +451,7 @@ impl Plan {
             );
             send_start.push(all_sends.len() as u32);
         }
-        if !per_message {
-            entry = Vec::new();
-        }
+        drop(entry);
         if reps > 1 {
             msgs = msgs.times(reps as u64);
             for e in &mut entry_net {
@@ -476,10 +468,8 @@ impl Plan {
             send_start,
             slots,
             deps,
-            sends,
-            send_block: if per_message { send_block } else { Vec::new() },
-            trigger,
-            entry,
+            mslots,
+            recv_oh: recv_ohs,
             free_in_steady_state: pending.contains(&0),
             pending,
             max_lag,
@@ -492,6 +482,14 @@ impl Plan {
             msgs,
             entry_net,
         })
+    }
+
+    /// The consumer of delivery `s`.
+    pub(crate) fn consumer(&self, s: usize) -> u32 {
+        match self.delivery {
+            Delivery::Fixed => self.slots[s].consumer,
+            Delivery::PerMessage => self.mslots[s].consumer,
+        }
     }
 
     /// Priority of block `i` (0 under FIFO scheduling).

@@ -47,8 +47,8 @@ pub struct StuckReport {
 const SHOW: usize = 10;
 
 /// Explains a replay that ended with blocks left. `live` lists `(k, i, pending)` for every
-/// block of the iterations that had started (`k < started`); blocks of later iterations never
-/// started either and are counted among the others.
+/// block of the iterations that had started (`k < started`), in order; blocks of later
+/// iterations never started either and are counted among the others.
 pub(crate) fn diagnose(
     plan: &Plan,
     completed: u64,
@@ -87,8 +87,8 @@ pub(crate) fn diagnose(
     }
     let mut sender_of = vec![NIL; plan.blocks as usize];
     for i in 0..plan.blocks as usize {
-        for s in &plan.slots[plan.hot[i].slot_start as usize..plan.hot[i + 1].slot_start as usize] {
-            sender_of[s.consumer as usize] = i as u32;
+        for s in plan.hot[i].slot_start as usize..plan.hot[i + 1].slot_start as usize {
+            sender_of[plan.consumer(s) as usize] = i as u32;
         }
     }
     let (mut roots, mut others) = (Vec::new(), Vec::new());

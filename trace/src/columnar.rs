@@ -10,12 +10,12 @@
 //!        8   version    u16      1
 //! header     the fields of the varint format's header (name ... groups; see crate::binary),
 //!            then varints: n_blocks, n_deps, n_sends, optional-column bits (u8: 1 priority,
-//!            2 flags, 4 recorded_start, 8 recorded_arrival), reps, n_carried, msg_stride,
+//!            2 flags, 4 recorded_start, 8 recorded_arrival, 16 iteration), reps, n_carried, msg_stride,
 //!            iter_stride, n_varying, end-anchor flag (u8 0|1)
 //!            zero bytes up to a multiple of 8
 //! columns    each a raw little-endian array, followed by zero bytes up to a multiple of 8:
 //!            object u32[n], entry u32[n], duration_ps u64[n], trigger u64[n] (2^64-1: none),
-//!            iteration u32[n] (2^32-1: none), [priority i32[n]], [flags u8[n]],
+//!            [iteration u32[n] (2^32-1: none)], [priority i32[n]], [flags u8[n]],
 //!            [recorded_start u64[n]], [recorded_arrival u64[n]] (2^64-1: none),
 //!            deps_end u32[n], deps u32[n_deps], sends_end u32[n],
 //!            send_msg u64[s], send_offset_ps u64[s], send_bytes u64[s], send_entry u32[s],
@@ -46,6 +46,7 @@ const OPT_PRIORITY: u8 = 1;
 const OPT_FLAGS: u8 = 2;
 const OPT_START: u8 = 4;
 const OPT_ARRIVAL: u8 = 8;
+const OPT_ITERATION: u8 = 16;
 /// Elements converted per step when sends are encoded or decoded.
 const CHUNK: usize = 1 << 14;
 
@@ -110,7 +111,18 @@ impl<W: Write> Writer<W> {
 
 /// Writes `rep` in the columnar format.
 pub fn write_columnar<W: Write>(rep: &Repeated, w: W) -> io::Result<()> {
-    let t = rep.body();
+    write(rep.body(), Some(rep), w)
+}
+
+/// Writes a flat trace in the columnar format.
+pub fn write_columnar_flat<W: Write>(t: &Trace, w: W) -> io::Result<()> {
+    write(t, None, w)
+}
+
+fn write<W: Write>(t: &Trace, rep: Option<&Repeated>, w: W) -> io::Result<()> {
+    let none = Varying::default();
+    let var = rep.map_or(&none, |r| r.varying());
+    let carried: &[Carried] = rep.map_or(&[], |r| r.all_carried());
     let c = t.columns();
     let mut w = Writer {
         out: Out { w },
@@ -130,17 +142,17 @@ pub fn write_columnar<W: Write>(rep: &Repeated, w: W) -> io::Result<()> {
         (c.flags.is_empty(), OPT_FLAGS),
         (c.recorded_start.is_empty(), OPT_START),
         (c.recorded_arrival.is_empty(), OPT_ARRIVAL),
+        (c.iteration.is_empty(), OPT_ITERATION),
     ] {
         if !col {
             opt |= bit;
         }
     }
     head.u8(opt)?;
-    let var = rep.varying();
-    head.v(rep.reps() as u64)?;
-    head.v(rep.all_carried().len() as u64)?;
-    head.v(rep.msg_stride())?;
-    head.v(rep.iter_stride() as u64)?;
+    head.v(rep.map_or(1, |r| r.reps()) as u64)?;
+    head.v(carried.len() as u64)?;
+    head.v(rep.map_or(0, |r| r.msg_stride()))?;
+    head.v(rep.map_or(0, |r| r.iter_stride()) as u64)?;
     head.v(var.blocks.len() as u64)?;
     head.u8(!var.end_anchored.is_empty() as u8)?;
     w.raw(&head.w)?;
@@ -150,7 +162,9 @@ pub fn write_columnar<W: Write>(rep: &Repeated, w: W) -> io::Result<()> {
     w.col(&c.entry)?;
     w.col(&c.duration_ps)?;
     w.col(&c.trigger)?;
-    w.col(&c.iteration)?;
+    if opt & OPT_ITERATION != 0 {
+        w.col(&c.iteration)?;
+    }
     if opt & OPT_PRIORITY != 0 {
         w.col(&c.priority)?;
     }
@@ -182,10 +196,10 @@ pub fn write_columnar<W: Write>(rep: &Repeated, w: W) -> io::Result<()> {
         Destination::Group(g) => g.0,
         Destination::All => 0u32,
     })?;
-    if !rep.all_carried().is_empty() {
-        w.col(rep.carried_ends())?;
-        w.col_of(rep.all_carried(), |c| c.block.0)?;
-        w.col_of(rep.all_carried(), |c| c.lag)?;
+    if let Some(r) = rep.filter(|_| !carried.is_empty()) {
+        w.col(r.carried_ends())?;
+        w.col_of(carried, |c| c.block.0)?;
+        w.col_of(carried, |c| c.lag)?;
     }
     if !var.blocks.is_empty() {
         w.col(&var.blocks)?;
@@ -236,10 +250,10 @@ pub fn read_columnar<R: Read>(r: R, len: u64, path: &str) -> Result<Repeated, Tr
     let n_sends = count(&mut rd, "send count", lim)? as usize;
     let at = rd.offset;
     let opt = rd.u8("optional-column bits")?;
-    if opt & !15 != 0 {
+    if opt & !31 != 0 {
         return rd.fail(
             at,
-            "optional-column bits 0-3 only",
+            "optional-column bits 0-4 only",
             format!("found {opt:#04x}"),
         );
     }
@@ -260,6 +274,7 @@ pub fn read_columnar<R: Read>(r: R, len: u64, path: &str) -> Result<Repeated, Tr
         n_varying as u64,
     );
     let opt_bytes = [
+        (OPT_ITERATION, 4),
         (OPT_PRIORITY, 4),
         (OPT_FLAGS, 1),
         (OPT_START, 8),
@@ -269,7 +284,7 @@ pub fn read_columnar<R: Read>(r: R, len: u64, path: &str) -> Result<Repeated, Tr
     .filter(|(bit, _)| opt & bit != 0)
     .map(|(_, w)| pad8(n64 * w))
     .sum::<u64>();
-    let mut expect = pad8(n64 * 4) * 2 + pad8(n64 * 8) * 2 + pad8(n64 * 4) + opt_bytes;
+    let mut expect = pad8(n64 * 4) * 2 + pad8(n64 * 8) * 2 + opt_bytes;
     expect += pad8(n64 * 4) + pad8(d64 * 4) + pad8(n64 * 4);
     expect += pad8(s64 * 8) * 3 + pad8(s64 * 4) * 2 + pad8(s64);
     if n_carried > 0 {
@@ -308,9 +323,11 @@ pub fn read_columnar<R: Read>(r: R, len: u64, path: &str) -> Result<Repeated, Tr
         entry: col(&mut rd, n, "entry column")?,
         duration_ps: col(&mut rd, n, "duration column")?,
         trigger: col(&mut rd, n, "trigger column")?,
-        iteration: col(&mut rd, n, "iteration column")?,
         ..BlockColumns::default()
     };
+    if opt & OPT_ITERATION != 0 {
+        cols.iteration = col(&mut rd, n, "iteration column")?;
+    }
     if opt & OPT_PRIORITY != 0 {
         cols.priority = col(&mut rd, n, "priority column")?;
     }

@@ -126,10 +126,7 @@ pub fn write_trace_file(trace: &Trace, path: &Path, format: Format) -> Result<()
     let file = File::create(path).map_err(|e| io_err(path, e))?;
     let w = BufWriter::with_capacity(1 << 16, file);
     match format {
-        Format::Binary => {
-            let r = Repeated::flat(trace.clone());
-            columnar::write_columnar(&r, w)
-        }
+        Format::Binary => columnar::write_columnar_flat(trace, w),
         Format::Text => text::write_text(trace, w),
     }
     .map_err(|e| io_err(path, e))

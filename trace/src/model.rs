@@ -152,9 +152,9 @@ pub const NO_ITERATION: u32 = u32::MAX;
 pub const FLAG_LB_SYNC: u8 = 1;
 
 /// The blocks of a trace, one column per field (structure of arrays): what a decoder fills
-/// and a replay reads in bulk. Optional fields (`priority`, `flags`, `recorded_start`,
-/// `recorded_arrival`) are empty when no block has them; absent values are [`NONE_U64`] and
-/// [`NO_ITERATION`], which are therefore not valid labels or times.
+/// and a replay reads in bulk. Optional fields (`iteration`, `priority`, `flags`,
+/// `recorded_start`, `recorded_arrival`) are empty when no block has them; absent values are
+/// [`NONE_U64`] and [`NO_ITERATION`], which are therefore not valid labels or times.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct BlockColumns {
     /// Object of each block.
@@ -165,7 +165,7 @@ pub struct BlockColumns {
     pub duration_ps: Vec<u64>,
     /// Trigger message label, or [`NONE_U64`].
     pub trigger: Vec<u64>,
-    /// Iteration label, or [`NO_ITERATION`].
+    /// Iteration label, or [`NO_ITERATION`] (empty: no block has one).
     pub iteration: Vec<u32>,
     /// Priority (empty: all 0).
     pub priority: Vec<i32>,
@@ -194,10 +194,11 @@ impl BlockColumns {
                 NONE_U64 => None,
                 m => Some(MsgId(m)),
             },
-            iteration: match self.iteration[i] {
-                NO_ITERATION => None,
-                k => Some(k),
-            },
+            iteration: self
+                .iteration
+                .get(i)
+                .copied()
+                .filter(|&k| k != NO_ITERATION),
             lb_sync: self.flags.get(i).is_some_and(|f| f & FLAG_LB_SYNC != 0),
             priority: self.priority.get(i).copied().unwrap_or(0),
             recorded_start: opt(&self.recorded_start),
@@ -211,7 +212,6 @@ impl BlockColumns {
         self.entry.push(b.entry.0);
         self.duration_ps.push(b.duration.as_ps());
         self.trigger.push(b.trigger.map_or(NONE_U64, |m| m.0));
-        self.iteration.push(b.iteration.unwrap_or(NO_ITERATION));
         // An optional column is present once some block has a value (`len == n`).
         fn optional<T: Copy + PartialEq>(col: &mut Vec<T>, n: usize, v: T, zero: T) {
             if v != zero || (n > 0 && col.len() == n) {
@@ -219,6 +219,12 @@ impl BlockColumns {
                 col.push(v);
             }
         }
+        optional(
+            &mut self.iteration,
+            n,
+            b.iteration.unwrap_or(NO_ITERATION),
+            NO_ITERATION,
+        );
         optional(&mut self.priority, n, b.priority, 0);
         optional(
             &mut self.flags,
@@ -257,7 +263,7 @@ impl BlockColumns {
 
 /// A complete trace. Blocks are stored column by column ([`BlockColumns`]); their dependency
 /// lists and sends are stored flat (compressed-sparse-row), so a trace of millions of blocks
-/// costs a few allocations and about 37 bytes per block plus 40 per send and 4 per dependency.
+/// costs a few allocations and about 36 bytes per block plus 40 per send and 4 per dependency.
 ///
 /// Invariants (checked by [`Trace::validate`], which every decoder and the builder run):
 /// references are in range; a block's dependencies are earlier blocks; a send leaves within its
@@ -341,7 +347,7 @@ impl Trace {
         if c.entry.len() != n
             || c.duration_ps.len() != n
             || c.trigger.len() != n
-            || c.iteration.len() != n
+            || !opt_ok(c.iteration.len())
             || !opt_ok(c.priority.len())
             || !opt_ok(c.flags.len())
             || !opt_ok(c.recorded_start.len())
