@@ -425,6 +425,7 @@ fn dispatch(cli: Cli) -> Result<()> {
 fn import_options(o: &ImportOpts, net: Option<&NetSpec>) -> importers::ImportOptions {
     let d = importers::ImportOptions::default();
     importers::ImportOptions {
+        parallel: true,
         flops_per_s: o.flops_per_s,
         eager_limit: o.eager_limit.unwrap_or(match net {
             Some(NetSpec::LogGops(p)) => p.eager_limit,

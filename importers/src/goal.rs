@@ -206,22 +206,164 @@ fn code(line: &[u8]) -> &[u8] {
     line[..end].trim_ascii()
 }
 
-fn parse(path: &Path, file: &str) -> Result<Schedule, ImportError> {
+/// Files smaller than this (after the header) are parsed on one thread.
+const PARALLEL_BYTES: u64 = 8 << 20;
+
+/// Parses the schedule: the `num_ranks` header, then the rank blocks, in two halves on two
+/// threads when the file is large (split at a `rank N {` line; the result is the same).
+fn parse(path: &Path, file: &str, parallel: bool) -> Result<Schedule, ImportError> {
+    let (n_ranks, header_end, header_line) = parse_header(path, file)?;
+    let size = std::fs::metadata(path)
+        .map_err(|source| ImportError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?
+        .len();
+    let split = if parallel && size - header_end >= PARALLEL_BYTES {
+        find_split(path, header_end + (size - header_end) / 2, size)?
+    } else {
+        None
+    };
+    let Some(split) = split else {
+        let (part, err) = parse_part(path, file, n_ranks, header_end, size, header_line + 1);
+        if let Some((_, e)) = err {
+            return Err(e);
+        }
+        return finish_parts(path, file, n_ranks, part, None);
+    };
+    let (a, b) = std::thread::scope(|sc| {
+        let a = sc.spawn(|| parse_part(path, file, n_ranks, header_end, split, header_line + 1));
+        let b = lines::count_lines(path, split)
+            .map(|before| parse_part(path, file, n_ranks, split, size, before + 1));
+        (a.join(), b)
+    });
+    let (a, a_err) = a.unwrap_or_else(|e| std::panic::resume_unwind(e));
+    if let Some((_, e)) = a_err {
+        return Err(e);
+    }
+    finish_parts(path, file, n_ranks, a, Some(b?))
+}
+
+/// Reads up to the `num_ranks N` line; returns N, the byte offset after that line and its
+/// number.
+fn parse_header(path: &Path, file: &str) -> Result<(u32, u64, u64), ImportError> {
     let mut lines = Lines::open(path)?;
     let mut p = P { file, line: 0 };
-    let mut n_ranks: Option<u32> = None;
-    let mut ops: Vec<Op> = Vec::new();
-    let mut edges: Vec<(u32, u32)> = Vec::new();
-    // Per rank: its first operation in file order and how many it has.
-    let mut blocks: Vec<(u32, u32)> = Vec::new();
+    while let Some((line_no, raw)) = lines.next_line()? {
+        p.line = line_no;
+        let line = code(raw.as_bytes());
+        if line.is_empty() {
+            continue;
+        }
+        let mut toks = [&b""[..]; 4];
+        let nt = lines::tokens(line, &mut toks);
+        if toks[0] != b"num_ranks" || nt != 2 {
+            return Err(p.err("`num_ranks N` first", format!("`{}`", show(line))));
+        }
+        let n = p.num(Some(toks[1]), "a rank count")?;
+        if n == 0 || n > 1 << 24 {
+            return Err(p.err("a rank count from 1 to 16777216", format!("{n}")));
+        }
+        return Ok((n as u32, lines.offset(), line_no));
+    }
+    Err(p.err("`num_ranks N`", "end of file"))
+}
+
+/// The start of the first `rank N {` line at or after byte `from` (after the line `from` falls
+/// in), if any.
+fn find_split(path: &Path, from: u64, size: u64) -> Result<Option<u64>, ImportError> {
+    let mut lines = Lines::range(path, from, size, 1)?;
+    // The first (partial) line is skipped.
+    if lines.next_line()?.is_none() {
+        return Ok(None);
+    }
+    loop {
+        let at = lines.offset();
+        let Some((_, raw)) = lines.next_line()? else {
+            return Ok(None);
+        };
+        let mut toks = [&b""[..]; 4];
+        let nt = lines::tokens(code(raw.as_bytes()), &mut toks);
+        if nt == 3 && toks[0] == b"rank" && toks[2] == b"{" && lines::parse_u64(toks[1]).is_some() {
+            return Ok(Some(at));
+        }
+    }
+}
+
+/// The rank blocks of one stretch of the file.
+struct Part {
+    ops: Vec<Op>,
+    /// `(op, dep | IMMEDIATE)`, operations numbered within the part.
+    edges: Vec<(u32, u32)>,
+    /// `(rank, first op, operations, line of its header)`, in file order.
+    ranks: Vec<(u32, u32, u32, u64)>,
+    /// The stretch ended inside a rank block.
+    open: bool,
+    /// Number of the stretch's last line.
+    last_line: u64,
+    cpu_nic_ignored: usize,
+}
+
+/// Parses the rank blocks in bytes `start..end` (line `first_line` starts at `start`): what
+/// was read, and the first error with its line, if any.
+fn parse_part(
+    path: &Path,
+    file: &str,
+    n_ranks: u32,
+    start: u64,
+    end: u64,
+    first_line: u64,
+) -> (Part, Option<(u64, ImportError)>) {
+    let mut part = Part {
+        ops: Vec::new(),
+        edges: Vec::new(),
+        ranks: Vec::new(),
+        open: false,
+        last_line: first_line - 1,
+        cpu_nic_ignored: 0,
+    };
+    let mut line = first_line;
+    let err = parse_into(
+        path, file, n_ranks, start, end, first_line, &mut part, &mut line,
+    )
+    .err();
+    (part, err.map(|e| (line, e)))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn parse_into(
+    path: &Path,
+    file: &str,
+    n_ranks: u32,
+    start: u64,
+    end: u64,
+    first_line: u64,
+    part: &mut Part,
+    at_line: &mut u64,
+) -> Result<(), ImportError> {
+    let mut lines = Lines::range(path, start, end, first_line)?;
+    let mut p = P { file, line: 0 };
+    let Part {
+        ops,
+        edges,
+        ranks,
+        cpu_nic_ignored,
+        ..
+    } = part;
+    let mut seen = vec![false; n_ranks as usize];
     let mut current: Option<(u32, usize)> = None; // (rank, first op)
     let mut labels = Labels::default();
     // `x requires y` lines of the current rank: (op, label of y, immediate, line).
     let mut pending: Vec<(u32, Label, bool, u64)> = Vec::new();
-    let mut cpu_nic_ignored = 0;
-    while let Some((line_no, raw)) = lines.next_line()? {
+    p.line = first_line - 1;
+    loop {
+        *at_line = p.line + 1;
+        let Some((line_no, raw)) = lines.next_line()? else {
+            break;
+        };
         p.line = line_no;
-        let line = code(raw);
+        *at_line = line_no;
+        let line = code(raw.as_bytes());
         if line.is_empty() {
             continue;
         }
@@ -229,30 +371,19 @@ fn parse(path: &Path, file: &str) -> Result<Schedule, ImportError> {
         let nt = lines::tokens(line, &mut toks);
         let t = &toks[..nt.min(toks.len())];
         let tok = |i: usize| t.get(i).copied();
-        let Some(ranks) = n_ranks else {
-            if t[0] != b"num_ranks" || nt != 2 {
-                return Err(p.err("`num_ranks N` first", format!("`{}`", show(line))));
-            }
-            let n = p.num(tok(1), "a rank count")?;
-            if n == 0 || n > 1 << 24 {
-                return Err(p.err("a rank count from 1 to 16777216", format!("{n}")));
-            }
-            n_ranks = Some(n as u32);
-            blocks = vec![(NIL, 0); n as usize];
-            continue;
-        };
         let Some((r, first)) = current else {
             if t[0] != b"rank" || nt != 3 || t[2] != b"{" {
                 return Err(p.err("`rank N {`", format!("`{}`", show(line))));
             }
-            let r = p.peer(tok(1), ranks, "a rank number")?;
-            if blocks[r as usize].0 != NIL {
+            let r = p.peer(tok(1), n_ranks, "a rank number")?;
+            if seen[r as usize] {
                 return Err(p.err(
                     format!("a rank not defined before (rank {r} is)"),
                     format!("`{}`", show(line)),
                 ));
             }
-            blocks[r as usize].0 = ops.len() as u32;
+            seen[r as usize] = true;
+            ranks.push((r, ops.len() as u32, 0, line_no));
             current = Some((r, ops.len()));
             labels.clear();
             continue;
@@ -279,12 +410,14 @@ fn parse(path: &Path, file: &str) -> Result<Schedule, ImportError> {
                     (first as u32 + d) | if immediate { IMMEDIATE } else { 0 },
                 ));
             }
-            blocks[r as usize].1 = (ops.len() - first) as u32;
+            if let Some(last) = ranks.last_mut() {
+                last.2 = (ops.len() - first) as u32;
+            }
             current = None;
             continue;
         }
         if let Some(label) = t[0].strip_suffix(b":") {
-            let kind = op_kind(&p, &t[1..], nt - 1, ranks, &mut cpu_nic_ignored)?;
+            let kind = op_kind(&p, &t[1..], nt - 1, n_ranks, cpu_nic_ignored)?;
             let local = (ops.len() - first) as u32;
             if !labels.insert(Label::of(label), local) {
                 return Err(p.err(
@@ -324,13 +457,105 @@ fn parse(path: &Path, file: &str) -> Result<Schedule, ImportError> {
             ));
         }
     }
-    if current.is_some() {
+    part.open = current.is_some();
+    part.last_line = p.line;
+    Ok(())
+}
+
+/// Joins the first part (from the header on) and the second (if the file was split), with
+/// the errors a single pass over the file would have reported first.
+fn finish_parts(
+    path: &Path,
+    file: &str,
+    n_ranks: u32,
+    mut a: Part,
+    b: Option<(Part, Option<(u64, ImportError)>)>,
+) -> Result<Schedule, ImportError> {
+    let Some((b, b_err)) = b else {
+        if a.open {
+            let p = P {
+                file,
+                line: a.last_line,
+            };
+            return Err(p.err("`}` closing the last rank", "end of file"));
+        }
+        return Ok(assemble(a, n_ranks));
+    };
+    if a.open {
+        // The second part's first line, `rank N {`, came inside a rank block.
+        let line = a.last_line + 1;
+        let p = P { file, line };
+        return Err(p.err(
+            "`label: send|recv|calc ...`, `label requires|irequires label` or `}`",
+            format!("`{}`", line_text(path, line)),
+        ));
+    }
+    // A rank the first part defined, defined again in the second: the earliest such line,
+    // unless the second part failed before it.
+    let mut seen = vec![false; n_ranks as usize];
+    for r in &a.ranks {
+        seen[r.0 as usize] = true;
+    }
+    let b_err_line = b_err.as_ref().map_or(u64::MAX, |e| e.0);
+    if let Some(&(r, _, _, line)) = b
+        .ranks
+        .iter()
+        .find(|r| seen[r.0 as usize])
+        .filter(|d| d.3 < b_err_line)
+    {
+        let p = P { file, line };
+        return Err(p.err(
+            format!("a rank not defined before (rank {r} is)"),
+            format!("`{}`", line_text(path, line)),
+        ));
+    }
+    if let Some((_, e)) = b_err {
+        return Err(e);
+    }
+    if b.open {
+        let p = P {
+            file,
+            line: b.last_line,
+        };
         return Err(p.err("`}` closing the last rank", "end of file"));
     }
-    if n_ranks.is_none() {
-        return Err(p.err("`num_ranks N`", "end of file"));
+    let base = a.ops.len() as u32;
+    a.ops.extend_from_slice(&b.ops);
+    drop(b.ops);
+    a.edges.extend(
+        b.edges
+            .iter()
+            .map(|&(op, d)| (op + base, ((d & !IMMEDIATE) + base) | (d & IMMEDIATE))),
+    );
+    a.ranks.extend(
+        b.ranks
+            .iter()
+            .map(|&(r, first, n, l)| (r, first + base, n, l)),
+    );
+    a.cpu_nic_ignored += b.cpu_nic_ignored;
+    Ok(assemble(a, n_ranks))
+}
+
+/// The code part of line `line` of `path` (errors only).
+fn line_text(path: &Path, line: u64) -> String {
+    let Ok(mut l) = Lines::open(path) else {
+        return String::new();
+    };
+    while let Ok(Some((n, raw))) = l.next_line() {
+        if n == line {
+            return show(code(raw.as_bytes()));
+        }
     }
-    Ok(in_rank_order(ops, edges, &blocks, cpu_nic_ignored))
+    String::new()
+}
+
+/// A part's operations, in file order, as a schedule in rank order.
+fn assemble(part: Part, n_ranks: u32) -> Schedule {
+    let mut blocks = vec![(NIL, 0u32); n_ranks as usize];
+    for &(r, first, n, _) in &part.ranks {
+        blocks[r as usize] = (first, n);
+    }
+    in_rank_order(part.ops, part.edges, &blocks, part.cpu_nic_ignored)
 }
 
 /// Reorders operations (and edge endpoints) from file order into rank order.
@@ -388,7 +613,7 @@ fn label_text(op: &Op, path: &Path) -> String {
     };
     while let Ok(Some((line_no, raw))) = l.next_line() {
         if line_no == op.line as u64 {
-            let c = code(raw);
+            let c = code(raw.as_bytes());
             let first = c.split(|b| b.is_ascii_whitespace()).next().unwrap_or(c);
             return show(first.strip_suffix(b":").unwrap_or(first));
         }
@@ -474,15 +699,16 @@ fn op_kind(
     }
 }
 
-/// Imports a GOAL schedule. `eager_limit`: sends larger than this are rendezvous.
-pub fn import(path: &Path, eager_limit: u64) -> Result<Imported, ImportError> {
+/// Imports a GOAL schedule. `eager_limit`: sends larger than this are rendezvous;
+/// `parallel`: a large file is parsed in two halves on two threads.
+pub fn import(path: &Path, eager_limit: u64, parallel: bool) -> Result<Imported, ImportError> {
     let file = path.display().to_string();
     let Schedule {
         ops,
         base,
         edges: raw_edges,
         cpu_nic_ignored,
-    } = parse(path, &file)?;
+    } = parse(path, &file, parallel)?;
     let n = base.len() - 1;
     let total = ops.len();
     let rank_of = |g: usize| -> usize { base.partition_point(|&b| b as usize <= g) - 1 };

@@ -108,6 +108,8 @@ pub struct ImportOptions {
     /// Largest eager message in bytes; larger sends are rendezvous (GOAL schedules). The
     /// default is LogGOPSim's `S`.
     pub eager_limit: u64,
+    /// Parse large text inputs (GOAL) on two threads; the result is the same either way.
+    pub parallel: bool,
 }
 
 impl Default for ImportOptions {
@@ -115,6 +117,7 @@ impl Default for ImportOptions {
         ImportOptions {
             flops_per_s: 1e9,
             eager_limit: 65535,
+            parallel: true,
         }
     }
 }
@@ -134,7 +137,7 @@ pub struct Imported {
 pub fn import(format: Format, input: &Path, opts: &ImportOptions) -> Result<Imported, ImportError> {
     match format {
         Format::BgTrace => bgtrace::import(input),
-        Format::Goal => goal::import(input, opts.eager_limit),
+        Format::Goal => goal::import(input, opts.eager_limit, opts.parallel),
         Format::SimGrid => simgrid::import(input, opts.flops_per_s),
         Format::Projections => projections::import(input),
     }

@@ -36,6 +36,50 @@ impl Lines<std::fs::File> {
     }
 }
 
+impl Lines<std::io::Take<std::fs::File>> {
+    /// The bytes `start..end` of `path`, whose first line is line `first_line`.
+    pub(crate) fn range(
+        path: &Path,
+        start: u64,
+        end: u64,
+        first_line: u64,
+    ) -> Result<Self, ImportError> {
+        use std::io::{Seek, SeekFrom};
+        let io = |source| ImportError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let mut f = std::fs::File::open(path).map_err(io)?;
+        f.seek(SeekFrom::Start(start)).map_err(io)?;
+        let mut l = Lines::new(f.take(end - start), path.display().to_string());
+        l.line = first_line - 1;
+        l.consumed = start;
+        Ok(l)
+    }
+}
+
+/// The number of line ends in the first `end` bytes of `path`.
+pub(crate) fn count_lines(path: &Path, end: u64) -> Result<u64, ImportError> {
+    let io = |source| ImportError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut f = std::fs::File::open(path).map_err(io)?;
+    let mut buf = vec![0u8; BUF];
+    let mut left = end;
+    let mut n = 0u64;
+    while left > 0 {
+        let want = (left as usize).min(buf.len());
+        let got = f.read(&mut buf[..want]).map_err(io)?;
+        if got == 0 {
+            break;
+        }
+        n += buf[..got].iter().filter(|&&b| b == b'\n').count() as u64;
+        left -= got as u64;
+    }
+    Ok(n)
+}
+
 impl<R: Read> Lines<R> {
     pub(crate) fn new(r: R, file: String) -> Self {
         Lines {
@@ -50,9 +94,14 @@ impl<R: Read> Lines<R> {
         }
     }
 
+    /// Byte offset in the file of the next unread byte.
+    pub(crate) fn offset(&self) -> u64 {
+        self.consumed + self.start as u64
+    }
+
     /// The next line without its end-of-line bytes (`\n`, `\r\n`) and its 1-based number, or
     /// `None` at the end.
-    pub(crate) fn next_line(&mut self) -> Result<Option<(u64, &[u8])>, ImportError> {
+    pub(crate) fn next_line(&mut self) -> Result<Option<(u64, &str)>, ImportError> {
         loop {
             if let Some(p) = self.buf[self.start..self.end]
                 .iter()
@@ -74,23 +123,20 @@ impl<R: Read> Lines<R> {
         }
     }
 
-    fn finish(&mut self, a: usize, mut z: usize) -> Result<(u64, &[u8]), ImportError> {
+    fn finish(&mut self, a: usize, mut z: usize) -> Result<(u64, &str), ImportError> {
         self.line += 1;
         if z > a && self.buf[z - 1] == b'\r' {
             z -= 1;
         }
-        let line = &self.buf[a..z];
-        if !line.is_ascii()
-            && let Err(e) = std::str::from_utf8(line)
-        {
-            return Err(ImportError::Binary {
+        match std::str::from_utf8(&self.buf[a..z]) {
+            Ok(line) => Ok((self.line, line)),
+            Err(e) => Err(ImportError::Binary {
                 file: self.file.clone(),
                 offset: self.consumed + (a + e.valid_up_to()) as u64,
                 expected: "UTF-8 text".into(),
                 found: format!("a byte sequence that is not UTF-8 (line {})", self.line),
-            });
+            }),
         }
-        Ok((self.line, &self.buf[a..z]))
     }
 
     /// Moves the unread bytes to the front and reads more.
@@ -217,9 +263,9 @@ mod tests {
         let mut n = 0;
         while let Some((_, line)) = l.next_line().unwrap() {
             if n < 100_000 {
-                assert_eq!(line, format!("line {n}").as_bytes());
+                assert_eq!(line, format!("line {n}"));
             } else {
-                assert_eq!(line, b"last without newline");
+                assert_eq!(line, "last without newline");
             }
             n += 1;
         }

@@ -51,21 +51,95 @@
 //! | `reducescatter c_0..c_{P-1} f` | `reduce` of `sum c` to rank 0, linear `scatterv` of `c_i`; then `f` flops |
 
 use crate::error::read_text;
+use crate::lines::{self, Lines};
 use crate::{ImportError, Imported};
 use sim_core::SimDuration;
 use std::collections::{BTreeMap, HashMap};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::path::{Path, PathBuf};
 use trace::{
     Block, BlockId, Destination, EntryId, MsgId, ObjectId, PeId, Send, TraceBuilder, TraceMeta,
 };
 
-/// One parsed action with where it came from.
+/// One action being processed: its tokens (as ranges of its line) and where it came from.
 #[derive(Clone, Debug)]
-struct Action {
-    name: String,
-    args: Vec<String>,
+struct Action<'a> {
+    /// The action name, lower case.
+    name: &'a str,
+    line_text: &'a str,
+    /// Argument tokens: `line_text[a..z]`.
+    args: &'a [(u32, u32)],
     file: usize,
     line: u64,
+}
+
+impl<'a> Action<'a> {
+    fn arg(&self, i: usize) -> Option<&'a str> {
+        self.args
+            .get(i)
+            .map(|&(a, z)| &self.line_text[a as usize..z as usize])
+    }
+    fn n_args(&self) -> usize {
+        self.args.len()
+    }
+    fn args_text(&self) -> String {
+        (0..self.n_args())
+            .filter_map(|i| self.arg(i))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+/// Every action name this importer knows, lower case.
+const ACTIONS: [&str; 29] = [
+    "init",
+    "finalize",
+    "comm_size",
+    "location",
+    "test",
+    "compute",
+    "sleep",
+    "send",
+    "isend",
+    "recv",
+    "irecv",
+    "wait",
+    "waitall",
+    "sendrecv",
+    "comm_split",
+    "comm_dup",
+    "barrier",
+    "bcast",
+    "reduce",
+    "allreduce",
+    "alltoall",
+    "alltoallv",
+    "gather",
+    "gatherv",
+    "scatter",
+    "scatterv",
+    "allgather",
+    "allgatherv",
+    "reducescatter",
+];
+
+/// The index in [`ACTIONS`] of `t` (any case), if it is a known action.
+fn known(t: &str) -> Option<usize> {
+    // Most traces write names in lower case: a direct match first.
+    let exact = match t {
+        "compute" => 5,
+        "send" => 7,
+        "isend" => 8,
+        "recv" => 9,
+        "irecv" => 10,
+        "wait" => 11,
+        "waitall" => 12,
+        _ => usize::MAX,
+    };
+    if exact != usize::MAX {
+        return Some(exact);
+    }
+    ACTIONS.iter().position(|k| k.eq_ignore_ascii_case(t))
 }
 
 /// The lines of an index file, or `None` when `text` is a trace itself (an index's first
@@ -88,74 +162,126 @@ fn index_entries(text: &str) -> Option<Vec<&str>> {
     }
 }
 
+/// The start of a file (enough to tell an index from a trace).
+fn head_text(path: &Path) -> Result<String, ImportError> {
+    let mut l = Lines::open(path)?;
+    let mut out = String::new();
+    while let Some((_, line)) = l.next_line()? {
+        let t = line;
+        if t.trim().is_empty() {
+            continue;
+        }
+        out.push_str(t);
+        out.push('\n');
+        break;
+    }
+    Ok(out)
+}
+
 /// Every file the input consists of: the input first, then the traces an index lists.
 pub(crate) fn files(input: &Path) -> Result<Vec<PathBuf>, ImportError> {
-    let text = read_text(input)?;
-    let dir = input.parent().unwrap_or(Path::new("."));
     let mut v = vec![input.to_path_buf()];
-    v.extend(
-        index_entries(&text)
-            .unwrap_or_default()
-            .into_iter()
-            .map(|l| dir.join(l)),
-    );
+    v.extend(trace_files(input)?.into_iter().filter(|p| p != input));
     Ok(v)
 }
 
-/// Reads the input: index file or single trace; returns actions per rank and file names.
-fn read_actions(input: &Path) -> Result<(Vec<Vec<Action>>, Vec<String>), ImportError> {
-    let text = read_text(input)?;
-    let mut files: Vec<(PathBuf, String)> = Vec::new();
-    if let Some(entries) = index_entries(&text) {
-        let dir = input.parent().unwrap_or(Path::new("."));
-        for l in entries {
-            let p = dir.join(l);
-            let body = read_text(&p)?;
-            files.push((p, body));
-        }
-    } else {
-        files.push((input.to_path_buf(), text));
+/// The trace files: those an index lists, or the input itself.
+fn trace_files(input: &Path) -> Result<Vec<PathBuf>, ImportError> {
+    if index_entries(&head_text(input)?).is_none() {
+        return Ok(vec![input.to_path_buf()]);
     }
-    let mut ranks: Vec<Vec<Action>> = Vec::new();
-    let mut names = Vec::new();
-    for (fi, (p, body)) in files.into_iter().enumerate() {
+    let text = read_text(input)?;
+    let dir = input.parent().unwrap_or(Path::new("."));
+    Ok(index_entries(&text)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|l| dir.join(l))
+        .collect())
+}
+
+/// What a first pass over the files learns: how many ranks, how many actions each has (and of
+/// which kinds, for reserving room), and whether the actions come rank by rank.
+struct Scan {
+    ranks: u32,
+    per_rank: Vec<u64>,
+    /// Actions appear with non-decreasing ranks through the files in order.
+    in_rank_order: bool,
+    /// Upper bounds on blocks and sends of the expansion.
+    blocks: u64,
+    sends: u64,
+}
+
+/// Splits `line` at whitespace into token ranges.
+fn split(line: &str, out: &mut Vec<(u32, u32)>) {
+    out.clear();
+    let b = line.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        while i < b.len() && b[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        if i == b.len() {
+            break;
+        }
+        let a = i;
+        while i < b.len() && !b[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        out.push((a as u32, i as u32));
+    }
+}
+
+fn rank_of(tok: &str, name: &str, line: u64) -> Result<usize, ImportError> {
+    match lines::parse_u64(tok.as_bytes()) {
+        Some(v) if v < 1 << 24 => Ok(v as usize),
+        _ => Err(ImportError::syntax(
+            name,
+            line,
+            "`<rank> <action> ...` with a rank number",
+            format!("`{tok}`"),
+        )),
+    }
+}
+
+fn scan(files: &[PathBuf], input: &Path) -> Result<Scan, ImportError> {
+    let mut per_rank: Vec<u64> = Vec::new();
+    let mut in_rank_order = true;
+    let mut last = 0usize;
+    let (mut blocks, mut sends) = (0u64, 0u64);
+    // Largest expansion per action, in (blocks, sends) per process count (filled below).
+    let mut kinds: HashMap<&'static str, u64> = HashMap::new();
+    let mut toks = Vec::new();
+    for p in files {
         let name = p.display().to_string();
-        for (i, l) in body.lines().enumerate() {
-            let mut toks = l.split_whitespace();
-            let Some(r) = toks.next() else { continue };
-            let line = i as u64 + 1;
-            let rank: usize = match r.parse::<u32>() {
-                Ok(v) if v < 1 << 24 => v as usize,
-                _ => {
-                    return Err(ImportError::syntax(
-                        &name,
-                        line,
-                        "`<rank> <action> ...` with a rank number",
-                        format!("`{r}`"),
-                    ));
-                }
+        let mut l = Lines::open(p)?;
+        while let Some((line, raw)) = l.next_line()? {
+            let text = raw;
+            split(text, &mut toks);
+            let Some(&(a, z)) = toks.first() else {
+                continue;
             };
-            let Some(a) = toks.next() else {
+            let rank = rank_of(&text[a as usize..z as usize], &name, line)?;
+            if toks.len() < 2 {
                 return Err(ImportError::syntax(
                     &name,
                     line,
                     "an action after the rank",
                     "end of line",
                 ));
-            };
-            if ranks.len() <= rank {
-                ranks.resize_with(rank + 1, Vec::new);
             }
-            ranks[rank].push(Action {
-                name: a.to_ascii_lowercase(),
-                args: toks.map(str::to_string).collect(),
-                file: fi,
-                line,
-            });
+            if per_rank.len() <= rank {
+                per_rank.resize(rank + 1, 0);
+            }
+            per_rank[rank] += 1;
+            in_rank_order &= rank >= last;
+            last = rank;
+            let act = &text[toks[1].0 as usize..toks[1].1 as usize];
+            if let Some(k) = known(act) {
+                *kinds.entry(ACTIONS[k]).or_insert(0) += 1;
+            }
         }
-        names.push(name);
     }
-    if ranks.is_empty() {
+    if per_rank.is_empty() {
         return Err(ImportError::syntax(
             &input.display().to_string(),
             1,
@@ -163,43 +289,233 @@ fn read_actions(input: &Path) -> Result<(Vec<Vec<Action>>, Vec<String>), ImportE
             "no actions",
         ));
     }
-    if let Some(r) = ranks.iter().position(Vec::is_empty) {
+    if let Some(r) = per_rank.iter().position(|&n| n == 0) {
         return Err(ImportError::inconsistent(
             &input.display().to_string(),
-            format!("rank {r} has no actions, but rank {} does", ranks.len() - 1),
+            format!(
+                "rank {r} has no actions, but rank {} does",
+                per_rank.len() - 1
+            ),
         ));
     }
-    Ok((ranks, names))
+    let p = per_rank.len() as u64;
+    let log = 64 - p.leading_zeros() as u64 + 1;
+    for (k, n) in kinds {
+        let (b, s) = match k {
+            "send" | "isend" => (0, 1),
+            "recv" | "sendrecv" => (2, 1),
+            "irecv" | "wait" | "waitall" => (1, 0),
+            "barrier" => (2 * log, log),
+            "bcast" | "reduce" | "allreduce" | "reducescatter" => (4 * log + 2, 2 * log + p),
+            "alltoall" | "alltoallv" | "allgather" | "allgatherv" => (2 * p, p),
+            "gather" | "gatherv" | "scatter" | "scatterv" => (p + 1, p),
+            _ => (0, 0),
+        };
+        blocks = blocks.saturating_add(n.saturating_mul(b));
+        sends = sends.saturating_add(n.saturating_mul(s));
+    }
+    Ok(Scan {
+        ranks: per_rank.len() as u32,
+        per_rank,
+        in_rank_order,
+        blocks: blocks + p,
+        sends,
+    })
 }
 
-/// Message labels by matching key; both sides of a message get the same label.
+/// Hands out each rank's lines, rank by rank: straight from the files when they come in rank
+/// order, or from the whole text held in memory otherwise.
+enum Source {
+    Stream {
+        files: Vec<PathBuf>,
+        next_file: usize,
+        lines: Option<Lines<std::fs::File>>,
+        /// A line read ahead, which belongs to a later rank: (file, line, rank, text).
+        peeked: Option<(usize, u64, usize)>,
+        peeked_text: String,
+    },
+    Held {
+        text: Vec<String>,
+        /// Per rank: (file, line, byte range in `text[file]`) of each action, in order.
+        lines: Vec<Vec<(u32, u32, u32, u32)>>,
+    },
+    /// File `r` holds rank `r`'s actions and nothing else (assumed, checked line by line).
+    PerFile { files: Vec<PathBuf> },
+}
+
+/// What a line handler gets: file index, line number, text.
+type LineFn<'f> = dyn FnMut(usize, u64, &str) -> Result<(), ImportError> + 'f;
+
+impl Source {
+    fn new(files: &[PathBuf], scan: &Scan) -> Result<Source, ImportError> {
+        if scan.in_rank_order {
+            return Ok(Source::Stream {
+                files: files.to_vec(),
+                next_file: 0,
+                lines: None,
+                peeked: None,
+                peeked_text: String::new(),
+            });
+        }
+        let mut text = Vec::new();
+        let mut lines: Vec<Vec<(u32, u32, u32, u32)>> = scan
+            .per_rank
+            .iter()
+            .map(|&n| Vec::with_capacity(n as usize))
+            .collect();
+        for (fi, p) in files.iter().enumerate() {
+            let t = read_text(p)?;
+            let mut at = 0usize;
+            for (i, l) in t.split_inclusive('\n').enumerate() {
+                let body = l.trim_end_matches(['\n', '\r']);
+                if let Some(r) = body.split_whitespace().next() {
+                    // Ranks were checked by the scan.
+                    let r = r.parse::<usize>().unwrap_or(0);
+                    lines[r].push((fi as u32, i as u32 + 1, at as u32, (at + body.len()) as u32));
+                }
+                at += l.len();
+            }
+            text.push(t);
+        }
+        Ok(Source::Held { text, lines })
+    }
+
+    /// Calls `f` on every action line of rank `r`, in order (ranks are asked for in order).
+    /// `Ok(false)`: the files are not laid out as [`Source::PerFile`] assumes.
+    fn each(&mut self, r: usize, f: &mut LineFn) -> Result<bool, ImportError> {
+        match self {
+            Source::PerFile { files } => {
+                let mut lines = Lines::open(&files[r])?;
+                let mut any = false;
+                while let Some((l, t)) = lines.next_line()? {
+                    let Some(first) = t.split_ascii_whitespace().next() else {
+                        continue;
+                    };
+                    if lines::parse_u64(first.as_bytes()) != Some(r as u64)
+                        || t.split_ascii_whitespace().nth(1).is_none()
+                    {
+                        return Ok(false);
+                    }
+                    any = true;
+                    f(r, l, t)?;
+                }
+                Ok(any)
+            }
+            Source::Held { text, lines } => {
+                for &(fi, l, a, z) in &lines[r] {
+                    f(
+                        fi as usize,
+                        l as u64,
+                        &text[fi as usize][a as usize..z as usize],
+                    )?;
+                }
+                Ok(true)
+            }
+            Source::Stream {
+                files,
+                next_file,
+                lines,
+                peeked,
+                peeked_text,
+            } => {
+                if let Some((fi, l, pr)) = *peeked {
+                    if pr != r {
+                        return Ok(true);
+                    }
+                    *peeked = None;
+                    f(fi, l, peeked_text)?;
+                }
+                loop {
+                    if lines.is_none() {
+                        if *next_file == files.len() {
+                            return Ok(true);
+                        }
+                        *lines = Some(Lines::open(&files[*next_file])?);
+                        *next_file += 1;
+                    }
+                    let fi = *next_file - 1;
+                    let src = lines.as_mut().expect("opened above");
+                    let Some((l, raw)) = src.next_line()? else {
+                        *lines = None;
+                        continue;
+                    };
+                    // Ranks were checked by the scan.
+                    let t = raw;
+                    let Some(first) = t.split_ascii_whitespace().next() else {
+                        continue;
+                    };
+                    let lr = lines::parse_u64(first.as_bytes()).unwrap_or(0) as usize;
+                    if lr != r {
+                        peeked_text.clear();
+                        peeked_text.push_str(t);
+                        *peeked = Some((fi, l, lr));
+                        return Ok(true);
+                    }
+                    f(fi, l, t)?;
+                }
+            }
+        }
+    }
+}
+
+/// A fast, deterministic hasher for small integer keys (multiply and rotate, as rustc's
+/// FxHash): the channel table is looked up twice per message.
+#[derive(Default)]
+struct FxHasher(u64);
+
+impl Hasher for FxHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(b as u64);
+        }
+    }
+    fn write_u32(&mut self, i: u32) {
+        self.write_u64(i as u64);
+    }
+    fn write_i64(&mut self, i: i64) {
+        self.write_u64(i as u64);
+    }
+    fn write_u64(&mut self, i: u64) {
+        self.0 = (self.0.rotate_left(5) ^ i).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+/// Messages of one channel `(source, destination, tag)`.
+#[derive(Clone, Copy, Debug, Default)]
+struct Channel {
+    id: u64,
+    sent: u64,
+    recvd: u64,
+}
+
+/// Message labels: the k-th message of a channel is labelled `channel id * 2^32 + k` by its
+/// sender and its receiver alike.
 #[derive(Default)]
 struct Labels {
-    next: u64,
-    map: HashMap<(u32, u32, i64, u64), MsgId>,
-    sent: HashMap<(u32, u32, i64), u64>,
-    recvd: HashMap<(u32, u32, i64), u64>,
+    channels: HashMap<(u32, u32, i64), Channel, BuildHasherDefault<FxHasher>>,
 }
 
 impl Labels {
-    fn get(&mut self, key: (u32, u32, i64, u64)) -> MsgId {
-        let next = &mut self.next;
-        *self.map.entry(key).or_insert_with(|| {
-            *next += 1;
-            MsgId(*next - 1)
+    fn channel(&mut self, src: u32, dst: u32, tag: i64) -> &mut Channel {
+        let n = self.channels.len() as u64;
+        self.channels.entry((src, dst, tag)).or_insert(Channel {
+            id: n,
+            sent: 0,
+            recvd: 0,
         })
     }
     fn send(&mut self, src: u32, dst: u32, tag: i64) -> MsgId {
-        let k = self.sent.entry((src, dst, tag)).or_insert(0);
-        *k += 1;
-        let k = *k - 1;
-        self.get((src, dst, tag, k))
+        let c = self.channel(src, dst, tag);
+        c.sent += 1;
+        MsgId((c.id << 32) | (c.sent - 1))
     }
     fn recv(&mut self, src: u32, dst: u32, tag: i64) -> MsgId {
-        let k = self.recvd.entry((src, dst, tag)).or_insert(0);
-        *k += 1;
-        let k = *k - 1;
-        self.get((src, dst, tag, k))
+        let c = self.channel(src, dst, tag);
+        c.recvd += 1;
+        MsgId((c.id << 32) | (c.recvd - 1))
     }
 }
 
@@ -266,7 +582,7 @@ impl Ctx<'_> {
                 &self.names[a.file],
                 a.line,
                 "a non-negative amount of work",
-                format!("{} ({secs} s)", a.args.join(" ")),
+                format!("{} ({secs} s)", a.args_text()),
             ));
         }
         s.dur_ps = s.dur_ps.saturating_add(ps as u64);
@@ -275,7 +591,7 @@ impl Ctx<'_> {
 }
 
 struct Args<'a> {
-    a: &'a Action,
+    a: &'a Action<'a>,
     file: &'a str,
 }
 
@@ -284,12 +600,16 @@ impl Args<'_> {
         ImportError::syntax(self.file, self.a.line, expected, found)
     }
     fn num(&self, i: usize, what: &str) -> Result<f64, ImportError> {
-        let t = self.a.args.get(i).ok_or_else(|| {
+        let t = self.a.arg(i).ok_or_else(|| {
             self.err(
                 format!("{}: {what} (argument {})", self.a.name, i + 1),
                 "end of line",
             )
         })?;
+        // Integers below 2^53 are exact either way; the integer parser is faster.
+        if let Some(v) = lines::parse_u64(t.as_bytes()).filter(|&v| v < 1 << 53) {
+            return Ok(v as f64);
+        }
         match t.parse::<f64>() {
             Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
             _ => Err(self.err(
@@ -309,7 +629,7 @@ impl Args<'_> {
         Ok(v.round() as u64)
     }
     fn rank(&self, i: usize, what: &str, p: u32) -> Result<u32, ImportError> {
-        let t = self.a.args.get(i).ok_or_else(|| {
+        let t = self.a.arg(i).ok_or_else(|| {
             self.err(
                 format!("{}: {what} (argument {})", self.a.name, i + 1),
                 "end of line",
@@ -326,8 +646,7 @@ impl Args<'_> {
     fn tag(&self, i: usize) -> Result<i64, ImportError> {
         let t = self
             .a
-            .args
-            .get(i)
+            .arg(i)
             .ok_or_else(|| self.err(format!("{}: a tag", self.a.name), "end of line"))?;
         match t.parse::<i64>() {
             Ok(v) if v >= 0 => Ok(v),
@@ -343,7 +662,7 @@ impl Args<'_> {
             .collect()
     }
     fn opt_rank(&self, i: usize, p: u32) -> Result<u32, ImportError> {
-        if self.a.args.len() > i {
+        if self.a.n_args() > i {
             self.rank(i, "root", p)
         } else {
             Ok(0)
@@ -358,8 +677,51 @@ fn coll_tag(c: u64, step: u64) -> i64 {
 
 /// Imports a SimGrid TI trace (index file or single trace file).
 pub fn import(input: &Path, flops_per_s: f64) -> Result<Imported, ImportError> {
-    let (ranks, names) = read_actions(input)?;
-    let p = ranks.len() as u32;
+    let files = trace_files(input)?;
+    // The usual layout, an index of one file per rank in rank order, is read in one pass; any
+    // surprise (another layout, or an error to report) falls back to scanning first.
+    if files.len() > 1
+        && let Ok(Some(imp)) = import_with(input, &files, flops_per_s, None)
+    {
+        return Ok(imp);
+    }
+    let sc = scan(&files, input)?;
+    import_with(input, &files, flops_per_s, Some(sc))?.ok_or_else(|| {
+        ImportError::inconsistent(
+            &input.display().to_string(),
+            "internal error: the scanned trace changed while it was read",
+        )
+    })
+}
+
+/// Imports with the ranks and layout a scan found, or (`None`) assuming one file per rank in
+/// rank order, in which case `Ok(None)` or an error means "scan and read again".
+fn import_with(
+    input: &Path,
+    files: &[PathBuf],
+    flops_per_s: f64,
+    scanned: Option<Scan>,
+) -> Result<Option<Imported>, ImportError> {
+    let names: Vec<String> = files.iter().map(|p| p.display().to_string()).collect();
+    let optimistic = scanned.is_none();
+    let sc = match scanned {
+        Some(sc) => sc,
+        None => {
+            // Room for the blocks and sends: at most one of each per 7 bytes of input.
+            let bytes: u64 = files
+                .iter()
+                .map(|f| std::fs::metadata(f).map_or(0, |m| m.len()))
+                .sum();
+            Scan {
+                ranks: files.len() as u32,
+                per_rank: vec![1; files.len()],
+                in_rank_order: true,
+                blocks: bytes / 7 + files.len() as u64,
+                sends: bytes / 7,
+            }
+        }
+    };
+    let p = sc.ranks;
     let mut b = TraceBuilder::new(TraceMeta {
         name: input
             .file_stem()
@@ -379,6 +741,8 @@ pub fn import(input: &Path, flops_per_s: f64) -> Result<Imported, ImportError> {
         cpu_scale: None,
         sequential_objects: false,
     });
+    let cap = |x: u64| x.min(u32::MAX as u64) as usize;
+    b.reserve(cap(sc.blocks), cap(sc.blocks + sc.sends), cap(sc.sends));
     let e_msg = b.entry("msg");
     for r in 0..p {
         b.object(format!("rank{r}"), PeId(r));
@@ -391,11 +755,20 @@ pub fn import(input: &Path, flops_per_s: f64) -> Result<Imported, ImportError> {
         names: &names,
         flops_per_s,
     };
-    // Collective sequence per rank, checked against rank 0's.
-    let mut colls: Vec<Vec<(String, usize, u64)>> = vec![Vec::new(); p as usize];
+    let mut src = if optimistic {
+        Source::PerFile {
+            files: files.to_vec(),
+        }
+    } else {
+        Source::new(files, &sc)?
+    };
+    // Collective sequence per rank, checked against rank 0's; each rank's first file.
+    let mut colls: Vec<Vec<(&'static str, usize, u64)>> = vec![Vec::new(); p as usize];
+    let mut first_file = vec![0usize; p as usize];
     let mut kinds: BTreeMap<String, u64> = BTreeMap::new();
-    for (r, acts) in ranks.iter().enumerate() {
-        let r = r as u32;
+    let mut counts = [0u64; ACTIONS.len()];
+    let mut toks: Vec<(u32, u32)> = Vec::new();
+    for r in 0..p {
         let init = cx.entry("init");
         let mut s = Seg {
             obj: ObjectId(r),
@@ -408,14 +781,41 @@ pub fn import(input: &Path, flops_per_s: f64) -> Result<Imported, ImportError> {
         };
         let mut elem = 1u64;
         let mut n_coll = 0u64;
-        for a in acts {
-            *kinds.entry(a.name.clone()).or_insert(0) += 1;
+        let mut first = true;
+        let laid_out = src.each(r as usize, &mut |fi, line, text| {
+            if first {
+                first_file[r as usize] = fi;
+                first = false;
+            }
+            split(text, &mut toks);
+            let (a0, z0) = toks[1];
+            let raw = &text[a0 as usize..z0 as usize];
+            let lower;
+            let kind = known(raw);
+            let name = match kind {
+                Some(k) => ACTIONS[k],
+                None => {
+                    lower = raw.to_ascii_lowercase();
+                    &lower
+                }
+            };
+            let a = &Action {
+                name,
+                line_text: text,
+                args: &toks[2..],
+                file: fi,
+                line,
+            };
+            match kind {
+                Some(i) => counts[i] += 1,
+                None => *kinds.entry(name.to_string()).or_insert(0) += 1,
+            }
             let x = Args {
                 a,
                 file: &names[a.file],
             };
-            match a.name.as_str() {
-                "init" => elem = if a.args.is_empty() { 1 } else { 8 },
+            match a.name {
+                "init" => elem = if a.n_args() == 0 { 1 } else { 8 },
                 "finalize" | "comm_size" | "location" | "test" => {}
                 "compute" => {
                     let f = x.num(0, "flops")?;
@@ -478,7 +878,8 @@ pub fn import(input: &Path, flops_per_s: f64) -> Result<Imported, ImportError> {
                     let c = n_coll;
                     n_coll += 1;
                     let root = collective(&mut cx, &mut s, &x, coll, c, p, elem)?;
-                    colls[r as usize].push((coll.to_string(), a.line as usize, root as u64));
+                    let coll = known(coll).map_or("?", |k| ACTIONS[k]);
+                    colls[r as usize].push((coll, a.line as usize, root as u64));
                 }
                 other => {
                     return Err(x.err(
@@ -487,6 +888,10 @@ pub fn import(input: &Path, flops_per_s: f64) -> Result<Imported, ImportError> {
                     ));
                 }
             }
+            Ok(())
+        })?;
+        if !laid_out {
+            return Ok(None);
         }
         // Close the last segment.
         let blk = Block::new(s.obj, s.entry, SimDuration::from_ps(s.dur_ps));
@@ -497,7 +902,7 @@ pub fn import(input: &Path, flops_per_s: f64) -> Result<Imported, ImportError> {
         for (k, ((n0, l0, r0), (n, l, rt))) in colls[0].iter().zip(&colls[r]).enumerate() {
             if n0 != n || r0 != rt {
                 return Err(ImportError::inconsistent(
-                    &names[ranks[r][0].file],
+                    &names[first_file[r]],
                     format!(
                         "collective #{k} is `{n}` (root {rt}) on rank {r} (line {l}) but `{n0}` (root {r0}) on rank 0 (line {l0})"
                     ),
@@ -506,7 +911,7 @@ pub fn import(input: &Path, flops_per_s: f64) -> Result<Imported, ImportError> {
         }
         if colls[r].len() != colls[0].len() {
             return Err(ImportError::inconsistent(
-                &names[ranks[r][0].file],
+                &names[first_file[r]],
                 format!(
                     "rank {r} calls {} collectives but rank 0 calls {}",
                     colls[r].len(),
@@ -515,11 +920,12 @@ pub fn import(input: &Path, flops_per_s: f64) -> Result<Imported, ImportError> {
             ));
         }
     }
-    // Point-to-point: every send matched by a receive and vice versa.
-    for (key, n) in &cx.labels.sent {
-        let m = cx.labels.recvd.get(key).copied().unwrap_or(0);
-        if m != *n {
-            let (src, dst, tag) = *key;
+    // Point-to-point: every send matched by a receive and vice versa (reported in channel
+    // order: source, destination, tag).
+    let mut channels: Vec<((u32, u32, i64), Channel)> = cx.labels.channels.drain().collect();
+    channels.sort_unstable_by_key(|c| c.0);
+    for &((src, dst, tag), c) in &channels {
+        if c.sent > 0 && c.sent != c.recvd {
             let tagtxt = if tag >= 0 {
                 format!("tag {tag}")
             } else {
@@ -528,26 +934,44 @@ pub fn import(input: &Path, flops_per_s: f64) -> Result<Imported, ImportError> {
             return Err(ImportError::inconsistent(
                 &input.display().to_string(),
                 format!(
-                    "rank {src} sends {n} messages to rank {dst} with {tagtxt}, but rank {dst} receives {m}"
+                    "rank {src} sends {} messages to rank {dst} with {tagtxt}, but rank {dst} receives {}",
+                    c.sent, c.recvd
                 ),
             ));
         }
     }
-    for (key, m) in &cx.labels.recvd {
-        if !cx.labels.sent.contains_key(key) {
-            let (src, dst, tag) = *key;
+    for &((src, dst, tag), c) in &channels {
+        if c.sent == 0 {
             return Err(ImportError::inconsistent(
                 &input.display().to_string(),
                 format!(
-                    "rank {dst} receives {m} messages from rank {src} with tag {tag}, but rank {src} sends none"
+                    "rank {dst} receives {} messages from rank {src} with tag {tag}, but rank {src} sends none",
+                    c.recvd
                 ),
             ));
         }
     }
+    // Labels `channel << 32 | k` become 0..messages (channel by channel), so that the trace's
+    // message index is an array, not a sorted table.
+    let mut base = vec![0u64; channels.len()];
+    let mut total = 0u64;
+    let mut by_id: Vec<(u64, u64)> = channels.iter().map(|c| (c.1.id, c.1.sent)).collect();
+    drop(channels);
+    by_id.sort_unstable();
+    for (id, sent) in by_id {
+        base[id as usize] = total;
+        total += sent;
+    }
+    cx.b.relabel(|m| base[(m >> 32) as usize] + (m & 0xffff_ffff));
     let trace = cx.b.finish().map_err(|source| ImportError::Invalid {
         file: input.display().to_string(),
         source,
     })?;
+    for (k, &n) in ACTIONS.iter().zip(&counts) {
+        if n > 0 {
+            kinds.insert(k.to_string(), n);
+        }
+    }
     let mut notes = vec![format!(
         "{}: {p} ranks in {} files; actions: {}",
         input.display(),
@@ -563,11 +987,11 @@ pub fn import(input: &Path, flops_per_s: f64) -> Result<Imported, ImportError> {
         trace.num_blocks(),
         trace.num_sends()
     ));
-    Ok(Imported {
+    Ok(Some(Imported {
         trace,
         notes,
         recorded_end: None,
-    })
+    }))
 }
 
 /// Expands one collective call for this rank. Returns its root (0 when it has none).
@@ -758,5 +1182,19 @@ fn reduce(cx: &mut Ctx, s: &mut Seg, p: u32, root: u32, n: u64, tag: i64, name: 
             break;
         }
         mask <<= 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn action_names_are_found_in_any_case() {
+        for (i, a) in ACTIONS.iter().enumerate() {
+            assert_eq!(known(a), Some(i), "{a}");
+            assert_eq!(known(&a.to_ascii_uppercase()), Some(i), "{a}");
+        }
+        assert_eq!(known("bogus"), None);
     }
 }

@@ -555,8 +555,8 @@ impl<'a, Q: EventQueue<u64>> Engine<'a, Q> {
             } else {
                 while slot >= send_end {
                     off = plan.var.offset(send, raw, pe);
-                    send_end += plan.var.send_slots[send + 1] as usize
-                        - plan.var.send_slots[send] as usize;
+                    send_end +=
+                        plan.var.send_slots[send + 1] as usize - plan.var.send_slots[send] as usize;
                     send += 1;
                 }
             }

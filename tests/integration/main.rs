@@ -11,6 +11,7 @@ mod network;
 mod outputs;
 mod repeated;
 mod sweep;
+mod text_import;
 
 use network_models::NetSpec;
 use replay::{ReplayConfig, ReplayReport};

@@ -395,6 +395,34 @@ impl Trace {
         }
     }
 
+    /// Reserves room for `blocks` more blocks, `deps` dependencies and `sends` sends (so that
+    /// a trace built block by block does not over-allocate).
+    pub fn reserve(&mut self, blocks: usize, deps: usize, sends: usize) {
+        let c = &mut self.cols;
+        c.object.reserve_exact(blocks);
+        c.entry.reserve_exact(blocks);
+        c.duration_ps.reserve_exact(blocks);
+        c.trigger.reserve_exact(blocks);
+        self.deps_end.reserve_exact(blocks);
+        self.sends_end.reserve_exact(blocks);
+        self.deps.reserve_exact(deps);
+        self.sends.reserve_exact(sends);
+    }
+
+    /// Replaces every message label (of sends and triggers) `m` by `f(m)`; `f` must keep
+    /// labels distinct. Call [`Trace::validate`] afterwards (a [`TraceBuilder`] does).
+    pub fn relabel(&mut self, f: impl Fn(u64) -> u64) {
+        for s in &mut self.sends {
+            s.msg = MsgId(f(s.msg.0));
+        }
+        for t in &mut self.cols.trigger {
+            if *t != NONE_U64 {
+                *t = f(*t);
+            }
+        }
+        self.consumers = OnceLock::new();
+    }
+
     /// Appends a block; returns its id. References are checked later by [`Trace::validate`].
     ///
     /// # Panics
@@ -759,20 +787,48 @@ impl Consumers {
 }
 
 /// Maps message labels to send indices. When labels are exactly `0..n` in send order (as the
-/// generators emit), lookups are a bounds check; otherwise a binary search.
+/// generators emit), lookups are a bounds check; when they are `0..n` in another order, an
+/// array lookup; otherwise a binary search.
 #[derive(Clone, Debug)]
 pub struct MessageIndex {
     dense: usize,
+    /// Labels `0..n` in some order: the send carrying each label.
+    perm: Vec<u32>,
+    /// Any other labels: (label, send), sorted.
     sorted: Vec<(MsgId, u32)>,
+    /// A label carried by two sends (the index is then of the sorted kind).
+    dup: Option<MsgId>,
 }
 
 impl MessageIndex {
     fn new(sends: &[Send]) -> Self {
+        let n = sends.len();
         if sends.iter().enumerate().all(|(i, s)| s.msg.0 == i as u64) {
             return MessageIndex {
-                dense: sends.len(),
+                dense: n,
+                perm: Vec::new(),
                 sorted: Vec::new(),
+                dup: None,
             };
+        }
+        if sends.iter().all(|s| s.msg.0 < n as u64) {
+            let mut perm = vec![u32::MAX; n];
+            let mut dup = None;
+            for (i, s) in sends.iter().enumerate() {
+                let slot = &mut perm[s.msg.0 as usize];
+                if *slot != u32::MAX && dup.is_none() {
+                    dup = Some(s.msg);
+                }
+                *slot = i as u32;
+            }
+            if dup.is_none() {
+                return MessageIndex {
+                    dense: 0,
+                    perm,
+                    sorted: Vec::new(),
+                    dup: None,
+                };
+            }
         }
         let mut sorted: Vec<(MsgId, u32)> = sends
             .iter()
@@ -780,10 +836,19 @@ impl MessageIndex {
             .map(|(i, s)| (s.msg, i as u32))
             .collect();
         sorted.sort_unstable();
-        MessageIndex { dense: 0, sorted }
+        let dup = sorted.windows(2).find(|w| w[0].0 == w[1].0).map(|w| w[0].0);
+        MessageIndex {
+            dense: 0,
+            perm: Vec::new(),
+            sorted,
+            dup,
+        }
     }
     /// The index (into [`Trace::all_sends`]) of the send carrying `msg`.
     pub fn lookup(&self, msg: MsgId) -> Option<usize> {
+        if !self.perm.is_empty() {
+            return self.perm.get(msg.0 as usize).map(|&s| s as usize);
+        }
         if self.sorted.is_empty() {
             return (msg.0 < self.dense as u64).then_some(msg.0 as usize);
         }
@@ -793,10 +858,7 @@ impl MessageIndex {
             .map(|p| self.sorted[p].1 as usize)
     }
     fn duplicate(&self) -> Option<MsgId> {
-        self.sorted
-            .windows(2)
-            .find(|w| w[0].0 == w[1].0)
-            .map(|w| w[0].0)
+        self.dup
     }
 }
 
@@ -842,6 +904,14 @@ impl TraceBuilder {
     /// Appends a block.
     pub fn block(&mut self, block: Block, deps: &[BlockId], sends: &[Send]) -> BlockId {
         self.trace.push_block(block, deps, sends)
+    }
+    /// Replaces every message label ([`Trace::relabel`]).
+    pub fn relabel(&mut self, f: impl Fn(u64) -> u64) {
+        self.trace.relabel(f);
+    }
+    /// Reserves room ([`Trace::reserve`]).
+    pub fn reserve(&mut self, blocks: usize, deps: usize, sends: usize) {
+        self.trace.reserve(blocks, deps, sends);
     }
     /// Blocks added so far.
     pub fn num_blocks(&self) -> usize {
