@@ -7,6 +7,7 @@ mod emulate_cmd;
 mod html_report;
 mod lb_cmd;
 mod outputs;
+mod progress;
 mod report;
 mod svg;
 mod sweep_cmd;
@@ -158,6 +159,9 @@ struct ImportArgs {
     out: PathBuf,
     #[command(flatten)]
     opts: ImportOpts,
+    /// No progress or notes on stderr.
+    #[arg(long, short)]
+    quiet: bool,
 }
 
 #[derive(Args, Clone)]
@@ -244,6 +248,9 @@ struct GenArgs {
     /// Output file; `.jsonl` writes the JSON-lines text form, anything else the binary form.
     #[arg(long)]
     out: PathBuf,
+    /// No progress or summary on stderr.
+    #[arg(long, short)]
+    quiet: bool,
 }
 
 #[derive(Args)]
@@ -330,7 +337,7 @@ struct OutputArgs {
     /// Write the network cost per entry method (messages, wire, queueing, overhead) to this CSV.
     #[arg(long)]
     entries: Option<PathBuf>,
-    /// Don't print the simulator's own speed to stderr.
+    /// No progress, notes or simulator speed on stderr.
     #[arg(long, short)]
     quiet: bool,
 }
@@ -379,14 +386,17 @@ fn dispatch(cli: Cli) -> Result<()> {
         Cmd::Export(a) => export_cmd(a),
         Cmd::Replay(a) => {
             let t0 = Instant::now();
+            let mut progress = progress::Reporter::new(a.out.quiet);
             let trace = match a.format {
-                None => trace::read_repeated_file(&a.trace)?,
+                None => trace::read_repeated_file_with(&a.trace, &mut progress)?,
                 Some(f) => {
-                    let imp = importers::import(
+                    let imp = importers::import_with(
                         f,
                         &a.trace,
                         &import_options(&a.import, a.machine.net.as_ref()),
+                        &mut progress,
                     )?;
+                    progress.done();
                     if !a.out.quiet {
                         for n in &imp.notes {
                             eprintln!("{n}");
@@ -395,6 +405,7 @@ fn dispatch(cli: Cli) -> Result<()> {
                     Repeated::flat(imp.trace)
                 }
             };
+            progress.done();
             if !a.out.quiet {
                 eprintln!(
                     "loaded {} ({} blocks{}) in {:.3} s",
@@ -436,12 +447,24 @@ fn import_options(o: &ImportOpts, net: Option<&NetSpec>) -> importers::ImportOpt
 
 fn import_cmd(a: ImportArgs) -> Result<()> {
     let t0 = Instant::now();
-    let imp = importers::import(a.format, &a.input, &import_options(&a.opts, None))?;
-    for n in &imp.notes {
-        eprintln!("{n}");
+    let mut progress = progress::Reporter::new(a.quiet);
+    let imp = importers::import_with(
+        a.format,
+        &a.input,
+        &import_options(&a.opts, None),
+        &mut progress,
+    )?;
+    progress.done();
+    if !a.quiet {
+        for n in &imp.notes {
+            eprintln!("{n}");
+        }
     }
     let t = &imp.trace;
     trace::write_trace_file(t, &a.out, Format::from_path(&a.out))?;
+    if a.quiet {
+        return Ok(());
+    }
     eprintln!(
         "wrote {} ({} objects, {} blocks, {} sends) in {:.2} s",
         a.out.display(),
@@ -576,9 +599,10 @@ fn gen_cmd(a: GenArgs) -> Result<()> {
         seed: a.seed,
         generator,
     };
+    let mut progress = progress::Reporter::new(a.quiet);
     let t = match a.kind {
         GenKind::Pingpong => Repeated::flat(scenarios::pingpong(&p)?),
-        GenKind::Ring => scenarios::ring_repeated(a.ranks, &p)?,
+        GenKind::Ring => scenarios::ring_repeated_with(a.ranks, &p, &mut progress)?,
         GenKind::Halo2d | GenKind::Halo3d => {
             let want = if matches!(a.kind, GenKind::Halo2d) {
                 2
@@ -595,12 +619,16 @@ fn gen_cmd(a: GenArgs) -> Result<()> {
                     if want == 2 { "32x32" } else { "10x10x10" }
                 );
             }
-            scenarios::halo_repeated(&dims, a.periodic, &p)?
+            scenarios::halo_repeated_with(&dims, a.periodic, &p, &mut progress)?
         }
         GenKind::Pipeline => Repeated::flat(scenarios::pipeline(a.stages, &p)?),
     };
+    progress.done();
     let t = t.with_meta(|m| m.net = a.net.map(|n| n.to_string()));
     trace::write_repeated_file(&t, &a.out, Format::from_path(&a.out))?;
+    if a.quiet {
+        return Ok(());
+    }
     eprintln!(
         "wrote {} ({} objects, {} blocks, {} sends{})",
         a.out.display(),
@@ -791,7 +819,8 @@ fn replay_and_report(input: Repeated, m: &MachineArgs, o: &OutputArgs) -> Result
     let cfg = machine_config(m, input.body(), cpu_scale, per_block);
     let mut net = spec.build();
     let t0 = Instant::now();
-    let prepared = replay::Prepared::new(&input, net.as_mut(), &cfg);
+    let mut progress = progress::Reporter::new(o.quiet);
+    let prepared = replay::Prepared::new_with(&input, net.as_mut(), &cfg, &mut progress);
     let plan_s = t0.elapsed().as_secs_f64();
     // Once planned, the replay needs no block of the trace: keep its header for the report
     // (and its blocks for per-block outputs).
@@ -801,7 +830,9 @@ fn replay_and_report(input: Repeated, m: &MachineArgs, o: &OutputArgs) -> Result
         input.into_body().without_blocks()
     };
     let trace = &trace;
-    let result = prepared.and_then(|p| p.run(net.as_mut()).map(|r| (r, plan_s)));
+    let result =
+        prepared.and_then(|p| p.run_with(net.as_mut(), &mut progress).map(|r| (r, plan_s)));
+    progress.done();
     let wall = t0.elapsed().as_secs_f64();
     let (r, plan_s) = match result {
         Ok(r) => r,

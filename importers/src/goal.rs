@@ -37,6 +37,7 @@ use sim_core::SimDuration;
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use trace::{
     BlockColumns, BlockId, Destination, EntryId, MsgId, NONE_U64, ObjectId, PeId, Send, Trace,
     TraceMeta, TraceParts,
@@ -211,7 +212,12 @@ const PARALLEL_BYTES: u64 = 8 << 20;
 
 /// Parses the schedule: the `num_ranks` header, then the rank blocks, in two halves on two
 /// threads when the file is large (split at a `rank N {` line; the result is the same).
-fn parse(path: &Path, file: &str, parallel: bool) -> Result<Schedule, ImportError> {
+fn parse(
+    path: &Path,
+    file: &str,
+    parallel: bool,
+    progress: &mut dyn sim_core::Progress,
+) -> Result<Schedule, ImportError> {
     let (n_ranks, header_end, header_line) = parse_header(path, file)?;
     let size = std::fs::metadata(path)
         .map_err(|source| ImportError::Io {
@@ -219,22 +225,52 @@ fn parse(path: &Path, file: &str, parallel: bool) -> Result<Schedule, ImportErro
             source,
         })?
         .len();
+    progress.stage("parse", size, "bytes");
+    let done = AtomicU64::new(header_end);
+    let done = &done;
     let split = if parallel && size - header_end >= PARALLEL_BYTES {
         find_split(path, header_end + (size - header_end) / 2, size)?
     } else {
         None
     };
     let Some(split) = split else {
-        let (part, err) = parse_part(path, file, n_ranks, header_end, size, header_line + 1);
+        let (part, err) = parse_part(
+            path,
+            file,
+            n_ranks,
+            (header_end, size),
+            header_line + 1,
+            done,
+            Some(progress),
+        );
         if let Some((_, e)) = err {
             return Err(e);
         }
         return finish_parts(path, file, n_ranks, part, None);
     };
     let (a, b) = std::thread::scope(|sc| {
-        let a = sc.spawn(|| parse_part(path, file, n_ranks, header_end, split, header_line + 1));
-        let b = lines::count_lines(path, split)
-            .map(|before| parse_part(path, file, n_ranks, split, size, before + 1));
+        let a = sc.spawn(|| {
+            parse_part(
+                path,
+                file,
+                n_ranks,
+                (header_end, split),
+                header_line + 1,
+                done,
+                None,
+            )
+        });
+        let b = lines::count_lines(path, split).map(|before| {
+            parse_part(
+                path,
+                file,
+                n_ranks,
+                (split, size),
+                before + 1,
+                done,
+                Some(progress),
+            )
+        });
         (a.join(), b)
     });
     let (a, a_err) = a.unwrap_or_else(|e| std::panic::resume_unwind(e));
@@ -310,9 +346,10 @@ fn parse_part(
     path: &Path,
     file: &str,
     n_ranks: u32,
-    start: u64,
-    end: u64,
+    (start, end): (u64, u64),
     first_line: u64,
+    done: &AtomicU64,
+    progress: Option<&mut dyn sim_core::Progress>,
 ) -> (Part, Option<(u64, ImportError)>) {
     let mut part = Part {
         ops: Vec::new(),
@@ -323,11 +360,42 @@ fn parse_part(
         cpu_nic_ignored: 0,
     };
     let mut line = first_line;
+    let mut report = Report {
+        done,
+        progress,
+        at: start,
+    };
     let err = parse_into(
-        path, file, n_ranks, start, end, first_line, &mut part, &mut line,
+        path,
+        file,
+        n_ranks,
+        (start, end),
+        first_line,
+        &mut part,
+        &mut line,
+        &mut report,
     )
     .err();
     (part, err.map(|e| (line, e)))
+}
+
+/// Bytes parsed: counted by every part, shown by the one with the progress.
+struct Report<'a, 'p> {
+    done: &'a AtomicU64,
+    progress: Option<&'p mut dyn sim_core::Progress>,
+    at: u64,
+}
+
+impl Report<'_, '_> {
+    fn to(&mut self, offset: u64) {
+        if offset - self.at >= 4 << 20 {
+            let all = self.done.fetch_add(offset - self.at, Ordering::Relaxed) + offset - self.at;
+            self.at = offset;
+            if let Some(p) = self.progress.as_mut() {
+                p.advance_to(all);
+            }
+        }
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -335,11 +403,11 @@ fn parse_into(
     path: &Path,
     file: &str,
     n_ranks: u32,
-    start: u64,
-    end: u64,
+    (start, end): (u64, u64),
     first_line: u64,
     part: &mut Part,
     at_line: &mut u64,
+    report: &mut Report,
 ) -> Result<(), ImportError> {
     let mut lines = Lines::range(path, start, end, first_line)?;
     let mut p = P { file, line: 0 };
@@ -358,6 +426,7 @@ fn parse_into(
     p.line = first_line - 1;
     loop {
         *at_line = p.line + 1;
+        report.to(lines.offset());
         let Some((line_no, raw)) = lines.next_line()? else {
             break;
         };
@@ -702,13 +771,23 @@ fn op_kind(
 /// Imports a GOAL schedule. `eager_limit`: sends larger than this are rendezvous;
 /// `parallel`: a large file is parsed in two halves on two threads.
 pub fn import(path: &Path, eager_limit: u64, parallel: bool) -> Result<Imported, ImportError> {
+    import_with(path, eager_limit, parallel, &mut sim_core::NoProgress)
+}
+
+/// [`import`], reporting the bytes parsed to `progress`.
+pub fn import_with(
+    path: &Path,
+    eager_limit: u64,
+    parallel: bool,
+    progress: &mut dyn sim_core::Progress,
+) -> Result<Imported, ImportError> {
     let file = path.display().to_string();
     let Schedule {
         ops,
         base,
         edges: raw_edges,
         cpu_nic_ignored,
-    } = parse(path, &file, parallel)?;
+    } = parse(path, &file, parallel, progress)?;
     let n = base.len() - 1;
     let total = ops.len();
     let rank_of = |g: usize| -> usize { base.partition_point(|&b| b as usize <= g) - 1 };

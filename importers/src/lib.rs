@@ -135,10 +135,20 @@ pub struct Imported {
 
 /// Reads `input` as `format`.
 pub fn import(format: Format, input: &Path, opts: &ImportOptions) -> Result<Imported, ImportError> {
+    import_with(format, input, opts, &mut sim_core::NoProgress)
+}
+
+/// [`import`], reporting progress (text formats: bytes or ranks read) to `progress`.
+pub fn import_with(
+    format: Format,
+    input: &Path,
+    opts: &ImportOptions,
+    progress: &mut dyn sim_core::Progress,
+) -> Result<Imported, ImportError> {
     match format {
         Format::BgTrace => bgtrace::import(input),
-        Format::Goal => goal::import(input, opts.eager_limit, opts.parallel),
-        Format::SimGrid => simgrid::import(input, opts.flops_per_s),
+        Format::Goal => goal::import_with(input, opts.eager_limit, opts.parallel, progress),
+        Format::SimGrid => simgrid::import_with_progress(input, opts.flops_per_s, progress),
         Format::Projections => projections::import(input),
     }
 }

@@ -677,16 +677,25 @@ fn coll_tag(c: u64, step: u64) -> i64 {
 
 /// Imports a SimGrid TI trace (index file or single trace file).
 pub fn import(input: &Path, flops_per_s: f64) -> Result<Imported, ImportError> {
+    import_with_progress(input, flops_per_s, &mut sim_core::NoProgress)
+}
+
+/// [`import`], reporting the ranks read to `progress`.
+pub fn import_with_progress(
+    input: &Path,
+    flops_per_s: f64,
+    progress: &mut dyn sim_core::Progress,
+) -> Result<Imported, ImportError> {
     let files = trace_files(input)?;
     // The usual layout, an index of one file per rank in rank order, is read in one pass; any
     // surprise (another layout, or an error to report) falls back to scanning first.
     if files.len() > 1
-        && let Ok(Some(imp)) = import_with(input, &files, flops_per_s, None)
+        && let Ok(Some(imp)) = import_with(input, &files, flops_per_s, None, progress)
     {
         return Ok(imp);
     }
     let sc = scan(&files, input)?;
-    import_with(input, &files, flops_per_s, Some(sc))?.ok_or_else(|| {
+    import_with(input, &files, flops_per_s, Some(sc), progress)?.ok_or_else(|| {
         ImportError::inconsistent(
             &input.display().to_string(),
             "internal error: the scanned trace changed while it was read",
@@ -701,6 +710,7 @@ fn import_with(
     files: &[PathBuf],
     flops_per_s: f64,
     scanned: Option<Scan>,
+    progress: &mut dyn sim_core::Progress,
 ) -> Result<Option<Imported>, ImportError> {
     let names: Vec<String> = files.iter().map(|p| p.display().to_string()).collect();
     let optimistic = scanned.is_none();
@@ -768,7 +778,11 @@ fn import_with(
     let mut kinds: BTreeMap<String, u64> = BTreeMap::new();
     let mut counts = [0u64; ACTIONS.len()];
     let mut toks: Vec<(u32, u32)> = Vec::new();
+    progress.stage("import", p as u64, "ranks");
     for r in 0..p {
+        if r & 63 == 0 {
+            progress.advance_to(r as u64);
+        }
         let init = cx.entry("init");
         let mut s = Seg {
             obj: ObjectId(r),

@@ -29,6 +29,8 @@ const DISPATCH: u64 = 2; // PE that should pick its next ready block
 const DEPART: u64 = 3; // (k, slot) whose message leaves (per-message plans, ordered models)
 const NET: u64 = 4; // the network model's own event id (event-driven models)
 const RELEASE: u64 = 5; // (0, block) released at its recorded start
+/// Progress is reported every 2^18 events.
+const PROGRESS_MASK: u64 = (1 << 18) - 1;
 /// Iterations the event encoding can address.
 pub(crate) const MAX_REPS: u32 = 1 << 29;
 
@@ -197,8 +199,12 @@ impl<'a, Q: EventQueue<u64>> Engine<'a, Q> {
         }
     }
 
-    pub(crate) fn run(mut self) -> Result<ReplayReport, ReplayError> {
+    pub(crate) fn run(
+        mut self,
+        progress: &mut dyn sim_core::Progress,
+    ) -> Result<ReplayReport, ReplayError> {
         let plan = self.plan;
+        progress.stage("replay", plan.total_blocks(), "blocks");
         // Iterations with blocks ready at time 0: the first `max_lag` ones (their carried
         // dependencies reach back before the start), or all if some block needs nothing.
         let first = if plan.free_in_steady_state {
@@ -223,6 +229,9 @@ impl<'a, Q: EventQueue<u64>> Engine<'a, Q> {
             }
         }
         while let Some((t, e)) = self.sched.next_event()? {
+            if self.sched.events() & PROGRESS_MASK == 0 {
+                progress.advance_to(self.completed);
+            }
             let k = ((e >> 32) as u32) & (MAX_REPS - 1);
             let index = e as u32;
             match e >> KIND_SHIFT {
@@ -255,6 +264,7 @@ impl<'a, Q: EventQueue<u64>> Engine<'a, Q> {
                 }
             }
         }
+        progress.advance_to(self.completed);
         let total = plan.total_blocks();
         if self.completed < total {
             return Err(ReplayError::Stuck(self.diagnose()));

@@ -278,6 +278,16 @@ impl Prepared {
         net: &mut dyn NetworkModel,
         cfg: &ReplayConfig,
     ) -> Result<Prepared, ReplayError> {
+        Prepared::new_with(trace, net, cfg, &mut sim_core::NoProgress)
+    }
+
+    /// [`Prepared::new`], reporting the blocks planned to `progress` now and then.
+    pub fn new_with<'a>(
+        trace: impl Into<Input<'a>>,
+        net: &mut dyn NetworkModel,
+        cfg: &ReplayConfig,
+        progress: &mut dyn sim_core::Progress,
+    ) -> Result<Prepared, ReplayError> {
         let (body, rep) = match trace.into() {
             Input::Flat(t) => (t, None),
             Input::Repeated(r) if r.is_flat() => (r.body(), None),
@@ -292,8 +302,10 @@ impl Prepared {
             || net.uses_recorded_delays()
             || cfg.object_order.unwrap_or(body.meta.sequential_objects);
         let plan = match rep {
-            Some(r) if needs_every_block => plan::Plan::build(&r.expand(), None, cfg, net)?,
-            _ => plan::Plan::build(body, rep, cfg, net)?,
+            Some(r) if needs_every_block => {
+                plan::Plan::build(&r.expand(), None, cfg, net, progress)?
+            }
+            _ => plan::Plan::build(body, rep, cfg, net, progress)?,
         };
         Ok(Prepared {
             plan,
@@ -310,14 +322,24 @@ impl Prepared {
 
     /// Runs the event loop.
     pub fn run(self, net: &mut dyn NetworkModel) -> Result<ReplayReport, ReplayError> {
+        self.run_with(net, &mut sim_core::NoProgress)
+    }
+
+    /// Runs the event loop, reporting blocks completed to `progress` now and then.
+    pub fn run_with(
+        self,
+        net: &mut dyn NetworkModel,
+        progress: &mut dyn sim_core::Progress,
+    ) -> Result<ReplayReport, ReplayError> {
         let p = &self.plan;
         match self.queue {
             QueueKind::Radix => {
-                engine::Engine::new(p, net, RadixQueue::new(), self.limits, self.timeline).run()
+                engine::Engine::new(p, net, RadixQueue::new(), self.limits, self.timeline)
+                    .run(progress)
             }
             QueueKind::Binary => {
                 engine::Engine::new(p, net, BinaryHeapQueue::new(), self.limits, self.timeline)
-                    .run()
+                    .run(progress)
             }
         }
     }

@@ -142,8 +142,10 @@ impl Plan {
         rep: Option<&Repeated>,
         cfg: &ReplayConfig,
         net: &mut dyn NetworkModel,
+        progress: &mut dyn sim_core::Progress,
     ) -> Result<Plan, ReplayError> {
         let reps = rep.map_or(1, |r| r.reps());
+        progress.stage("plan", 2 * trace.num_blocks() as u64, "blocks");
         let pes = cfg.pes.unwrap_or(trace.meta.recorded_pes);
         if pes == 0 {
             return Err(ReplayError::Config(
@@ -190,6 +192,9 @@ impl Plan {
         let mut prio = Vec::new();
         let mut pending = Vec::with_capacity(n);
         for id in trace.block_ids() {
+            if id.0 & 0xf_ffff == 0 {
+                progress.advance_to(id.0 as u64);
+            }
             let b = trace.block(id);
             let pe = block_pe[id.index()];
             hot.push(Hot {
@@ -284,6 +289,9 @@ impl Plan {
         let mut mslots = Vec::new();
         let mut recv_ohs = Vec::new();
         for id in trace.block_ids() {
+            if id.0 & 0xf_ffff == 0 {
+                progress.advance_to(n as u64 + id.0 as u64);
+            }
             let i = id.index();
             let pe = block_pe[i];
             let scale = scale_of(pe);

@@ -35,6 +35,7 @@ pub mod study;
 mod synth;
 
 pub use synth::{
-    GenError, SynthParams, halo, halo_repeated, pingpong, pipeline, ring, ring_repeated,
+    GenError, SynthParams, halo, halo_repeated, halo_repeated_with, pingpong, pipeline, ring,
+    ring_repeated, ring_repeated_with,
 };
 pub use trace::Trace;

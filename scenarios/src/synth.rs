@@ -1,7 +1,7 @@
 //! The generators. See the crate docs for the structures they build.
 
 use sim_core::rng::below;
-use sim_core::{Ratio, SeedTree, SimDuration, SimRng};
+use sim_core::{NoProgress, Progress, Ratio, SeedTree, SimDuration, SimRng};
 use trace::{
     Block, BlockId, Carried, Destination, EntryId, MsgId, ObjectId, PeId, Repeated, Send, Trace,
     TraceBuilder, TraceMeta, Varying,
@@ -171,7 +171,9 @@ fn exchange_repeated(
     n: u32,
     neighbours: &dyn Fn(u32, &mut Vec<u32>),
     p: &SynthParams,
+    progress: &mut dyn Progress,
 ) -> Result<Repeated, GenError> {
+    progress.stage("generate", 2 * n as u64, "ranks");
     need(n >= 1, || "at least one rank is needed".into())?;
     need(p.iters >= 1, || "at least 1 iteration is needed".into())?;
     need(p.iters <= trace::MAX_REPS, || {
@@ -200,6 +202,9 @@ fn exchange_repeated(
     let mut dest_of_send: Vec<u32> = Vec::new();
     let mut incoming = vec![0u32; nu + 1];
     for r in 0..n {
+        if r & 0xffff == 0 {
+            progress.advance_to(r as u64);
+        }
         let c = SimDuration::from_ps(table[r as usize]);
         nb.clear();
         neighbours(r, &mut nb);
@@ -228,6 +233,9 @@ fn exchange_repeated(
     }
     drop(dest_of_send);
     for r in 0..n {
+        if r & 0xffff == 0 {
+            progress.advance_to(n as u64 + r as u64);
+        }
         for &m in &labels[incoming[r as usize] as usize..incoming[r as usize + 1] as usize] {
             let blk = Block {
                 trigger: Some(MsgId(m)),
@@ -287,12 +295,22 @@ pub fn ring(ranks: u32, p: &SynthParams) -> Result<Trace, GenError> {
 
 /// [`ring`] in its compact form: one iteration repeated.
 pub fn ring_repeated(ranks: u32, p: &SynthParams) -> Result<Repeated, GenError> {
+    ring_repeated_with(ranks, p, &mut NoProgress)
+}
+
+/// [`ring_repeated`], reporting the ranks built to `progress`.
+pub fn ring_repeated_with(
+    ranks: u32,
+    p: &SynthParams,
+    progress: &mut dyn Progress,
+) -> Result<Repeated, GenError> {
     need(ranks >= 1, || "ring needs at least 1 rank".into())?;
     exchange_repeated(
         format!("ring-{ranks}"),
         ranks,
         &|r, out| out.push((r + 1) % ranks),
         p,
+        progress,
     )
 }
 
@@ -303,6 +321,16 @@ pub fn halo(dims: &[u32], periodic: bool, p: &SynthParams) -> Result<Trace, GenE
 
 /// [`halo`] in its compact form: one iteration repeated.
 pub fn halo_repeated(dims: &[u32], periodic: bool, p: &SynthParams) -> Result<Repeated, GenError> {
+    halo_repeated_with(dims, periodic, p, &mut NoProgress)
+}
+
+/// [`halo_repeated`], reporting the ranks built to `progress`.
+pub fn halo_repeated_with(
+    dims: &[u32],
+    periodic: bool,
+    p: &SynthParams,
+    progress: &mut dyn Progress,
+) -> Result<Repeated, GenError> {
     need(matches!(dims.len(), 2 | 3), || {
         format!("halo needs 2 or 3 dimensions, got {}", dims.len())
     })?;
@@ -362,7 +390,7 @@ pub fn halo_repeated(dims: &[u32], periodic: bool, p: &SynthParams) -> Result<Re
             }
         }
     };
-    exchange_repeated(name, n, &nbrs, p)
+    exchange_repeated(name, n, &nbrs, p, progress)
 }
 
 /// MK's pipeline: `stages` processors in a chain, `p.iters` items flowing through it.
@@ -505,7 +533,7 @@ mod tests {
             let n = dims.iter().product();
             let f = grid(dims.clone(), periodic);
             let flat = exchange("x".into(), n, &f, &p).unwrap();
-            let rep = exchange_repeated("x".into(), n, &f, &p).unwrap();
+            let rep = exchange_repeated("x".into(), n, &f, &p, &mut NoProgress).unwrap();
             assert_eq!(
                 rep.expand(),
                 flat,
@@ -519,7 +547,7 @@ mod tests {
         };
         let ring = |r: u32, out: &mut Vec<u32>| out.push((r + 1) % 7);
         assert_eq!(
-            exchange_repeated("r".into(), 7, &ring, &p)
+            exchange_repeated("r".into(), 7, &ring, &p, &mut NoProgress)
                 .unwrap()
                 .expand(),
             exchange("r".into(), 7, &ring, &p).unwrap()

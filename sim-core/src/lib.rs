@@ -18,12 +18,14 @@
 //!
 //! The crate has no knowledge of traces, networks or processors; `replay` drives it.
 
+pub mod progress;
 pub mod queue;
 pub mod rng;
 mod sched;
 pub mod time;
 pub mod units;
 
+pub use progress::{NoProgress, Progress};
 pub use queue::{BinaryHeapQueue, EventClass, EventKey, EventQueue, QueueKind, RadixQueue};
 pub use rng::{SeedTree, SimRng};
 pub use sched::{RunLimits, SchedError, Scheduler};

@@ -215,7 +215,19 @@ fn write<W: Write>(t: &Trace, rep: Option<&Repeated>, w: W) -> io::Result<()> {
 /// Reads a columnar trace of `len` bytes (the whole input) and validates it. `path` names the
 /// source in errors.
 pub fn read_columnar<R: Read>(r: R, len: u64, path: &str) -> Result<Repeated, TraceError> {
+    read_columnar_with(r, len, path, &mut sim_core::NoProgress)
+}
+
+/// [`read_columnar`], reporting the bytes read to `progress`.
+pub fn read_columnar_with<R: Read>(
+    r: R,
+    len: u64,
+    path: &str,
+    progress: &mut dyn sim_core::Progress,
+) -> Result<Repeated, TraceError> {
+    progress.stage("load", len, "bytes");
     let mut rd = BinaryReader::new(r, path);
+    let rd = &mut rd;
     let mut magic = [0u8; 8];
     rd.fill(&mut magic, "the magic bytes \"WHATIFTC\"")?;
     if &magic != MAGIC {
@@ -245,9 +257,9 @@ pub fn read_columnar<R: Read>(r: R, len: u64, path: &str) -> Result<Repeated, Tr
         Ok(v)
     };
     let lim = u32::MAX as u64 - 1;
-    let n = count(&mut rd, "block count", lim)? as usize;
-    let n_deps = count(&mut rd, "dependency count", lim)? as usize;
-    let n_sends = count(&mut rd, "send count", lim)? as usize;
+    let n = count(rd, "block count", lim)? as usize;
+    let n_deps = count(rd, "dependency count", lim)? as usize;
+    let n_sends = count(rd, "send count", lim)? as usize;
     let at = rd.offset;
     let opt = rd.u8("optional-column bits")?;
     if opt & !31 != 0 {
@@ -257,11 +269,11 @@ pub fn read_columnar<R: Read>(r: R, len: u64, path: &str) -> Result<Repeated, Tr
             format!("found {opt:#04x}"),
         );
     }
-    let reps = count(&mut rd, "repetition count", crate::repeat::MAX_REPS as u64)? as u32;
-    let n_carried = count(&mut rd, "carried-dependency count", lim)? as usize;
+    let reps = count(rd, "repetition count", crate::repeat::MAX_REPS as u64)? as u32;
+    let n_carried = count(rd, "carried-dependency count", lim)? as usize;
     let msg_stride = rd.v("message-label stride")?;
-    let iter_stride = count(&mut rd, "iteration-label stride", u32::MAX as u64)? as u32;
-    let n_varying = count(&mut rd, "varying-block count", lim)? as usize;
+    let iter_stride = count(rd, "iteration-label stride", u32::MAX as u64)? as u32;
+    let n_varying = count(rd, "varying-block count", lim)? as usize;
     let anchored = rd.flag("end-anchor flag")?;
     let header_end = pad8(rd.offset);
 
@@ -319,20 +331,20 @@ pub fn read_columnar<R: Read>(r: R, len: u64, path: &str) -> Result<Repeated, Tr
     rd.fill(&mut [0u8; 8][..skip], "header padding")?;
 
     let mut cols = BlockColumns {
-        object: col(&mut rd, n, "object column")?,
-        entry: col(&mut rd, n, "entry column")?,
-        duration_ps: col(&mut rd, n, "duration column")?,
-        trigger: col(&mut rd, n, "trigger column")?,
+        object: col(rd, progress, n, "object column")?,
+        entry: col(rd, progress, n, "entry column")?,
+        duration_ps: col(rd, progress, n, "duration column")?,
+        trigger: col(rd, progress, n, "trigger column")?,
         ..BlockColumns::default()
     };
     if opt & OPT_ITERATION != 0 {
-        cols.iteration = col(&mut rd, n, "iteration column")?;
+        cols.iteration = col(rd, progress, n, "iteration column")?;
     }
     if opt & OPT_PRIORITY != 0 {
-        cols.priority = col(&mut rd, n, "priority column")?;
+        cols.priority = col(rd, progress, n, "priority column")?;
     }
     if opt & OPT_FLAGS != 0 {
-        cols.flags = col(&mut rd, n, "flags column")?;
+        cols.flags = col(rd, progress, n, "flags column")?;
         if let Some(p) = cols.flags.iter().position(|&f| f > 1) {
             return rd.fail(
                 rd.offset,
@@ -342,22 +354,22 @@ pub fn read_columnar<R: Read>(r: R, len: u64, path: &str) -> Result<Repeated, Tr
         }
     }
     if opt & OPT_START != 0 {
-        cols.recorded_start = col(&mut rd, n, "recorded-start column")?;
+        cols.recorded_start = col(rd, progress, n, "recorded-start column")?;
     }
     if opt & OPT_ARRIVAL != 0 {
-        cols.recorded_arrival = col(&mut rd, n, "recorded-arrival column")?;
+        cols.recorded_arrival = col(rd, progress, n, "recorded-arrival column")?;
     }
-    let deps_end: Vec<u32> = col(&mut rd, n, "dependency-end column")?;
-    let deps: Vec<u32> = col(&mut rd, n_deps, "dependency column")?;
+    let deps_end: Vec<u32> = col(rd, progress, n, "dependency-end column")?;
+    let deps: Vec<u32> = col(rd, progress, n_deps, "dependency column")?;
     let deps: Vec<BlockId> = deps.into_iter().map(BlockId).collect();
-    let sends_end: Vec<u32> = col(&mut rd, n, "send-end column")?;
-    let sends = read_sends(&mut rd, n_sends)?;
+    let sends_end: Vec<u32> = col(rd, progress, n, "send-end column")?;
+    let sends = read_sends(rd, progress, n_sends)?;
     let mut carried_end = Vec::new();
     let mut carried = Vec::new();
     if n_carried > 0 {
-        carried_end = col(&mut rd, n, "carried-end column")?;
-        let blocks: Vec<u32> = col(&mut rd, n_carried, "carried-block column")?;
-        let lags: Vec<u32> = col(&mut rd, n_carried, "carried-lag column")?;
+        carried_end = col(rd, progress, n, "carried-end column")?;
+        let blocks: Vec<u32> = col(rd, progress, n_carried, "carried-block column")?;
+        let lags: Vec<u32> = col(rd, progress, n_carried, "carried-lag column")?;
         carried = blocks
             .iter()
             .zip(&lags)
@@ -369,11 +381,11 @@ pub fn read_columnar<R: Read>(r: R, len: u64, path: &str) -> Result<Repeated, Tr
     }
     let mut varying = Varying::default();
     if n_varying > 0 {
-        varying.blocks = col(&mut rd, n_varying, "varying-block column")?;
-        varying.durations_ps = col(&mut rd, reps as usize * n_varying, "duration table")?;
+        varying.blocks = col(rd, progress, n_varying, "varying-block column")?;
+        varying.durations_ps = col(rd, progress, reps as usize * n_varying, "duration table")?;
     }
     if anchored {
-        varying.end_anchored = col(&mut rd, n_sends, "end-anchor column")?;
+        varying.end_anchored = col(rd, progress, n_sends, "end-anchor column")?;
     }
     let at = rd.offset;
     let mut t = [0u8; 4];
@@ -419,11 +431,16 @@ pub fn read_columnar<R: Read>(r: R, len: u64, path: &str) -> Result<Repeated, Tr
 /// Reads one column of `n` elements (and its padding) straight into its vector.
 fn col<R: Read, T: Elem>(
     rd: &mut BinaryReader<R>,
+    progress: &mut dyn sim_core::Progress,
     n: usize,
     what: &str,
 ) -> Result<Vec<T>, TraceError> {
     let mut v = vec![T::default(); n];
-    rd.fill(bytemuck::cast_slice_mut(&mut v), what)?;
+    // In pieces of 64 MiB, to report progress on large columns.
+    for piece in bytemuck::cast_slice_mut::<T, u8>(&mut v).chunks_mut(64 << 20) {
+        rd.fill(piece, what)?;
+        progress.advance_to(rd.offset);
+    }
     if cfg!(target_endian = "big") {
         for x in &mut v {
             *x = x.to_le();
@@ -439,7 +456,11 @@ fn skip_pad<R: Read>(rd: &mut BinaryReader<R>, what: &str) -> Result<(), TraceEr
 }
 
 /// Reads the six send columns into `Send` records, a chunk at a time.
-fn read_sends<R: Read>(rd: &mut BinaryReader<R>, n: usize) -> Result<Vec<Send>, TraceError> {
+fn read_sends<R: Read>(
+    rd: &mut BinaryReader<R>,
+    progress: &mut dyn sim_core::Progress,
+    n: usize,
+) -> Result<Vec<Send>, TraceError> {
     let blank = Send {
         msg: MsgId(0),
         offset: SimDuration::ZERO,
@@ -448,18 +469,32 @@ fn read_sends<R: Read>(rd: &mut BinaryReader<R>, n: usize) -> Result<Vec<Send>, 
         entry: EntryId(0),
     };
     let mut sends = vec![blank; n];
-    column_into(rd, &mut sends, "send-label column", |s, x: u64| {
-        s.msg = MsgId(x)
+    column_into(
+        rd,
+        progress,
+        &mut sends,
+        "send-label column",
+        |s, x: u64| s.msg = MsgId(x),
+    )?;
+    column_into(
+        rd,
+        progress,
+        &mut sends,
+        "send-offset column",
+        |s, x: u64| s.offset = SimDuration::from_ps(x),
+    )?;
+    column_into(rd, progress, &mut sends, "send-size column", |s, x: u64| {
+        s.bytes = x
     })?;
-    column_into(rd, &mut sends, "send-offset column", |s, x: u64| {
-        s.offset = SimDuration::from_ps(x)
-    })?;
-    column_into(rd, &mut sends, "send-size column", |s, x: u64| s.bytes = x)?;
-    column_into(rd, &mut sends, "send-entry column", |s, x: u32| {
-        s.entry = EntryId(x)
-    })?;
+    column_into(
+        rd,
+        progress,
+        &mut sends,
+        "send-entry column",
+        |s, x: u32| s.entry = EntryId(x),
+    )?;
     let kind_at = rd.offset;
-    let mut kinds: Vec<u8> = col(rd, n, "destination-kind column")?;
+    let mut kinds: Vec<u8> = col(rd, progress, n, "destination-kind column")?;
     if let Some(p) = kinds.iter().position(|&k| k > 3) {
         return rd.fail(
             kind_at + p as u64,
@@ -468,15 +503,21 @@ fn read_sends<R: Read>(rd: &mut BinaryReader<R>, n: usize) -> Result<Vec<Send>, 
         );
     }
     let mut i = 0;
-    column_into(rd, &mut sends, "destination column", |s, x: u32| {
-        s.dest = match kinds[i] {
-            0 => Destination::Object(ObjectId(x)),
-            1 => Destination::Group(GroupId(x)),
-            2 => Destination::All,
-            _ => Destination::AllExcept(ObjectId(x)),
-        };
-        i += 1;
-    })?;
+    column_into(
+        rd,
+        progress,
+        &mut sends,
+        "destination column",
+        |s, x: u32| {
+            s.dest = match kinds[i] {
+                0 => Destination::Object(ObjectId(x)),
+                1 => Destination::Group(GroupId(x)),
+                2 => Destination::All,
+                _ => Destination::AllExcept(ObjectId(x)),
+            };
+            i += 1;
+        },
+    )?;
     kinds.clear();
     Ok(sends)
 }
@@ -484,6 +525,7 @@ fn read_sends<R: Read>(rd: &mut BinaryReader<R>, n: usize) -> Result<Vec<Send>, 
 /// Reads a column of `sends.len()` elements in chunks, handing each to `set`.
 fn column_into<R: Read, T: Elem>(
     rd: &mut BinaryReader<R>,
+    progress: &mut dyn sim_core::Progress,
     sends: &mut [Send],
     what: &str,
     mut set: impl FnMut(&mut Send, T),
@@ -496,5 +538,6 @@ fn column_into<R: Read, T: Elem>(
             set(s, x.to_le());
         }
     }
+    progress.advance_to(rd.offset);
     skip_pad(rd, what)
 }

@@ -85,6 +85,14 @@ pub fn read_trace_file(path: &Path) -> Result<Trace, TraceError> {
 /// Reads a trace file in any format (detected from its first bytes) and validates it,
 /// keeping a repeated trace compact (a flat trace comes back as one repetition).
 pub fn read_repeated_file(path: &Path) -> Result<Repeated, TraceError> {
+    read_repeated_file_with(path, &mut sim_core::NoProgress)
+}
+
+/// [`read_repeated_file`], reporting the bytes read (columnar files) to `progress`.
+pub fn read_repeated_file_with(
+    path: &Path,
+    progress: &mut dyn sim_core::Progress,
+) -> Result<Repeated, TraceError> {
     let file = File::open(path).map_err(|e| io_err(path, e))?;
     let len = file.metadata().map_err(|e| io_err(path, e))?.len();
     let mut r = BufReader::with_capacity(1 << 16, file);
@@ -101,7 +109,7 @@ pub fn read_repeated_file(path: &Path) -> Result<Repeated, TraceError> {
     let head = &first[..got];
     let rest = std::io::Cursor::new(head.to_vec()).chain(r);
     if head == columnar::MAGIC {
-        return columnar::read_columnar(rest, len, &name);
+        return columnar::read_columnar_with(rest, len, &name, progress);
     }
     if head == binary::MAGIC {
         return binary::read_binary(rest, &name).map(Repeated::flat);
