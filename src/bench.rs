@@ -14,7 +14,7 @@ use std::time::Instant;
 pub struct BenchArgs {
     /// Rank counts to measure (comma-separated); each becomes the most cubic X x Y x Z grid.
     /// The documented runs: `--ranks 1000 --iters 100` and
-    /// `--ranks 1000000 --iters 10 --periodic` (about 20 s and 1.3 GB).
+    /// `--ranks 1000000 --iters 10 --periodic` (about 30 s and 1.3 GB).
     #[arg(long, default_value = "1000,100000", value_delimiter = ',')]
     ranks: Vec<u32>,
     /// Iterations of the halo.

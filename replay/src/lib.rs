@@ -48,6 +48,14 @@
 //!   [`ReplayError::Stuck`] naming them and what they wait for; run limits stop runaway replays.
 //! * **Determinism.** Integer time and a total event order: the same inputs give identical
 //!   results, whichever event queue is used.
+//!
+//! ## Scale
+//!
+//! A [`Repeated`] trace (one iteration run `K` times) is replayed without expanding it: the
+//! plan is sized by one iteration and the waiting state by the iterations in flight, so a
+//! 1M-rank, 10-iteration halo (70 M blocks) replays in about 1.3 GB. Results equal those of
+//! the expanded trace. [`Prepared::run_with`] reports progress through
+//! [`sim_core::Progress`] every 2^18 events.
 
 mod config;
 mod engine;

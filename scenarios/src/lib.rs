@@ -29,6 +29,11 @@
 //! `C + L(S)`. In [`pipeline`] the block of item `b` carries marker `b`; the pipeline uses
 //! MK's depth convention D = number of processors in the chain (so fill is D-1 hops),
 //! with s = r = o = 0.
+//!
+//! [`ring`] and [`halo`] are built as one iteration repeated ([`ring_repeated`],
+//! [`halo_repeated`]: a [`trace::Repeated`] whose expansion is the flat trace, block for
+//! block); `whatif gen` writes that compact form, so a 1M-rank halo is generated in seconds.
+//! Jittered durations become per-iteration duration rows.
 
 pub mod programs;
 pub mod study;

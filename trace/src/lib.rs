@@ -16,9 +16,18 @@
 //!   "arrived" means (network, mapping, CPU speed) is the replay's business, not this crate's.
 //! * Every decoder and the [`TraceBuilder`] validate the invariants listed on [`Trace`]; a
 //!   [`Trace`] you get from this crate is consistent.
-//! * Two serialisations, both versioned: a compact [`binary`] format (magic `WHATIFTR`,
-//!   streamable block by block) and a [`text`] JSON-lines form for people and scripts.
-//!   [`read_trace_file`] tells them apart by content, not by file name.
+//! * Blocks are stored as columns ([`BlockColumns`]; [`Trace::block`] returns a [`Block`] by
+//!   value), dependencies and sends as CSR arrays; consumers of each message are resolved once
+//!   and cached ([`Trace::consumers`]).
+//! * A [`Repeated`] trace stores one iteration and runs it `K` times (structure sharing); it
+//!   *means* its expansion ([`Repeated::expand`]), which the replay never has to build.
+//! * Three serialisations, all versioned: the [`columnar`] format (magic `WHATIFTC`; what
+//!   [`write_trace_file`] writes: fixed-width little-endian columns read in bulk, sizes
+//!   checked against the file before any allocation, repeated traces kept compact), the older
+//!   varint [`binary`] format (magic `WHATIFTR`, streamable block by block; still read and
+//!   written) and a [`text`] JSON-lines form for people and scripts. [`read_trace_file`] tells
+//!   them apart by content, not by file name.
+//! * Long loads report progress through [`sim_core::Progress`] ([`read_repeated_file_with`]).
 //! * Decoding never panics on bad input: errors name the file and the byte offset (binary) or
 //!   line (text) and say what was expected.
 
