@@ -5,6 +5,7 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use emulator::{EmulateConfig, InitialMap, NativeConfig, Timing};
 use network_models::NetSpec;
+use replay::footprint::human_bytes;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -27,6 +28,10 @@ fn parse_kv(s: &str) -> Result<(String, String), String> {
         _ => Err(format!("`{s}` is not key=value")),
     }
 }
+
+/// Bytes of emulator and network-model state per virtual PE (measured ~56 on `pingpong` with
+/// 10 M PEs; rounded up for models with per-PE state).
+const EMULATED_PE_BYTES: u64 = 96;
 
 #[derive(Args)]
 pub(crate) struct EmulateArgs {
@@ -58,6 +63,10 @@ pub(crate) struct EmulateArgs {
     /// Stop with an error after this many blocks.
     #[arg(long, default_value_t = 500_000_000)]
     max_blocks: u64,
+    /// Refuse to emulate on so many virtual PEs that their state alone would exceed this, e.g.
+    /// `32GiB` [default: 3/4 of this computer's memory].
+    #[arg(long, value_name = "BYTES", value_parser = sim_core::units::parse_bytes)]
+    max_memory: Option<u64>,
     /// Output trace; `.jsonl` writes the JSON-lines text form, anything else the binary form.
     #[arg(long)]
     out: PathBuf,
@@ -104,6 +113,21 @@ pub(crate) fn emulate(a: EmulateArgs) -> Result<()> {
         net_spec: a.net.to_string(),
         cpu_scale: a.cpu_scale,
     };
+    let limit = a
+        .max_memory
+        .unwrap_or_else(crate::limits::default_memory_limit);
+    let need = (a.pes as u64).saturating_mul(EMULATED_PE_BYTES);
+    if need > limit {
+        return Err(crate::BadInput(format!(
+            "--pes {}: {} virtual PEs need about {} before the program even starts, above the \
+             memory limit of {} (raise it with --max-memory)",
+            a.pes,
+            a.pes,
+            human_bytes(need),
+            human_bytes(limit)
+        ))
+        .into());
+    }
     let mut net = a.net.build();
     let t0 = Instant::now();
     let mut last = Instant::now();

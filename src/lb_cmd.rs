@@ -1,7 +1,7 @@
 //! `whatif lb`: compare load-balancing strategies on a trace, statically and by replay.
 
 use crate::{MachineArgs, cpu_scale_for, machine_config, net_for};
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use clap::Args;
 use lb_strategies::{
     DbOptions, LbDatabase, LbPoint, Metrics, PeTopology, STRATEGIES_HELP, Strategy, SyncPlan,
@@ -129,7 +129,9 @@ pub(crate) fn replay_run(
     let mut net = spec.build();
     match replay::replay(trace, net.as_mut(), cfg) {
         Ok(r) => Ok(r),
-        Err(e) => bail!("replay of `{}` failed: {e}", trace.meta.name),
+        Err(e) => {
+            Err(anyhow::Error::new(e).context(format!("replay of `{}` failed", trace.meta.name)))
+        }
     }
 }
 
@@ -139,6 +141,7 @@ pub(crate) fn lb(a: LbArgs) -> Result<()> {
     let cpu = cpu_scale_for(&trace, &a.machine)?;
     let base_cfg = machine_config(&a.machine, &trace, cpu, false);
     let pes = base_cfg.pes.unwrap_or(trace.meta.recorded_pes);
+    crate::limits::check_pes(pes as u64, trace.objects.len() as u64, a.machine.force)?;
     let current = base_cfg
         .mapping
         .resolve(&trace, pes)

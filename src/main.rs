@@ -6,6 +6,7 @@ mod demo;
 mod emulate_cmd;
 mod html_report;
 mod lb_cmd;
+mod limits;
 mod outputs;
 mod progress;
 mod report;
@@ -309,6 +310,14 @@ struct MachineArgs {
     /// Root random seed (recorded in the results; no model in this release draws from it).
     #[arg(long, default_value_t = SeedTree::DEFAULT_ROOT)]
     seed: u64,
+    /// Refuse a replay estimated to need more memory than this, e.g. `32GiB` [default: 3/4
+    /// of this computer's memory]. The estimate is made before anything is allocated.
+    #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
+    max_memory: Option<u64>,
+    /// Simulate more PEs than the trace has objects on machines of over a million PEs (the
+    /// extra PEs stay idle; refused without this flag). The memory limit still applies.
+    #[arg(long)]
+    force: bool,
 }
 
 #[derive(Args)]
@@ -366,13 +375,65 @@ struct RunArgs {
     out: OutputArgs,
 }
 
+/// An error in what the user gave (a file, a flag, a size): exit status 2.
+#[derive(Debug)]
+pub struct BadInput(pub String);
+
+impl std::fmt::Display for BadInput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for BadInput {}
+
+/// Exit status 2 for bad input (a trace, file, flag or size the command cannot use), 1 for
+/// a run that failed (a replay that cannot finish, a run limit, an I/O failure on output).
+fn exit_status(e: &anyhow::Error) -> u8 {
+    let bad = e.chain().any(|c| {
+        c.is::<BadInput>()
+            || c.is::<trace::TraceError>()
+            || c.is::<importers::ImportError>()
+            || matches!(
+                c.downcast_ref::<ReplayError>(),
+                Some(ReplayError::TooLarge { .. }) | Some(ReplayError::Config(_))
+            )
+    });
+    if bad { 2 } else { 1 }
+}
+
+/// The error and its causes on one line, each cause once: a cause whose text the message
+/// already ends with (libraries that print their source inside their own message) is not
+/// repeated.
+fn render(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for c in e.chain() {
+        let t = c.to_string();
+        if out.ends_with(&t) || out.contains(&format!("{t}: ")) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&t);
+    }
+    out
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match dispatch(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e:#}");
-            ExitCode::FAILURE
+            eprintln!("error: {}", render(&e));
+            if e.chain()
+                .any(|c| matches!(c.downcast_ref(), Some(ReplayError::TooLarge { .. })))
+            {
+                eprintln!(
+                    "(the estimate is made before anything is allocated; raise the limit with --max-memory, e.g. --max-memory 64GiB)"
+                );
+            }
+            ExitCode::from(exit_status(&e))
         }
     }
 }
@@ -385,6 +446,24 @@ fn dispatch(cli: Cli) -> Result<()> {
         Cmd::Import(a) => import_cmd(a),
         Cmd::Export(a) => export_cmd(a),
         Cmd::Replay(a) => {
+            let inputs = match a.format {
+                Some(f) => {
+                    importers::input_files(f, &a.trace).unwrap_or_else(|_| vec![a.trace.clone()])
+                }
+                None => vec![a.trace.clone()],
+            };
+            let o = &a.out;
+            let outputs: Vec<(&str, &std::path::Path)> = [
+                ("--timeline", &o.timeline),
+                ("--per-pe", &o.per_pe),
+                ("--links", &o.links),
+                ("--entries", &o.entries),
+                ("--out", &o.out),
+            ]
+            .into_iter()
+            .filter_map(|(f, p)| p.as_deref().map(|p| (f, p)))
+            .collect();
+            limits::refuse_overwrite(&inputs, &outputs)?;
             let t0 = Instant::now();
             let mut progress = progress::Reporter::new(a.out.quiet);
             let trace = match a.format {
@@ -446,6 +525,9 @@ fn import_options(o: &ImportOpts, net: Option<&NetSpec>) -> importers::ImportOpt
 }
 
 fn import_cmd(a: ImportArgs) -> Result<()> {
+    let inputs =
+        importers::input_files(a.format, &a.input).unwrap_or_else(|_| vec![a.input.clone()]);
+    limits::refuse_overwrite(&inputs, &[("--out", &a.out)])?;
     let t0 = Instant::now();
     let mut progress = progress::Reporter::new(a.quiet);
     let imp = importers::import_with(
@@ -477,6 +559,7 @@ fn import_cmd(a: ImportArgs) -> Result<()> {
 }
 
 fn export_cmd(a: ExportArgs) -> Result<()> {
+    limits::refuse_overwrite(std::slice::from_ref(&a.trace), &[("--out", &a.out)])?;
     let t = trace::read_trace_file(&a.trace)?;
     let text = match a.format {
         ExportFormat::Goal => importers::goal::export(&t)?,
@@ -764,6 +847,7 @@ fn machine_config(
             max_sim_time: m
                 .max_time
                 .map(|d| SimTime::ZERO.checked_add(d).unwrap_or(SimTime::MAX)),
+            max_memory_bytes: Some(m.max_memory.unwrap_or_else(limits::default_memory_limit)),
         },
         timeline,
         recorded_delays: false,
@@ -817,6 +901,18 @@ fn replay_and_report(input: Repeated, m: &MachineArgs, o: &OutputArgs) -> Result
     let spec = net_for(input.body(), m)?;
     let cpu_scale = cpu_scale_for(input.body(), m)?;
     let cfg = machine_config(m, input.body(), cpu_scale, per_block);
+    let pes = cfg.pes.unwrap_or(input.body().meta.recorded_pes);
+    let objects = input.body().objects.len();
+    limits::check_pes(pes as u64, objects as u64, m.force)?;
+    if !o.quiet
+        && let Ok(mut on) = cfg.mapping.resolve(input.body(), pes)
+    {
+        on.sort_unstable();
+        on.dedup();
+        if let Some(w) = limits::idle_warning(pes, on.len(), &m.map.to_string()) {
+            eprintln!("{w}");
+        }
+    }
     let mut net = spec.build();
     let t0 = Instant::now();
     let mut progress = progress::Reporter::new(o.quiet);

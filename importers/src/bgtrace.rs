@@ -54,15 +54,15 @@ fn summary_path(input: &Path) -> PathBuf {
 }
 
 /// The per-emulating-PE files `<summary name>0..N-1` next to the summary.
-fn pe_file_paths(sum_path: &Path, s: &BgSummary) -> Vec<PathBuf> {
-    let dir = sum_path.parent().unwrap_or(Path::new("."));
+/// Produced one at a time: a summary may claim millions of emulating PEs, and the first
+/// missing file stops the import before the claim costs memory.
+fn pe_file_paths(sum_path: &Path, s: &BgSummary) -> impl Iterator<Item = PathBuf> {
+    let dir = sum_path.parent().unwrap_or(Path::new(".")).to_path_buf();
     let stem = sum_path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "bgTrace".into());
-    (0..s.emulating_pes)
-        .map(|k| dir.join(format!("{stem}{k}")))
-        .collect()
+    (0..s.emulating_pes).map(move |k| dir.join(format!("{stem}{k}")))
 }
 
 /// Every file a log set consists of, summary first.
@@ -70,7 +70,10 @@ pub(crate) fn files(input: &Path) -> Result<Vec<PathBuf>, ImportError> {
     let sum_path = summary_path(input);
     let s = parse_summary(&read_file(&sum_path)?, &sum_path.display().to_string())?;
     let mut v = vec![sum_path.clone()];
-    v.extend(pe_file_paths(&sum_path, &s));
+    for path in pe_file_paths(&sum_path, &s) {
+        crate::error::must_exist(&path)?;
+        v.push(path);
+    }
     Ok(v)
 }
 
@@ -96,7 +99,7 @@ pub fn read_set(
     let s = parse_summary(&read_file(&sum_path)?, &sum_name)?;
     let mut found: Vec<BgTimeline> = Vec::new();
     let mut counts = Vec::new();
-    for (k, path) in pe_file_paths(&sum_path, &s).into_iter().enumerate() {
+    for (k, path) in pe_file_paths(&sum_path, &s).enumerate() {
         let k = k as u32;
         let name = path.display().to_string();
         let tls = parse_pe_file(&read_file(&path)?, &name, k, &s)?;

@@ -96,6 +96,16 @@ pub(crate) fn read_file(path: &std::path::Path) -> Result<Vec<u8>, ImportError> 
     })
 }
 
+/// An error unless `path` exists (the error a read would give).
+pub(crate) fn must_exist(path: &std::path::Path) -> Result<(), ImportError> {
+    std::fs::metadata(path)
+        .map(|_| ())
+        .map_err(|source| ImportError::Io {
+            path: path.to_path_buf(),
+            source,
+        })
+}
+
 /// Reads a whole file as UTF-8 text (invalid UTF-8 is reported with its byte offset).
 pub(crate) fn read_text(path: &std::path::Path) -> Result<String, ImportError> {
     let bytes = read_file(path)?;

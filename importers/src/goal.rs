@@ -282,6 +282,9 @@ fn parse(
 
 /// Reads up to the `num_ranks N` line; returns N, the byte offset after that line and its
 /// number.
+/// Ranks a GOAL file may declare without naming them in `rank N {` sections.
+const MAX_SILENT_RANKS: u64 = 4096;
+
 fn parse_header(path: &Path, file: &str) -> Result<(u32, u64, u64), ImportError> {
     let mut lines = Lines::open(path)?;
     let mut p = P { file, line: 0 };
@@ -299,6 +302,18 @@ fn parse_header(path: &Path, file: &str) -> Result<(u32, u64, u64), ImportError>
         let n = p.num(Some(toks[1]), "a rank count")?;
         if n == 0 || n > 1 << 24 {
             return Err(p.err("a rank count from 1 to 16777216", format!("{n}")));
+        }
+        // Ranks without a section are allowed (they do nothing), but a schedule of many ranks
+        // names them: beyond a few thousand, each rank needs its `rank N {` (8+ bytes).
+        let size = std::fs::metadata(path).map_or(u64::MAX, |m| m.len());
+        if n > MAX_SILENT_RANKS && n > size / 8 {
+            return Err(p.err(
+                format!(
+                    "a rank count this {size}-byte file can describe (at most {} rank sections of 8+ bytes each, or up to {MAX_SILENT_RANKS} ranks in all)",
+                    size / 8
+                ),
+                format!("num_ranks {n}"),
+            ));
         }
         return Ok((n as u32, lines.offset(), line_no));
     }

@@ -137,6 +137,21 @@ pub struct Imported {
     pub recorded_end: Option<SimTime>,
 }
 
+/// The files an import of `input` as `format` reads (the input itself, and for the formats
+/// that name other files, those): commands use it to refuse writing over an input.
+pub fn input_files(format: Format, input: &Path) -> Result<Vec<std::path::PathBuf>, ImportError> {
+    let mut files = match format {
+        Format::BgTrace => bgtrace::files(input)?,
+        Format::Goal => Vec::new(),
+        Format::SimGrid => simgrid::files(input)?,
+        Format::Projections => projections::files(input)?,
+    };
+    if !files.iter().any(|f| f == input) {
+        files.push(input.to_path_buf());
+    }
+    Ok(files)
+}
+
 /// Reads `input` as `format`.
 pub fn import(format: Format, input: &Path, opts: &ImportOptions) -> Result<Imported, ImportError> {
     import_with(format, input, opts, &mut sim_core::NoProgress)

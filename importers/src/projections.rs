@@ -159,23 +159,26 @@ struct Blk {
 }
 
 /// The per-PE logs `<stem>.<pe>.log` next to the `.sts` file.
-fn log_paths(sts_path: &Path, pes: u32) -> Vec<PathBuf> {
+/// Produced one at a time: a `.sts` may claim millions of PEs, and the first missing log
+/// stops the import before the claim costs memory.
+fn log_paths(sts_path: &Path, pes: u32) -> impl Iterator<Item = PathBuf> {
     let name = sts_path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let stem = name.strip_suffix(".sts").unwrap_or(&name);
-    let dir = sts_path.parent().unwrap_or(Path::new("."));
-    (0..pes)
-        .map(|pe| dir.join(format!("{stem}.{pe}.log")))
-        .collect()
+    let stem = name.strip_suffix(".sts").unwrap_or(&name).to_string();
+    let dir = sts_path.parent().unwrap_or(Path::new(".")).to_path_buf();
+    (0..pes).map(move |pe| dir.join(format!("{stem}.{pe}.log")))
 }
 
 /// Every file a log set consists of, the `.sts` first.
 pub(crate) fn files(sts_path: &Path) -> Result<Vec<PathBuf>, ImportError> {
     let sts = parse_sts(&read_text(sts_path)?, &sts_path.display().to_string())?;
     let mut v = vec![sts_path.to_path_buf()];
-    v.extend(log_paths(sts_path, sts.pes));
+    for path in log_paths(sts_path, sts.pes) {
+        crate::error::must_exist(&path)?;
+        v.push(path);
+    }
     Ok(v)
 }
 
@@ -193,7 +196,7 @@ pub fn import(sts_path: &Path) -> Result<Imported, ImportError> {
     let mut creations: HashMap<(u32, i64), Creation> = HashMap::new();
     let mut files = Vec::new();
     let (mut stray_ends, mut unterminated, mut dup_events) = (0usize, 0usize, 0usize);
-    for (pe, path) in log_paths(sts_path, sts.pes).into_iter().enumerate() {
+    for (pe, path) in log_paths(sts_path, sts.pes).enumerate() {
         let pe = pe as u32;
         let file = path.display().to_string();
         let text = read_text(&path)?;

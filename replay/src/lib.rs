@@ -59,6 +59,7 @@
 
 mod config;
 mod engine;
+pub mod footprint;
 mod plan;
 mod remap;
 mod stuck;
@@ -84,6 +85,21 @@ pub enum ReplayError {
     /// Some blocks can never run.
     #[error("{0}")]
     Stuck(StuckReport),
+    /// The replay would need more memory than [`sim_core::RunLimits::max_memory_bytes`]
+    /// allows; nothing was allocated.
+    #[error(
+        "this replay needs about {} (mostly for {largest}), above the memory limit of {}",
+        footprint::human_bytes(*needed_bytes),
+        footprint::human_bytes(*limit_bytes)
+    )]
+    TooLarge {
+        /// The estimate ([`footprint::Footprint::bytes`]).
+        needed_bytes: u64,
+        /// The limit.
+        limit_bytes: u64,
+        /// Its largest part, e.g. "100000000 PEs".
+        largest: String,
+    },
 }
 
 /// Message counts. A *delivery* is one message copy reaching one consuming block.
@@ -302,13 +318,33 @@ impl Prepared {
             Input::Repeated(r) => (r.body(), Some(r)),
         };
         let pes = cfg.pes.unwrap_or(body.meta.recorded_pes);
-        net.check_pes(pes)
-            .map_err(|e| ReplayError::Config(format!("network model: {e}")))?;
         let needs_every_block = cfg.remap.is_some()
             || cfg.recorded_order
             || cfg.recorded_delays
             || net.uses_recorded_delays()
             || cfg.object_order.unwrap_or(body.meta.sequential_objects);
+        let total_blocks = rep.map_or(body.num_blocks() as u64, |r| r.num_blocks());
+        let expanded = rep.is_some() && needs_every_block;
+        let reps = rep.map_or(1, |r| r.reps() as u64);
+        let body_deliveries = body.consumers().blocks.len() as u64;
+        footprint::Footprint {
+            pes: pes as u64,
+            planned_blocks: if expanded {
+                total_blocks
+            } else {
+                body.num_blocks() as u64
+            },
+            planned_deliveries: if expanded {
+                body_deliveries.saturating_mul(reps)
+            } else {
+                body_deliveries
+            },
+            expanded_blocks: if expanded { total_blocks } else { 0 },
+            timeline_blocks: if cfg.timeline { total_blocks } else { 0 },
+        }
+        .check(cfg.limits.max_memory_bytes)?;
+        net.check_pes(pes)
+            .map_err(|e| ReplayError::Config(format!("network model: {e}")))?;
         let plan = match rep {
             Some(r) if needs_every_block => {
                 plan::Plan::build(&r.expand(), None, cfg, net, progress)?

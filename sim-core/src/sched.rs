@@ -11,6 +11,10 @@ pub struct RunLimits {
     pub max_events: Option<u64>,
     /// Stop when the next event would happen after this instant (default: unlimited).
     pub max_sim_time: Option<SimTime>,
+    /// Refuse, before allocating, a run whose estimated memory exceeds this many bytes
+    /// (default: unlimited). Checked by the drivers that can estimate their needs (the replay
+    /// sizes its plan and per-PE state from the trace and the machine).
+    pub max_memory_bytes: Option<u64>,
 }
 
 /// Why the scheduler refused to go on.
@@ -195,7 +199,7 @@ mod tests {
 
         let limits = RunLimits {
             max_events: Some(3),
-            max_sim_time: None,
+            ..RunLimits::default()
         };
         let mut s = Scheduler::new(RadixQueue::new(), limits);
         // A self-perpetuating event chain: would run forever without the limit.
@@ -222,8 +226,8 @@ mod tests {
         );
 
         let limits = RunLimits {
-            max_events: None,
             max_sim_time: Some(SimTime::from_ps(5)),
+            ..RunLimits::default()
         };
         let mut s = Scheduler::new(RadixQueue::new(), limits);
         s.schedule(SimTime::from_ps(6), EventClass::Normal, ())

@@ -97,7 +97,7 @@ fn run_limits_stop_runaway_replays() {
     let mut cfg = ReplayConfig {
         limits: RunLimits {
             max_events: Some(100),
-            max_sim_time: None,
+            ..RunLimits::default()
         },
         ..Default::default()
     };
@@ -105,8 +105,8 @@ fn run_limits_stop_runaway_replays() {
     let e = replay::replay(&t, &mut net, &cfg).unwrap_err();
     assert!(e.to_string().contains("after 100 events"), "{e}");
     cfg.limits = RunLimits {
-        max_events: None,
         max_sim_time: Some(sim_core::SimTime::from_ps(us(250).as_ps())),
+        ..RunLimits::default()
     };
     let e = replay::replay(&t, &mut net, &cfg).unwrap_err();
     assert!(e.to_string().contains("simulated-time limit"), "{e}");

@@ -5,6 +5,7 @@ mod closed_forms;
 mod determinism;
 mod emulator;
 mod engine;
+mod hardening;
 mod importers;
 mod lb;
 mod network;

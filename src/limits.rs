@@ -1,0 +1,101 @@
+//! Resource checks the command line makes before large work: the default memory limit and
+//! the sanity of a machine size for a trace.
+
+use crate::BadInput;
+use replay::footprint::human_bytes;
+use std::path::{Path, PathBuf};
+
+/// Machines above this many PEs must not have more PEs than objects (without `--force`):
+/// the extra PEs stay idle, cost memory and output, and change no prediction.
+pub const IDLE_PES_CHECK_ABOVE: u64 = 1 << 20;
+
+/// Three quarters of this computer's memory (`MemTotal` in `/proc/meminfo`), or 8 GiB where
+/// that cannot be read.
+pub fn default_memory_limit() -> u64 {
+    let total = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find_map(|l| l.strip_prefix("MemTotal:"))
+                .and_then(|v| v.trim().strip_suffix("kB"))
+                .and_then(|v| v.trim().parse::<u64>().ok())
+        })
+        .map(|kib| kib.saturating_mul(1024));
+    match total {
+        Some(b) if b > 0 => b / 4 * 3,
+        _ => 8 << 30,
+    }
+}
+
+/// Refuses a machine of more than [`IDLE_PES_CHECK_ABOVE`] PEs with more PEs than the trace
+/// has objects, unless forced.
+pub fn check_pes(pes: u64, objects: u64, force: bool) -> anyhow::Result<()> {
+    if force || pes <= IDLE_PES_CHECK_ABOVE || pes <= objects {
+        return Ok(());
+    }
+    Err(BadInput(format!(
+        "{pes} PEs for a trace of {objects} objects: at most {objects} PEs can run anything, \
+         the other {} would stay idle and still cost about {} of memory; use --pes {objects} \
+         (or --pes objects), or --force to simulate them anyway",
+        pes - objects,
+        human_bytes((pes - objects).saturating_mul(replay::footprint::PER_PE_BYTES))
+    ))
+    .into())
+}
+
+/// A warning when some PEs get no object under the mapping (they stay idle), or `None`.
+pub fn idle_warning(pes: u32, busy_pes: usize, map: &str) -> Option<String> {
+    let idle = (pes as usize).saturating_sub(busy_pes);
+    if idle == 0 {
+        return None;
+    }
+    let hint = if map == "recorded" {
+        "; the recorded mapping keeps objects on the recorded PEs (spread out): try --map block or --map round-robin to use them all"
+    } else {
+        ""
+    };
+    Some(format!(
+        "warning: {idle} of {pes} PEs get no object and stay idle{hint}"
+    ))
+}
+
+/// A path made absolute without requiring it to exist (its folder is resolved when it
+/// exists, so `./a/../b.trace` and `b.trace` compare equal).
+fn resolved(p: &Path) -> PathBuf {
+    if let Ok(c) = p.canonicalize() {
+        return c;
+    }
+    let abs = if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        std::env::current_dir().unwrap_or_default().join(p)
+    };
+    match (abs.parent(), abs.file_name()) {
+        (Some(dir), Some(name)) => dir
+            .canonicalize()
+            .map(|d| d.join(name))
+            .unwrap_or(abs.clone()),
+        _ => abs,
+    }
+}
+
+/// Refuses outputs that would overwrite one of the command's inputs: an output file equal to
+/// an input, or an output folder that contains one. `outputs` pairs each path with the flag
+/// that named it, for the message.
+pub fn refuse_overwrite(inputs: &[PathBuf], outputs: &[(&str, &Path)]) -> anyhow::Result<()> {
+    let ins: Vec<PathBuf> = inputs.iter().map(|p| resolved(p)).collect();
+    for (flag, out) in outputs {
+        let o = resolved(out);
+        for (i, orig) in ins.iter().zip(inputs) {
+            if *i == o || (o.is_dir() && i.starts_with(&o)) {
+                return Err(BadInput(format!(
+                    "{flag} {}: that would overwrite the input {}; choose another output path",
+                    out.display(),
+                    orig.display()
+                ))
+                .into());
+            }
+        }
+    }
+    Ok(())
+}
