@@ -173,3 +173,30 @@ fn errors_are_said_once() {
         "{line}"
     );
 }
+
+#[test]
+fn a_text_trace_cut_at_a_line_boundary_is_refused() {
+    let dir = tmpdir("hard-cut");
+    let full = dir.join("r.jsonl");
+    let o = whatif(&[
+        "gen",
+        "ring",
+        "--ranks",
+        "4",
+        "--iters",
+        "10",
+        "--out",
+        full.to_str().unwrap(),
+        "-q",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&full).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    // The case: cut after the blocks of iteration 2 (a shorter, valid-looking ring).
+    let cut = dir.join("cut.jsonl");
+    std::fs::write(&cut, lines[..lines.len() / 4].join("\n") + "\n").unwrap();
+    let o = whatif(&["replay", cut.to_str().unwrap()]);
+    refused(&o, &["cut.jsonl", "end", "cut short"]);
+    let o = whatif(&["replay", full.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+}

@@ -93,9 +93,44 @@ fn text_round_trip() {
     let mut v = Vec::new();
     text::write_text(&t, &mut v).unwrap();
     let s = String::from_utf8(v).unwrap();
-    assert_eq!(s.lines().count(), 1 + 2 + 3 + 1 + 5);
+    // Header, 2 entries, 3 objects, 1 group, 5 blocks, the `end` record.
+    assert_eq!(s.lines().count(), 1 + 2 + 3 + 1 + 5 + 1);
     let back = text::read_text(s.as_bytes(), "mem").unwrap();
     assert_eq!(back, t);
+}
+
+#[test]
+fn text_cut_at_any_line_boundary_is_an_error() {
+    let t = sample();
+    let mut v = Vec::new();
+    text::write_text(&t, &mut v).unwrap();
+    let s = String::from_utf8(v).unwrap();
+    let lines: Vec<&str> = s.lines().collect();
+    for keep in 1..lines.len() {
+        let cut = lines[..keep].join("\n") + "\n";
+        let e = text::read_text(cut.as_bytes(), "mem")
+            .expect_err("a cut file must not read")
+            .to_string();
+        assert!(e.contains("end"), "cut after {keep} lines: {e}");
+    }
+    // Wrong counts in the `end` record, and anything after it, are errors too.
+    let last = lines.len() - 1;
+    let bad_end = lines[..last].join("\n")
+        + "\n{\"end\":{\"entries\":2,\"objects\":3,\"groups\":1,\"blocks\":4}}\n";
+    let e = text::read_text(bad_end.as_bytes(), "mem")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("4 blocks") && e.contains("the file has"), "{e}");
+    let extra = s.clone() + lines[1] + "\n";
+    let e = text::read_text(extra.as_bytes(), "mem")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("after the `end` record"), "{e}");
+    // Version 1 (no `end` record) is still read.
+    let v1 = lines[..last]
+        .join("\n")
+        .replacen("\"whatif_trace\":2", "\"whatif_trace\":1", 1);
+    assert_eq!(text::read_text(v1.as_bytes(), "mem").unwrap(), t);
 }
 
 #[test]

@@ -5,15 +5,18 @@
 //! Optional fields may be omitted.
 //!
 //! ```text
-//! {"whatif_trace":1,"name":"ring-4","generator":"whatif gen ring","description":"","recorded_pes":4,"net":null,"seed":null}
+//! {"whatif_trace":2,"name":"ring-4","generator":"whatif gen ring","description":"","recorded_pes":4,"net":null,"seed":null}
 //! {"entry":{"id":0,"name":"compute"}}
 //! {"object":{"id":0,"name":"rank[0]","pe":0}}
 //! {"group":{"id":0,"members":[0,1,2]}}
 //! {"block":{"id":0,"object":0,"entry":0,"duration_ps":100000000,"trigger":null,"deps":[],
 //!   "sends":[{"msg":0,"offset_ps":100000000,"to":{"object":1},"bytes":65536,"entry":0}],
 //!   "iteration":0,"lb_sync":false,"priority":0,"start_ps":null}}
+//! {"end":{"entries":1,"objects":1,"groups":1,"blocks":1}}
 //! ```
-//! (a block is one line; it is wrapped here for reading). `to` is one of `{"object":N}`,
+//! (a block is one line; it is wrapped here for reading). Version 2 ends with the `end`
+//! record, which repeats the counts: a file cut anywhere (even at a line boundary) is an
+//! error, not a shorter trace. Version 1 files (no `end` record) are still read. `to` is one of `{"object":N}`,
 //! `{"group":N}`, `"all"` or `{"all_except":N}`. Times are integer picoseconds.
 
 use crate::error::TraceError;
@@ -24,7 +27,7 @@ use sim_core::{SimDuration, SimTime};
 use std::io::{self, BufRead, Write};
 
 /// The format version of the JSON-lines form.
-pub const TEXT_VERSION: u32 = 1;
+pub const TEXT_VERSION: u32 = 2;
 
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -117,6 +120,28 @@ enum Line {
     Object(ObjectLine),
     Group(GroupLine),
     Block(BlockLine),
+    End(EndLine),
+}
+
+/// The closing record of a version-2 file: the counts of what came before it.
+#[derive(Serialize, Deserialize, PartialEq, Eq, Debug)]
+#[serde(deny_unknown_fields)]
+struct EndLine {
+    entries: u64,
+    objects: u64,
+    groups: u64,
+    blocks: u64,
+}
+
+impl EndLine {
+    fn of(t: &Trace) -> EndLine {
+        EndLine {
+            entries: t.entries.len() as u64,
+            objects: t.objects.len() as u64,
+            groups: t.groups.len() as u64,
+            blocks: t.num_blocks() as u64,
+        }
+    }
 }
 
 fn json_err(e: serde_json::Error) -> io::Error {
@@ -194,6 +219,7 @@ pub fn write_text<W: Write>(trace: &Trace, mut w: W) -> io::Result<()> {
         };
         line(&mut w, &Line::Block(bl))?;
     }
+    line(&mut w, &Line::End(EndLine::of(trace)))?;
     w.flush()
 }
 
@@ -212,6 +238,8 @@ pub fn read_text<R: BufRead>(r: R, path: &str) -> Result<Trace, TraceError> {
     let mut trace: Option<Trace> = None;
     let (mut deps, mut sends) = (Vec::new(), Vec::new());
     let mut last_line = 0;
+    let mut version = TEXT_VERSION;
+    let mut ended = false;
     for (i, l) in r.lines().enumerate() {
         let n = i as u64 + 1;
         last_line = n;
@@ -223,15 +251,16 @@ pub fn read_text<R: BufRead>(r: R, path: &str) -> Result<Trace, TraceError> {
             let h: HeaderLine = serde_json::from_str(&l).map_err(|e| {
                 fail(n, format!("expected the header line {{\"whatif_trace\":{TEXT_VERSION},\"name\":...,\"recorded_pes\":...}}: {e}"))
             })?;
-            if h.whatif_trace != TEXT_VERSION {
+            if !(1..=TEXT_VERSION).contains(&h.whatif_trace) {
                 return Err(fail(
                     n,
                     format!(
-                        "text format version {} is not supported (this build reads {TEXT_VERSION})",
+                        "text format version {} is not supported (this build reads 1 to {TEXT_VERSION})",
                         h.whatif_trace
                     ),
                 ));
             }
+            version = h.whatif_trace;
             trace = Some(Trace::new(TraceMeta {
                 name: h.name,
                 generator: h.generator,
@@ -244,11 +273,17 @@ pub fn read_text<R: BufRead>(r: R, path: &str) -> Result<Trace, TraceError> {
             }));
             continue;
         };
+        if ended {
+            return Err(fail(
+                n,
+                "expected the end of the file after the `end` record".into(),
+            ));
+        }
         let parsed: Line = serde_json::from_str(&l).map_err(|e| {
             fail(
                 n,
                 format!(
-                    "expected an {{\"entry\"|\"object\"|\"group\"|\"block\": {{...}}}} line: {e}"
+                    "expected an {{\"entry\"|\"object\"|\"group\"|\"block\"|\"end\": {{...}}}} line: {e}"
                 ),
             )
         })?;
@@ -303,7 +338,33 @@ pub fn read_text<R: BufRead>(r: R, path: &str) -> Result<Trace, TraceError> {
                 };
                 t.push_block(block, &deps, &sends);
             }
+            Line::End(e) => {
+                let have = EndLine::of(t);
+                if e != have {
+                    return Err(fail(
+                        n,
+                        format!(
+                            "the `end` record counts {} entries, {} objects, {} groups and {} blocks, but the file has {}, {}, {} and {}",
+                            e.entries,
+                            e.objects,
+                            e.groups,
+                            e.blocks,
+                            have.entries,
+                            have.objects,
+                            have.groups,
+                            have.blocks
+                        ),
+                    ));
+                }
+                ended = true;
+            }
         }
+    }
+    if trace.is_some() && version >= 2 && !ended {
+        return Err(fail(
+            last_line.max(1),
+            "expected the closing `end` record: the file is cut short (a version-2 trace ends with {\"end\":{...}})".into(),
+        ));
     }
     let trace = trace.ok_or_else(|| {
         fail(
