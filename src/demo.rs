@@ -1,7 +1,7 @@
 //! `whatif demo`: a small built-in study, end to end, into one folder with an HTML report.
 
 use crate::report::RunInfo;
-use crate::{html_report, outputs, sweep_cmd};
+use crate::{files, html_report, outputs, sweep_cmd};
 use anyhow::{Context, Result};
 use clap::Args;
 use network_models::NetSpec;
@@ -57,19 +57,24 @@ pub(crate) struct DemoArgs {
     /// No progress on stderr.
     #[arg(long, short)]
     quiet: bool,
+    /// Write into --out even if it is a non-empty folder that is not a whatif output (its
+    /// other files are kept). A previous whatif output is always replaced as a whole.
+    #[arg(long)]
+    force: bool,
 }
 
 pub(crate) fn demo(a: DemoArgs) -> Result<()> {
     let t0 = Instant::now();
-    std::fs::create_dir_all(&a.out)
-        .with_context(|| format!("cannot create {}", a.out.display()))?;
+    // Everything is built in a staging folder and put in place at the end, with the
+    // finished-run marker: an interrupted demo never leaves a half-written folder.
+    let staged = files::begin_dir(&a.out, a.force)?;
+    let w = staged.path().to_path_buf();
     let study = a.out.join("study.toml");
-    std::fs::write(&study, DEMO_STUDY)
-        .with_context(|| format!("cannot write {}", study.display()))?;
+    files::write_text(&w.join("study.toml"), DEMO_STUDY)?;
     if !a.quiet {
         eprintln!("1/3 sweep: {} (56 points)", study.display());
     }
-    sweep_cmd::run_study(&study, &a.out.join("sweep"), a.jobs, a.quiet)?;
+    sweep_cmd::run_study(&w.join("study.toml"), &w.join("sweep"), a.jobs, a.quiet)?;
 
     if !a.quiet {
         eprintln!("2/3 replay: stencil3d VF 4 on a contended 4x4x3 torus with 20 us latency");
@@ -91,7 +96,7 @@ pub(crate) fn demo(a: DemoArgs) -> Result<()> {
     .build();
     let e = scenarios::programs::emulate("stencil3d", &sets, &cfg, emu_net.as_mut(), &mut |_| {})
         .context("emulating the demo stencil")?;
-    let trace_path = a.out.join("stencil-vf4.trace");
+    let trace_path = w.join("stencil-vf4.trace");
     trace::write_trace_file(&e.trace, &trace_path, trace::Format::Binary)?;
     let mut net = spec.build();
     let r = replay::replay(
@@ -110,12 +115,16 @@ pub(crate) fn demo(a: DemoArgs) -> Result<()> {
         policy: "fifo",
         seed: sim_core::SeedTree::DEFAULT_ROOT,
     };
-    outputs::write_all(&a.out.join("replay"), &info, &r, Ratio::ONE)?;
+    std::fs::create_dir_all(w.join("replay"))
+        .with_context(|| format!("cannot create {}", w.join("replay").display()))?;
+    outputs::write_all(&w.join("replay"), &info, &r, Ratio::ONE, false)?;
 
     if !a.quiet {
         eprintln!("3/3 report");
     }
-    let page = html_report::write(&a.out, None)?;
+    html_report::write_titled(&w, None, &a.out)?;
+    files::finish_dir(staged)?;
+    let page = a.out.join("report.html");
     println!(
         "whatif demo finished in {:.1} s",
         t0.elapsed().as_secs_f64()

@@ -89,6 +89,7 @@ fn peak_rss() -> Option<String> {
 }
 
 pub(crate) fn emulate(a: EmulateArgs) -> Result<()> {
+    crate::files::check_outputs(&[("--out", &a.out)], &[], false)?;
     let generator = format!(
         "whatif emulate {} --pes {}{} --timing {} --net {}",
         a.program,

@@ -591,6 +591,19 @@ fn replay_section(dir: &Path) -> Result<Option<Section>> {
 /// Writes the report for `dir` (and its `sweep/` and `replay/` subfolders, as `whatif demo`
 /// lays them out) to `out` (default `dir/report.html`).
 pub fn write(dir: &Path, out: Option<&Path>) -> Result<PathBuf> {
+    if !dir.is_dir() {
+        return Err(crate::BadInput(format!(
+            "{}: no such folder (give a folder written by `whatif sweep`, `whatif replay --out` or `whatif demo`)",
+            dir.display()
+        ))
+        .into());
+    }
+    write_titled(dir, out, dir)
+}
+
+/// [`write`], naming the folder `title` in the page (a staged folder is read under its
+/// final name).
+pub fn write_titled(dir: &Path, out: Option<&Path>, title: &Path) -> Result<PathBuf> {
     let mut sections = Vec::new();
     for d in [dir.to_path_buf(), dir.join("sweep"), dir.join("replay")] {
         if let Some(s) = sweep_section(&d)? {
@@ -617,7 +630,7 @@ h2{border-bottom:2px solid #4e79a7;padding-bottom:4px}</style></head><body>\n<h1
         html,
         "<p>Predicted by whatif {} from <code>{}</code>. All figures are simulated.</p>\n<ul>",
         env!("CARGO_PKG_VERSION"),
-        esc(&dir.display().to_string())
+        esc(&title.display().to_string())
     );
     for (i, s) in sections.iter().enumerate() {
         let _ = write!(html, "<li><a href=\"#s{i}\">{}</a></li>", esc(&s.title));
@@ -635,6 +648,6 @@ h2{border-bottom:2px solid #4e79a7;padding-bottom:4px}</style></head><body>\n<h1
     let path = out
         .map(Path::to_path_buf)
         .unwrap_or_else(|| dir.join("report.html"));
-    std::fs::write(&path, html).with_context(|| format!("cannot write {}", path.display()))?;
+    crate::files::write_text(&path, &html)?;
     Ok(path)
 }

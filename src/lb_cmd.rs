@@ -142,6 +142,19 @@ pub(crate) fn lb(a: LbArgs) -> Result<()> {
     let base_cfg = machine_config(&a.machine, &trace, cpu, false);
     let pes = base_cfg.pes.unwrap_or(trace.meta.recorded_pes);
     crate::limits::check_pes(pes as u64, trace.objects.len() as u64, a.machine.force)?;
+    {
+        let files: Vec<(&str, &std::path::Path)> =
+            a.csv.iter().map(|p| ("--csv", p.as_path())).collect();
+        let dirs: Vec<(&str, &std::path::Path)> = [("--db", &a.db), ("--maps", &a.maps)]
+            .into_iter()
+            .filter_map(|(f, p)| p.as_deref().map(|p| (f, p)))
+            .collect();
+        crate::limits::refuse_overwrite(
+            std::slice::from_ref(&a.trace),
+            &[files.clone(), dirs.clone()].concat(),
+        )?;
+        crate::files::check_outputs(&files, &dirs, a.machine.force)?;
+    }
     let current = base_cfg
         .mapping
         .resolve(&trace, pes)
@@ -174,15 +187,18 @@ pub(crate) fn lb(a: LbArgs) -> Result<()> {
         );
     }
     if let Some(dir) = &a.db {
-        db.write_csv(dir)?;
-        db.write_json(&dir.join("db.json"))?;
+        let staged = crate::files::begin_dir(dir, a.machine.force)?;
+        db.write_csv(staged.path())?;
+        db.write_json(&staged.path().join("db.json"))?;
+        crate::files::finish_dir(staged)?;
         if !a.quiet {
             eprintln!("wrote the LB database to {}", dir.display());
         }
     }
-    if let Some(dir) = &a.maps {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    }
+    let maps_dir = match &a.maps {
+        Some(dir) => Some(crate::files::begin_dir(dir, a.machine.force)?),
+        None => None,
+    };
 
     // Without balancing, for the pre-LB figure at the start.
     let baseline = if point == LbPoint::Start {
@@ -196,8 +212,8 @@ pub(crate) fn lb(a: LbArgs) -> Result<()> {
         let map = s.map(&db, topo.as_ref(), a.machine.seed)?;
         let decided = t0.elapsed();
         let m: Metrics = metrics(&db, &map, topo.as_ref());
-        if let Some(dir) = &a.maps {
-            write_map(dir, s, &trace, &current, &map)?;
+        if let Some(dir) = &maps_dir {
+            write_map(dir.path(), s, &trace, &current, &map)?;
         }
         let t1 = Instant::now();
         let r = replay_with_map(
@@ -260,13 +276,15 @@ pub(crate) fn lb(a: LbArgs) -> Result<()> {
             remote_messages: r.messages.remote,
         });
     }
+    if let Some(dir) = maps_dir {
+        crate::files::finish_dir(dir)?;
+    }
     if let Some(p) = &a.csv {
-        let mut w =
-            csv::Writer::from_path(p).with_context(|| format!("cannot write {}", p.display()))?;
+        let mut w = crate::files::csv_file(p)?;
         for r in &rows {
             w.serialize(r)?;
         }
-        w.flush()?;
+        crate::files::commit_csv(w)?;
     }
     if a.json {
         println!("{}", serde_json::to_string_pretty(&rows)?);

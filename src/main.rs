@@ -4,6 +4,7 @@
 mod bench;
 mod demo;
 mod emulate_cmd;
+mod files;
 mod html_report;
 mod lb_cmd;
 mod limits;
@@ -160,6 +161,10 @@ struct ImportArgs {
     out: PathBuf,
     #[command(flatten)]
     opts: ImportOpts,
+    /// Refuse an input whose converted trace is estimated to need more memory than this,
+    /// e.g. `32GiB` [default: 3/4 of this computer's memory]. Checked before it is built.
+    #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
+    max_memory: Option<u64>,
     /// No progress or notes on stderr.
     #[arg(long, short)]
     quiet: bool,
@@ -315,7 +320,9 @@ struct MachineArgs {
     #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
     max_memory: Option<u64>,
     /// Simulate more PEs than the trace has objects on machines of over a million PEs (the
-    /// extra PEs stay idle; refused without this flag). The memory limit still applies.
+    /// extra PEs stay idle; refused without this flag; the memory limit still applies);
+    /// write output folders into a non-empty folder that is not a whatif output (its other
+    /// files are kept); write projections/ above 65536 PEs.
     #[arg(long)]
     force: bool,
 }
@@ -394,6 +401,8 @@ fn exit_status(e: &anyhow::Error) -> u8 {
         c.is::<BadInput>()
             || c.is::<trace::TraceError>()
             || c.is::<importers::ImportError>()
+            || c.downcast_ref::<safe_output::OutputError>()
+                .is_some_and(files::is_bad_output)
             || matches!(
                 c.downcast_ref::<ReplayError>(),
                 Some(ReplayError::TooLarge { .. }) | Some(ReplayError::Config(_))
@@ -464,6 +473,10 @@ fn dispatch(cli: Cli) -> Result<()> {
             .filter_map(|(f, p)| p.as_deref().map(|p| (f, p)))
             .collect();
             limits::refuse_overwrite(&inputs, &outputs)?;
+            // Every output path is checked now, not after the replay.
+            let (dirs, file_outs): (Vec<_>, Vec<_>) =
+                outputs.iter().partition(|(f, _)| *f == "--out");
+            files::check_outputs(&file_outs, &dirs, a.machine.force)?;
             let t0 = Instant::now();
             let mut progress = progress::Reporter::new(a.out.quiet);
             let trace = match a.format {
@@ -472,7 +485,7 @@ fn dispatch(cli: Cli) -> Result<()> {
                     let imp = importers::import_with(
                         f,
                         &a.trace,
-                        &import_options(&a.import, a.machine.net.as_ref()),
+                        &import_options(&a.import, a.machine.net.as_ref(), a.machine.max_memory),
                         &mut progress,
                     )?;
                     progress.done();
@@ -512,9 +525,14 @@ fn dispatch(cli: Cli) -> Result<()> {
     }
 }
 
-fn import_options(o: &ImportOpts, net: Option<&NetSpec>) -> importers::ImportOptions {
+fn import_options(
+    o: &ImportOpts,
+    net: Option<&NetSpec>,
+    max_memory: Option<u64>,
+) -> importers::ImportOptions {
     let d = importers::ImportOptions::default();
     importers::ImportOptions {
+        max_memory_bytes: max_memory.unwrap_or_else(limits::default_memory_limit),
         parallel: true,
         flops_per_s: o.flops_per_s,
         eager_limit: o.eager_limit.unwrap_or(match net {
@@ -528,12 +546,13 @@ fn import_cmd(a: ImportArgs) -> Result<()> {
     let inputs =
         importers::input_files(a.format, &a.input).unwrap_or_else(|_| vec![a.input.clone()]);
     limits::refuse_overwrite(&inputs, &[("--out", &a.out)])?;
+    files::check_outputs(&[("--out", &a.out)], &[], false)?;
     let t0 = Instant::now();
     let mut progress = progress::Reporter::new(a.quiet);
     let imp = importers::import_with(
         a.format,
         &a.input,
-        &import_options(&a.opts, None),
+        &import_options(&a.opts, None, a.max_memory),
         &mut progress,
     )?;
     progress.done();
@@ -560,11 +579,12 @@ fn import_cmd(a: ImportArgs) -> Result<()> {
 
 fn export_cmd(a: ExportArgs) -> Result<()> {
     limits::refuse_overwrite(std::slice::from_ref(&a.trace), &[("--out", &a.out)])?;
+    files::check_outputs(&[("--out", &a.out)], &[], false)?;
     let t = trace::read_trace_file(&a.trace)?;
     let text = match a.format {
         ExportFormat::Goal => importers::goal::export(&t)?,
     };
-    std::fs::write(&a.out, text).with_context(|| format!("cannot write {}", a.out.display()))?;
+    files::write_text(&a.out, &text)?;
     eprintln!(
         "wrote {} ({} ranks from {} blocks)",
         a.out.display(),
@@ -971,14 +991,19 @@ fn replay_and_report(input: Repeated, m: &MachineArgs, o: &OutputArgs) -> Result
     }
     if let Some(dir) = &o.out {
         let t0 = Instant::now();
-        outputs::write_all(dir, &info, &r, cpu_scale)?;
+        let staged = files::begin_dir(dir, m.force)?;
+        let notes = outputs::write_all(staged.path(), &info, &r, cpu_scale, m.force)?;
         if o.report {
-            let p = html_report::write(dir, None)?;
-            if !o.quiet {
-                eprintln!("wrote {}", p.display());
-            }
+            html_report::write_titled(staged.path(), None, dir)?;
         }
+        files::finish_dir(staged)?;
         if !o.quiet {
+            for n in notes {
+                eprintln!("{n}");
+            }
+            if o.report {
+                eprintln!("wrote {}", dir.join("report.html").display());
+            }
             eprintln!(
                 "wrote {} (trace.json, projections/, CSV summaries) in {:.2} s",
                 dir.display(),

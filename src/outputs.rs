@@ -20,8 +20,19 @@ use std::io::{BufWriter, Write};
 use std::path::Path;
 use trace::{BlockId, Trace};
 
-/// Writes every output into `dir` (created if needed). `r` must carry the timeline.
-pub fn write_all(dir: &Path, info: &RunInfo, r: &ReplayReport, cpu_scale: Ratio) -> Result<()> {
+/// Above this many PEs `projections/` (one log file per PE) is written only when forced.
+pub const MAX_PROJECTIONS_PES: u32 = 1 << 16;
+
+/// Writes every output into `dir` (a staging folder, see `files::begin_dir`). `r` must carry
+/// the timeline. Returns notes for the user (outputs left out, and why).
+pub fn write_all(
+    dir: &Path,
+    info: &RunInfo,
+    r: &ReplayReport,
+    cpu_scale: Ratio,
+    force: bool,
+) -> Result<Vec<String>> {
+    let mut notes = Vec::new();
     let t = info.trace;
     let tl = r
         .timeline
@@ -37,15 +48,22 @@ pub fn write_all(dir: &Path, info: &RunInfo, r: &ReplayReport, cpu_scale: Ratio)
     write_iterations_csv(&dir.join("iterations.csv"), r)?;
     let deliveries = Deliveries::of(t);
     write_chrome(&dir.join("trace.json"), t, tl, cpu_scale, &deliveries)?;
-    write_projections(
-        &dir.join("projections"),
-        info,
-        tl,
-        &deliveries,
-        r,
-        cpu_scale,
-    )?;
-    Ok(())
+    if r.pes <= MAX_PROJECTIONS_PES || force {
+        write_projections(
+            &dir.join("projections"),
+            info,
+            tl,
+            &deliveries,
+            r,
+            cpu_scale,
+        )?;
+    } else {
+        notes.push(format!(
+            "note: projections/ not written: {} PEs would make {} log files (limit {MAX_PROJECTIONS_PES}; --force writes them)",
+            r.pes, r.pes
+        ));
+    }
+    Ok(notes)
 }
 
 fn create(path: &Path) -> Result<BufWriter<File>> {
@@ -278,7 +296,17 @@ fn write_projections(
     let t = info.trace;
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let pes = r.pes;
-    let q = |x: &str| x.replace('"', "'");
+    // Names inside double quotes on one line: quotes and control characters (a newline
+    // would end the record) become harmless.
+    let q = |x: &str| -> String {
+        x.chars()
+            .map(|c| match c {
+                '"' => '\'',
+                c if c.is_control() => ' ',
+                c => c,
+            })
+            .collect()
+    };
     let mut sts = create(&dir.join("predicted.sts"))?;
     writeln!(sts, "PROJECTIONS_ID")?;
     writeln!(sts, "VERSION 11.0")?;

@@ -211,8 +211,7 @@ pub fn human(info: &RunInfo, r: &ReplayReport) -> String {
 /// Writes the timeline as CSV: one row per block, in start order.
 pub fn write_timeline(path: &Path, t: &Trace, r: &ReplayReport) -> Result<()> {
     let tl = r.timeline.as_ref().context("timeline was not recorded")?;
-    let mut w =
-        csv::Writer::from_path(path).with_context(|| format!("cannot write {}", path.display()))?;
+    let mut w = crate::files::csv_file(path)?;
     w.write_record(["block", "object", "entry", "pe", "start_ps", "end_ps"])?;
     for rec in tl {
         let b = t.block(trace::BlockId(rec.block));
@@ -225,14 +224,12 @@ pub fn write_timeline(path: &Path, t: &Trace, r: &ReplayReport) -> Result<()> {
             rec.end.as_ps().to_string(),
         ])?;
     }
-    w.flush()?;
-    Ok(())
+    crate::files::commit_csv(w)
 }
 
 /// Writes per-PE busy/idle as CSV.
 pub fn write_per_pe(path: &Path, r: &ReplayReport) -> Result<()> {
-    let mut w =
-        csv::Writer::from_path(path).with_context(|| format!("cannot write {}", path.display()))?;
+    let mut w = crate::files::csv_file(path)?;
     w.write_record(["pe", "blocks", "busy_ps", "idle_ps"])?;
     for (pe, (busy, blocks)) in r.pe_busy_ps.iter().zip(&r.pe_blocks).enumerate() {
         let idle = r.makespan.as_ps().saturating_sub(*busy);
@@ -243,14 +240,12 @@ pub fn write_per_pe(path: &Path, r: &ReplayReport) -> Result<()> {
             idle.to_string(),
         ])?;
     }
-    w.flush()?;
-    Ok(())
+    crate::files::commit_csv(w)
 }
 
 /// Writes per-link (and per-NIC) traffic as CSV; models without links write only the header.
 pub fn write_links(path: &Path, r: &ReplayReport) -> Result<()> {
-    let mut w =
-        csv::Writer::from_path(path).with_context(|| format!("cannot write {}", path.display()))?;
+    let mut w = crate::files::csv_file(path)?;
     w.write_record([
         "kind",
         "node",
@@ -278,17 +273,14 @@ pub fn write_links(path: &Path, r: &ReplayReport) -> Result<()> {
             l.max_wait_ps.to_string(),
         ])?;
     }
-    w.flush()?;
-    Ok(())
+    crate::files::commit_csv(w)
 }
 
 /// Writes the per-entry network cost table as CSV.
 pub fn write_entries(path: &Path, t: &Trace, r: &ReplayReport) -> Result<()> {
-    let mut w =
-        csv::Writer::from_path(path).with_context(|| format!("cannot write {}", path.display()))?;
+    let mut w = crate::files::csv_file(path)?;
     for row in entry_rows(t, r) {
         w.serialize(row)?;
     }
-    w.flush()?;
-    Ok(())
+    crate::files::commit_csv(w)
 }

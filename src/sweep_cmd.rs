@@ -82,6 +82,10 @@ pub(crate) struct SweepArgs {
     /// No progress on stderr.
     #[arg(long, short)]
     quiet: bool,
+    /// Write into --out even if it is a non-empty folder that is not a whatif output (its
+    /// other files are kept). A previous whatif output is always replaced as a whole.
+    #[arg(long)]
+    force: bool,
 }
 
 #[derive(Args)]
@@ -92,6 +96,9 @@ pub(crate) struct MergeArgs {
     /// Output folder.
     #[arg(long)]
     out: PathBuf,
+    /// Write into --out even if it is a non-empty folder that is not a whatif output.
+    #[arg(long)]
+    force: bool,
 }
 
 /// One result cell: exact text for CSV and its JSON form.
@@ -337,14 +344,18 @@ fn manifest_text(m: &Manifest, covered: Option<&[usize]>) -> String {
     )
 }
 
+/// Writes the result files into `dir` (staged and put in place with the finished-run marker),
+/// and the HTML report when `report`.
 fn write_outputs(
     dir: &Path,
     header: &str,
     csv_rows: &[String],
     json_rows: &[String],
     manifest: &str,
+    report: bool,
+    force: bool,
 ) -> Result<()> {
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let staged = crate::files::begin_dir(dir, force)?;
     let mut csv = String::with_capacity(64 * (csv_rows.len() + 1));
     csv.push_str(header);
     csv.push('\n');
@@ -358,10 +369,12 @@ fn write_outputs(
         ("results.json", json.as_str()),
         ("manifest.json", manifest),
     ] {
-        std::fs::write(dir.join(name), text)
-            .with_context(|| format!("cannot write {}", dir.join(name).display()))?;
+        crate::files::write_text(&staged.path().join(name), text)?;
     }
-    Ok(())
+    if report {
+        crate::html_report::write_titled(staged.path(), None, dir)?;
+    }
+    crate::files::finish_dir(staged)
 }
 
 pub(crate) fn sweep(a: SweepArgs) -> Result<()> {
@@ -379,6 +392,7 @@ pub(crate) fn run_study(study: &Path, out: &Path, jobs: Option<usize>, quiet: bo
         list: false,
         report: false,
         quiet,
+        force: false,
     })
 }
 
@@ -409,6 +423,8 @@ fn run(a: &SweepArgs) -> Result<()> {
         .out
         .clone()
         .unwrap_or_else(|| PathBuf::from(format!("{}-results", study.name)));
+    crate::limits::refuse_overwrite(std::slice::from_ref(&a.study), &[("--out", &out)])?;
+    crate::files::check_outputs(&[], &[("--out", &out)], a.force)?;
     let jobs = a
         .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
@@ -500,12 +516,11 @@ fn run(a: &SweepArgs) -> Result<()> {
         &csv_rows,
         &json_rows,
         &manifest(&study, &indices),
+        a.report,
+        a.force,
     )?;
-    if a.report {
-        let p = crate::html_report::write(&out, None)?;
-        if !a.quiet {
-            eprintln!("wrote {}", p.display());
-        }
+    if a.report && !a.quiet {
+        eprintln!("wrote {}", out.join("report.html").display());
     }
     if !a.quiet {
         eprintln!(
@@ -535,6 +550,8 @@ fn json_lines(text: &str, file: &Path) -> Result<Vec<String>> {
 }
 
 pub(crate) fn merge(a: MergeArgs) -> Result<()> {
+    crate::limits::refuse_overwrite(&a.shards, &[("--out", &a.out)])?;
+    crate::files::check_outputs(&[], &[("--out", &a.out)], a.force)?;
     let mut study: Option<Manifest> = None;
     let mut header: Option<String> = None;
     let mut rows: Vec<(usize, String, String)> = Vec::new();
@@ -635,6 +652,8 @@ pub(crate) fn merge(a: MergeArgs) -> Result<()> {
         &csv_rows,
         &json_rows,
         &manifest,
+        false,
+        a.force,
     )?;
     eprintln!(
         "merged {} shards: {total} points into {}",

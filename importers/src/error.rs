@@ -56,6 +56,25 @@ pub enum ImportError {
         /// The broken invariant.
         source: trace::ValidationError,
     },
+    /// The input would expand into a trace larger than the memory limit (checked before the
+    /// trace is built).
+    #[error(
+        "{file}: the converted trace would have {blocks} blocks and {sends} messages, about {} of memory, above the limit of {} (raise it with --max-memory)",
+        sim_core::units::human_bytes(*need_bytes),
+        sim_core::units::human_bytes(*limit_bytes)
+    )]
+    TooLarge {
+        /// The input.
+        file: String,
+        /// Blocks of the converted trace.
+        blocks: u64,
+        /// Messages of the converted trace.
+        sends: u64,
+        /// Estimated bytes.
+        need_bytes: u64,
+        /// The limit.
+        limit_bytes: u64,
+    },
     /// A file could not be opened or read.
     #[error("{}: {source}", path.display())]
     Io {

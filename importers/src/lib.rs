@@ -114,6 +114,38 @@ pub struct ImportOptions {
     pub eager_limit: u64,
     /// Parse large text inputs (GOAL) on two threads; the result is the same either way.
     pub parallel: bool,
+    /// Refuse an input whose converted trace is estimated (before it is built) to need more
+    /// memory than this ([`ImportError::TooLarge`]); collectives expanded into messages can
+    /// turn a small file into a huge trace.
+    pub max_memory_bytes: u64,
+}
+
+/// Estimated bytes of the converted trace per block while it is built (block record,
+/// dependency and consumer entries, builder scratch).
+pub const BUILD_BYTES_PER_BLOCK: u64 = 96;
+/// Estimated bytes per send while the trace is built.
+pub const BUILD_BYTES_PER_SEND: u64 = 64;
+
+/// Checks an estimate of the trace an input expands into against `opts.max_memory_bytes`.
+pub(crate) fn check_size(
+    file: &str,
+    blocks: u64,
+    sends: u64,
+    opts: &ImportOptions,
+) -> Result<(), ImportError> {
+    let need = blocks
+        .saturating_mul(BUILD_BYTES_PER_BLOCK)
+        .saturating_add(sends.saturating_mul(BUILD_BYTES_PER_SEND));
+    if need > opts.max_memory_bytes {
+        return Err(ImportError::TooLarge {
+            file: file.to_string(),
+            blocks,
+            sends,
+            need_bytes: need,
+            limit_bytes: opts.max_memory_bytes,
+        });
+    }
+    Ok(())
 }
 
 impl Default for ImportOptions {
@@ -122,6 +154,7 @@ impl Default for ImportOptions {
             flops_per_s: 1e9,
             eager_limit: 65535,
             parallel: true,
+            max_memory_bytes: u64::MAX,
         }
     }
 }
@@ -167,7 +200,9 @@ pub fn import_with(
     match format {
         Format::BgTrace => bgtrace::import(input),
         Format::Goal => goal::import_with(input, opts.eager_limit, opts.parallel, progress),
-        Format::SimGrid => simgrid::import_with_progress(input, opts.flops_per_s, progress),
+        Format::SimGrid => {
+            simgrid::import_with_progress(input, opts.flops_per_s, opts.max_memory_bytes, progress)
+        }
         Format::Projections => projections::import(input),
     }
 }

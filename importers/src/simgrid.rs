@@ -243,7 +243,29 @@ fn rank_of(tok: &str, name: &str, line: u64) -> Result<usize, ImportError> {
     }
 }
 
+/// At most how many blocks and sends one action of `kind` becomes on one of `p` ranks.
+fn expansion(kind: &str, p: u64) -> (u64, u64) {
+    let log = 64 - p.leading_zeros() as u64 + 1;
+    match kind {
+        "send" | "isend" => (0, 1),
+        "recv" | "sendrecv" => (2, 1),
+        "irecv" | "wait" | "waitall" => (1, 0),
+        "barrier" => (2 * log, log),
+        "bcast" | "reduce" | "allreduce" | "reducescatter" => (4 * log + 2, 2 * log + p),
+        "alltoall" | "alltoallv" | "allgather" | "allgatherv" => (2 * p, p),
+        "gather" | "gatherv" | "scatter" | "scatterv" => (p + 1, p),
+        _ => (0, 0),
+    }
+}
+
 fn scan(files: &[PathBuf], input: &Path) -> Result<Scan, ImportError> {
+    // Every rank has at least one action line of at least 4 bytes ("0 x\n"): a rank number
+    // beyond that cannot be complete, and is refused before it sizes anything.
+    let total_bytes: u64 = files
+        .iter()
+        .map(|f| std::fs::metadata(f).map_or(0, |m| m.len()))
+        .sum();
+    let max_rank = (total_bytes / 4).max(1);
     let mut per_rank: Vec<u64> = Vec::new();
     let mut in_rank_order = true;
     let mut last = 0usize;
@@ -261,6 +283,16 @@ fn scan(files: &[PathBuf], input: &Path) -> Result<Scan, ImportError> {
                 continue;
             };
             let rank = rank_of(&text[a as usize..z as usize], &name, line)?;
+            if rank as u64 >= max_rank {
+                return Err(ImportError::syntax(
+                    &name,
+                    line,
+                    format!(
+                        "a rank below {max_rank} (the input's {total_bytes} bytes hold at most that many ranks' actions)"
+                    ),
+                    format!("rank {rank}"),
+                ));
+            }
             if toks.len() < 2 {
                 return Err(ImportError::syntax(
                     &name,
@@ -299,18 +331,8 @@ fn scan(files: &[PathBuf], input: &Path) -> Result<Scan, ImportError> {
         ));
     }
     let p = per_rank.len() as u64;
-    let log = 64 - p.leading_zeros() as u64 + 1;
     for (k, n) in kinds {
-        let (b, s) = match k {
-            "send" | "isend" => (0, 1),
-            "recv" | "sendrecv" => (2, 1),
-            "irecv" | "wait" | "waitall" => (1, 0),
-            "barrier" => (2 * log, log),
-            "bcast" | "reduce" | "allreduce" | "reducescatter" => (4 * log + 2, 2 * log + p),
-            "alltoall" | "alltoallv" | "allgather" | "allgatherv" => (2 * p, p),
-            "gather" | "gatherv" | "scatter" | "scatterv" => (p + 1, p),
-            _ => (0, 0),
-        };
+        let (b, s) = expansion(k, p);
         blocks = blocks.saturating_add(n.saturating_mul(b));
         sends = sends.saturating_add(n.saturating_mul(s));
     }
@@ -677,25 +699,34 @@ fn coll_tag(c: u64, step: u64) -> i64 {
 
 /// Imports a SimGrid TI trace (index file or single trace file).
 pub fn import(input: &Path, flops_per_s: f64) -> Result<Imported, ImportError> {
-    import_with_progress(input, flops_per_s, &mut sim_core::NoProgress)
+    import_with_progress(input, flops_per_s, u64::MAX, &mut sim_core::NoProgress)
 }
 
-/// [`import`], reporting the ranks read to `progress`.
+/// [`import`], reporting the ranks read to `progress`, refusing (before building it) a trace
+/// estimated above `max_memory_bytes` ([`ImportError::TooLarge`]).
 pub fn import_with_progress(
     input: &Path,
     flops_per_s: f64,
+    max_memory_bytes: u64,
     progress: &mut dyn sim_core::Progress,
 ) -> Result<Imported, ImportError> {
     let files = trace_files(input)?;
+    let limit = crate::ImportOptions {
+        max_memory_bytes,
+        ..Default::default()
+    };
     // The usual layout, an index of one file per rank in rank order, is read in one pass; any
     // surprise (another layout, or an error to report) falls back to scanning first.
-    if files.len() > 1
-        && let Ok(Some(imp)) = import_with(input, &files, flops_per_s, None, progress)
-    {
-        return Ok(imp);
+    if files.len() > 1 {
+        match import_with(input, &files, flops_per_s, None, &limit, progress) {
+            Ok(Some(imp)) => return Ok(imp),
+            Err(e @ ImportError::TooLarge { .. }) => return Err(e),
+            _ => {}
+        }
     }
     let sc = scan(&files, input)?;
-    import_with(input, &files, flops_per_s, Some(sc), progress)?.ok_or_else(|| {
+    crate::check_size(&input.display().to_string(), sc.blocks, sc.sends, &limit)?;
+    import_with(input, &files, flops_per_s, Some(sc), &limit, progress)?.ok_or_else(|| {
         ImportError::inconsistent(
             &input.display().to_string(),
             "internal error: the scanned trace changed while it was read",
@@ -710,6 +741,7 @@ fn import_with(
     files: &[PathBuf],
     flops_per_s: f64,
     scanned: Option<Scan>,
+    limit: &crate::ImportOptions,
     progress: &mut dyn sim_core::Progress,
 ) -> Result<Option<Imported>, ImportError> {
     let names: Vec<String> = files.iter().map(|p| p.display().to_string()).collect();
@@ -795,6 +827,7 @@ fn import_with(
         };
         let mut elem = 1u64;
         let mut n_coll = 0u64;
+        let mut coll_size = (0u64, 0u64);
         let mut first = true;
         let laid_out = src.each(r as usize, &mut |fi, line, text| {
             if first {
@@ -891,6 +924,19 @@ fn import_with(
                 | "allgatherv" | "reducescatter") => {
                     let c = n_coll;
                     n_coll += 1;
+                    if optimistic && r == 0 {
+                        // Every rank calls rank 0's collectives: their expansion on all
+                        // ranks is known now, before any of it is built.
+                        let (eb, es) = expansion(coll, p as u64);
+                        coll_size.0 = coll_size.0.saturating_add(eb.saturating_mul(p as u64));
+                        coll_size.1 = coll_size.1.saturating_add(es.saturating_mul(p as u64));
+                        crate::check_size(
+                            &input.display().to_string(),
+                            sc.blocks.saturating_add(coll_size.0),
+                            sc.sends.saturating_add(coll_size.1),
+                            limit,
+                        )?;
+                    }
                     let root = collective(&mut cx, &mut s, &x, coll, c, p, elem)?;
                     let coll = known(coll).map_or("?", |k| ACTIONS[k]);
                     colls[r as usize].push((coll, a.line as usize, root as u64));

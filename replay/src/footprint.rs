@@ -95,23 +95,7 @@ impl Footprint {
     }
 }
 
-/// Bytes as people read them: `1.5 GiB`, `640 MiB`, `12 KiB`, `100 B`.
-pub fn human_bytes(b: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = b as f64;
-    let mut u = 0;
-    while v >= 1024.0 && u + 1 < UNITS.len() {
-        v /= 1024.0;
-        u += 1;
-    }
-    if u == 0 {
-        format!("{b} B")
-    } else if v < 10.0 {
-        format!("{v:.1} {}", UNITS[u])
-    } else {
-        format!("{v:.0} {}", UNITS[u])
-    }
-}
+pub use sim_core::units::human_bytes;
 
 #[cfg(test)]
 mod tests {

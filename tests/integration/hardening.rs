@@ -200,3 +200,209 @@ fn a_text_trace_cut_at_a_line_boundary_is_refused() {
     let o = whatif(&["replay", full.to_str().unwrap()]);
     assert!(o.status.success(), "{}", stderr(&o));
 }
+
+/// The file names under `dir`, recursively, sorted (relative paths).
+fn listing(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.push(p.strip_prefix(dir).unwrap().display().to_string());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn kill_9_during_replay_out_leaves_the_previous_output_or_no_marker() {
+    use std::time::Instant;
+    let dir = tmpdir("hard-kill");
+    let h = dir.join("h.trace");
+    let o = whatif(&[
+        "gen",
+        "halo3d",
+        "--dims",
+        "12x12x12",
+        "--iters",
+        "10",
+        "--out",
+        h.to_str().unwrap(),
+        "-q",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = dir.join("out");
+    let args = [
+        "replay",
+        h.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "-q",
+    ];
+    // The previous, complete output; the duration of a whole run sets the kill moments.
+    let t0 = Instant::now();
+    let o = whatif(&args);
+    let full = t0.elapsed();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let reference = listing(&out);
+    assert!(reference.contains(&safe_output::MARKER.to_string()));
+    let summary = std::fs::read(out.join("summary.json")).unwrap();
+    let chrome = std::fs::read(out.join("trace.json")).unwrap();
+    let mut killed = 0;
+    for i in 1..=8u32 {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_whatif"))
+            .args(args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(full * i / 8);
+        if child.try_wait().unwrap().is_none() {
+            child.kill().unwrap(); // SIGKILL
+            killed += 1;
+        }
+        child.wait().unwrap();
+        if out.join(safe_output::MARKER).exists() {
+            // A marker means a complete output, byte for byte the run's.
+            assert_eq!(
+                listing(&out),
+                reference,
+                "kill {i}: files of a marked output"
+            );
+            assert_eq!(std::fs::read(out.join("summary.json")).unwrap(), summary);
+            assert_eq!(std::fs::read(out.join("trace.json")).unwrap(), chrome);
+        }
+    }
+    assert!(
+        killed >= 3,
+        "only {killed} of 8 runs were killed before finishing"
+    );
+    // A later run cleans up what the killed ones left and finishes normally.
+    let o = whatif(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(listing(&out), reference);
+    let leftovers: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(".whatif-"))
+        .collect();
+    assert!(leftovers.is_empty(), "left behind: {leftovers:?}");
+}
+
+#[test]
+fn output_folders_are_replaced_whole_and_foreign_ones_refused() {
+    let dir = tmpdir("hard-outdir");
+    let r = ring(&dir, 8);
+    let out = dir.join("o");
+    let o = whatif(&["replay", &r, "--out", out.to_str().unwrap(), "-q"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(out.join("projections/predicted.7.log").exists());
+    // A 2-PE run into the same folder leaves no log of the 8-PE one.
+    let o = whatif(&[
+        "replay",
+        &r,
+        "--pes",
+        "2",
+        "--map",
+        "block",
+        "--out",
+        out.to_str().unwrap(),
+        "-q",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(out.join("projections/predicted.1.log").exists());
+    assert!(!out.join("projections/predicted.7.log").exists());
+    // A folder of other files: refused before the replay, kept; --force writes beside them.
+    let mine = dir.join("mine");
+    std::fs::create_dir_all(&mine).unwrap();
+    std::fs::write(mine.join("notes.txt"), "keep").unwrap();
+    let o = whatif(&["replay", &r, "--out", mine.to_str().unwrap()]);
+    refused(&o, &["--out", "not a whatif output", "--force"]);
+    assert!(stderr(&o).lines().all(|l| !l.starts_with("replayed")));
+    let o = whatif(&[
+        "replay",
+        &r,
+        "--out",
+        mine.to_str().unwrap(),
+        "--force",
+        "-q",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(mine.join("notes.txt").exists() && mine.join(safe_output::MARKER).exists());
+    // Output files in a folder that does not exist: refused before the replay.
+    for flag in ["--timeline", "--per-pe", "--links", "--entries"] {
+        let p = dir.join("nope/x.csv");
+        let o = whatif(&["replay", &r, flag, p.to_str().unwrap()]);
+        refused(&o, &[flag, "does not exist"]);
+        assert!(stderr(&o).lines().all(|l| !l.starts_with("replayed")));
+    }
+}
+
+#[test]
+fn a_collective_that_expands_beyond_memory_is_refused_before_building() {
+    let dir = tmpdir("hard-a2a");
+    // The case: 20,000 ranks doing one alltoall (under a megabyte of text) expand
+    // into 8e8 blocks. Refused after the scan, with the figures and the limit.
+    let f = dir.join("a2a.txt");
+    let mut text = String::new();
+    for r in 0..20_000 {
+        text.push_str(&format!("{r} init\n{r} alltoall 100 100\n{r} finalize\n"));
+    }
+    std::fs::write(&f, text).unwrap();
+    let out = dir.join("a.trace");
+    let o = whatif(&[
+        "import",
+        "simgrid",
+        f.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    refused(
+        &o,
+        &[
+            "a2a.txt",
+            "800020000 blocks",
+            "above the limit",
+            "--max-memory",
+        ],
+    );
+    assert!(!out.exists());
+    let o = whatif(&["replay", f.to_str().unwrap(), "--format", "simgrid"]);
+    refused(&o, &["800020000 blocks"]);
+    // The same through an index of one file per rank (the one-pass reader): refused while
+    // rank 0 is read, before the collective is built.
+    let idx = dir.join("index.txt");
+    let mut names = String::new();
+    for r in 0..2_000 {
+        let p = dir.join(format!("r{r}.txt"));
+        std::fs::write(&p, format!("{r} init\n{r} alltoall 100 100\n")).unwrap();
+        names.push_str(&format!("{}\n", p.display()));
+    }
+    std::fs::write(&idx, names).unwrap();
+    let o = whatif(&[
+        "import",
+        "simgrid",
+        idx.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--max-memory",
+        "100MiB",
+    ]);
+    refused(&o, &["index.txt", "blocks", "above the limit of 100 MiB"]);
+    // A rank number the input cannot hold is refused before it sizes anything.
+    std::fs::write(&f, "16000000 init\n").unwrap();
+    let o = whatif(&[
+        "import",
+        "simgrid",
+        f.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    refused(&o, &["rank 16000000", "a rank below"]);
+}

@@ -50,7 +50,7 @@ pub use repeat::{Carried, MAX_REPS, Repeated, Varying};
 pub use summary::{EntrySummary, TraceSummary};
 
 use std::fs::File;
-use std::io::{BufReader, BufWriter, Read};
+use std::io::{BufReader, Read};
 use std::path::Path;
 
 /// Which serialisation to write.
@@ -138,26 +138,34 @@ pub fn read_repeated_file_with(
     }
 }
 
-/// Writes a trace file in `format` (binary: the columnar format).
+/// Writes a trace file in `format` (binary: the columnar format), atomically: a temporary
+/// file renamed into place, so a killed writer never leaves a cut trace behind.
 pub fn write_trace_file(trace: &Trace, path: &Path, format: Format) -> Result<(), TraceError> {
-    let file = File::create(path).map_err(|e| io_err(path, e))?;
-    let w = BufWriter::with_capacity(1 << 16, file);
+    let mut f = safe_output::AtomicFile::create(path).map_err(|e| out_err(path, e))?;
     match format {
-        Format::Binary => columnar::write_columnar_flat(trace, w),
-        Format::Text => text::write_text(trace, w),
+        Format::Binary => columnar::write_columnar_flat(trace, &mut f),
+        Format::Text => text::write_text(trace, &mut f),
     }
-    .map_err(|e| io_err(path, e))
+    .map_err(|e| io_err(path, e))?;
+    f.commit().map_err(|e| out_err(path, e))
 }
 
 /// Writes a repeated trace: compact in the binary format, expanded in the text form.
 pub fn write_repeated_file(rep: &Repeated, path: &Path, format: Format) -> Result<(), TraceError> {
-    let file = File::create(path).map_err(|e| io_err(path, e))?;
-    let w = BufWriter::with_capacity(1 << 16, file);
+    let mut f = safe_output::AtomicFile::create(path).map_err(|e| out_err(path, e))?;
     match format {
-        Format::Binary => columnar::write_columnar(rep, w),
-        Format::Text => text::write_text(&rep.expand(), w),
+        Format::Binary => columnar::write_columnar(rep, &mut f),
+        Format::Text => text::write_text(&rep.expand(), &mut f),
     }
-    .map_err(|e| io_err(path, e))
+    .map_err(|e| io_err(path, e))?;
+    f.commit().map_err(|e| out_err(path, e))
+}
+
+fn out_err(path: &Path, e: safe_output::OutputError) -> TraceError {
+    match e {
+        safe_output::OutputError::Io { source, .. } => io_err(path, source),
+        other => io_err(path, std::io::Error::other(other.to_string())),
+    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,354 @@
+//! Outputs that are never half-written.
+//!
+//! Contract:
+//! - [`AtomicFile`] writes to a hidden temporary file next to its destination and renames it
+//!   into place on [`AtomicFile::commit`]. A process killed at any moment leaves either the
+//!   previous file or the complete new one at the destination (never a prefix); a temporary
+//!   file dropped without a commit is removed.
+//! - [`OutputDir`] builds a whole output folder in a hidden staging folder next to the
+//!   destination, writes the finished-run marker [`MARKER`] last, and swaps the staging folder
+//!   into place. A process killed at any moment leaves either the previous complete output or
+//!   a destination without the marker. Stale files of an earlier run never survive.
+//! - [`check_dir`] decides, before any long work, whether a folder may receive an output: an
+//!   absent or empty folder, or a previous whatif output (it holds [`MARKER`]), may; a
+//!   non-empty folder of other files needs `force`, and then receives the files in place
+//!   (nothing of it is deleted; the marker is still written last).
+//!
+//! Temporary names start with `.` and contain `.whatif-tmp.` or `.whatif-staging.` and the
+//! process id, so they never collide with outputs and are easy to clean up.
+
+use std::fs::{self, File};
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+/// The finished-run marker: written last into every output folder.
+pub const MARKER: &str = "whatif-complete.json";
+
+/// Why an output cannot be written.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum OutputError {
+    /// An operating-system error on `path`.
+    #[error("cannot write {path}: {source}")]
+    Io {
+        /// The path being written, created or renamed.
+        path: PathBuf,
+        /// The OS error.
+        source: io::Error,
+    },
+    /// The output folder holds other files and is not a previous whatif output.
+    #[error(
+        "{path} is not empty and is not a whatif output (it has no {MARKER}); choose a new or empty folder, or pass --force to write into it (its other files are kept)"
+    )]
+    Foreign {
+        /// The folder.
+        path: PathBuf,
+    },
+    /// The output path exists and is not a folder.
+    #[error("{path} exists and is not a folder; choose a folder for the outputs")]
+    NotADir {
+        /// The path.
+        path: PathBuf,
+    },
+    /// The folder an output file would go into does not exist.
+    #[error("cannot write {path}: its folder {parent} does not exist")]
+    NoParent {
+        /// The output file.
+        path: PathBuf,
+        /// Its missing folder.
+        parent: PathBuf,
+    },
+}
+
+fn io_err(path: &Path) -> impl FnOnce(io::Error) -> OutputError + '_ {
+    move |source| OutputError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// `dir/.name.whatif-<kind>.<pid>` for `dest = dir/name`.
+fn sibling(dest: &Path, kind: &str) -> PathBuf {
+    let name = dest
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "out".into());
+    let tmp = format!(".{name}.whatif-{kind}.{}", std::process::id());
+    match dest.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.join(tmp),
+        _ => PathBuf::from(tmp),
+    }
+}
+
+/// The folder `dest` goes into must exist.
+fn check_parent(dest: &Path) -> Result<(), OutputError> {
+    if let Some(parent) = dest.parent()
+        && !parent.as_os_str().is_empty()
+        && !parent.is_dir()
+    {
+        return Err(OutputError::NoParent {
+            path: dest.to_path_buf(),
+            parent: parent.to_path_buf(),
+        });
+    }
+    Ok(())
+}
+
+/// Checks that an output file can be created: its folder exists (checked before long work,
+/// so a typo in a path does not cost a whole run).
+pub fn check_file(dest: &Path) -> Result<(), OutputError> {
+    check_parent(dest)?;
+    if dest.is_dir() {
+        return Err(OutputError::Io {
+            path: dest.to_path_buf(),
+            source: io::Error::other("it is a folder"),
+        });
+    }
+    Ok(())
+}
+
+/// A file written under a temporary name and renamed into place by [`commit`](Self::commit).
+#[derive(Debug)]
+pub struct AtomicFile {
+    dest: PathBuf,
+    tmp: PathBuf,
+    w: Option<BufWriter<File>>,
+}
+
+impl AtomicFile {
+    /// Starts writing `dest` (its folder must exist).
+    pub fn create(dest: &Path) -> Result<AtomicFile, OutputError> {
+        check_file(dest)?;
+        let tmp = sibling(dest, "tmp");
+        let f = File::create(&tmp).map_err(io_err(dest))?;
+        Ok(AtomicFile {
+            dest: dest.to_path_buf(),
+            tmp,
+            w: Some(BufWriter::with_capacity(1 << 16, f)),
+        })
+    }
+
+    /// The destination path.
+    pub fn path(&self) -> &Path {
+        &self.dest
+    }
+
+    /// Flushes, syncs and renames the file into place.
+    pub fn commit(mut self) -> Result<(), OutputError> {
+        let w = self.w.take().expect("an uncommitted file has its writer");
+        let f = w.into_inner().map_err(|e| OutputError::Io {
+            path: self.dest.clone(),
+            source: e.into_error(),
+        })?;
+        f.sync_all().map_err(io_err(&self.dest))?;
+        drop(f);
+        fs::rename(&self.tmp, &self.dest).map_err(io_err(&self.dest))
+    }
+}
+
+impl Write for AtomicFile {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.w.as_mut().expect("open").write(buf)
+    }
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        self.w.as_mut().expect("open").write_all(buf)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.w.as_mut().expect("open").flush()
+    }
+}
+
+impl Drop for AtomicFile {
+    fn drop(&mut self) {
+        if self.w.take().is_some() {
+            let _ = fs::remove_file(&self.tmp);
+        }
+    }
+}
+
+/// Writes `bytes` to `dest` atomically.
+pub fn write_atomic(dest: &Path, bytes: &[u8]) -> Result<(), OutputError> {
+    let mut f = AtomicFile::create(dest)?;
+    f.write_all(bytes).map_err(io_err(dest))?;
+    f.commit()
+}
+
+/// What an output folder holds now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DirState {
+    /// It does not exist.
+    Absent,
+    /// It exists and is empty.
+    Empty,
+    /// It holds a previous whatif output (the marker).
+    Previous,
+    /// It holds other files; writing needs `force`.
+    Foreign,
+}
+
+/// Whether `dest` may receive an output folder; refuses a foreign folder unless `force`.
+pub fn check_dir(dest: &Path, force: bool) -> Result<DirState, OutputError> {
+    let state = dir_state(dest)?;
+    if state == DirState::Foreign && !force {
+        return Err(OutputError::Foreign {
+            path: dest.to_path_buf(),
+        });
+    }
+    check_parent(dest)?;
+    Ok(state)
+}
+
+fn dir_state(dest: &Path) -> Result<DirState, OutputError> {
+    match fs::metadata(dest) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(DirState::Absent),
+        Err(e) => return Err(io_err(dest)(e)),
+        Ok(m) if !m.is_dir() => {
+            return Err(OutputError::NotADir {
+                path: dest.to_path_buf(),
+            });
+        }
+        Ok(_) => {}
+    }
+    if dest.join(MARKER).is_file() {
+        return Ok(DirState::Previous);
+    }
+    let mut entries = fs::read_dir(dest).map_err(io_err(dest))?;
+    Ok(if entries.next().is_none() {
+        DirState::Empty
+    } else {
+        DirState::Foreign
+    })
+}
+
+/// Removes what killed runs left next to `dest`: staging folders, replaced folders and
+/// temporary files whose process no longer runs (checked in `/proc`; nothing is removed
+/// where `/proc` is absent).
+fn clean_stale(dest: &Path) {
+    if !Path::new("/proc/self").exists() {
+        return;
+    }
+    let Some(name) = dest.file_name().map(|n| n.to_string_lossy().into_owned()) else {
+        return;
+    };
+    let parent = match dest.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let Ok(entries) = fs::read_dir(&parent) else {
+        return;
+    };
+    let prefix = format!(".{name}.whatif-");
+    for e in entries.flatten() {
+        let f = e.file_name().to_string_lossy().into_owned();
+        let Some(rest) = f.strip_prefix(&prefix) else {
+            continue;
+        };
+        let Some((kind, pid)) = rest.split_once('.') else {
+            continue;
+        };
+        if !matches!(kind, "staging" | "old" | "tmp") || pid.parse::<u32>().is_err() {
+            continue;
+        }
+        if Path::new("/proc").join(pid).exists() {
+            continue;
+        }
+        let p = e.path();
+        let _ = if p.is_dir() {
+            fs::remove_dir_all(&p)
+        } else {
+            fs::remove_file(&p)
+        };
+    }
+}
+
+/// An output folder being built; see the crate docs.
+#[derive(Debug)]
+pub struct OutputDir {
+    dest: PathBuf,
+    /// Where the files go now: the staging folder, or `dest` itself for a forced foreign one.
+    work: PathBuf,
+    staged: bool,
+    finished: bool,
+}
+
+impl OutputDir {
+    /// Starts an output into `dest` (see [`check_dir`] for what is allowed).
+    pub fn begin(dest: &Path, force: bool) -> Result<OutputDir, OutputError> {
+        let state = check_dir(dest, force)?;
+        if state == DirState::Foreign {
+            // Written in place: the marker goes first out, last in.
+            let marker = dest.join(MARKER);
+            if marker.exists() {
+                fs::remove_file(&marker).map_err(io_err(&marker))?;
+            }
+            return Ok(OutputDir {
+                dest: dest.to_path_buf(),
+                work: dest.to_path_buf(),
+                staged: false,
+                finished: false,
+            });
+        }
+        clean_stale(dest);
+        let work = sibling(dest, "staging");
+        if work.exists() {
+            fs::remove_dir_all(&work).map_err(io_err(&work))?;
+        }
+        fs::create_dir_all(&work).map_err(io_err(&work))?;
+        Ok(OutputDir {
+            dest: dest.to_path_buf(),
+            work,
+            staged: true,
+            finished: false,
+        })
+    }
+
+    /// The folder to write the files into now.
+    pub fn path(&self) -> &Path {
+        &self.work
+    }
+
+    /// The final folder.
+    pub fn dest(&self) -> &Path {
+        &self.dest
+    }
+
+    /// Writes the marker (`marker_json`: what the run was) last and puts the folder in place.
+    pub fn finish(mut self, marker_json: &str) -> Result<(), OutputError> {
+        let marker = self.work.join(MARKER);
+        write_atomic(&marker, marker_json.as_bytes())?;
+        if self.staged {
+            let old = sibling(&self.dest, "old");
+            let had_old = match dir_state(&self.dest)? {
+                DirState::Absent => false,
+                DirState::Empty => {
+                    fs::remove_dir(&self.dest).map_err(io_err(&self.dest))?;
+                    false
+                }
+                DirState::Previous | DirState::Foreign => {
+                    if old.exists() {
+                        fs::remove_dir_all(&old).map_err(io_err(&old))?;
+                    }
+                    fs::rename(&self.dest, &old).map_err(io_err(&self.dest))?;
+                    true
+                }
+            };
+            fs::rename(&self.work, &self.dest).map_err(io_err(&self.dest))?;
+            if had_old {
+                fs::remove_dir_all(&old).map_err(io_err(&old))?;
+            }
+        }
+        self.finished = true;
+        Ok(())
+    }
+}
+
+impl Drop for OutputDir {
+    fn drop(&mut self) {
+        if self.staged && !self.finished {
+            let _ = fs::remove_dir_all(&self.work);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,139 @@
+use super::*;
+
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("safe-output-{name}-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&d);
+    fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn names(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn atomic_file_appears_only_on_commit() {
+    let d = scratch("file");
+    let p = d.join("a.csv");
+    fs::write(&p, "old").unwrap();
+    let mut f = AtomicFile::create(&p).unwrap();
+    f.write_all(b"new contents").unwrap();
+    assert_eq!(fs::read_to_string(&p).unwrap(), "old");
+    f.commit().unwrap();
+    assert_eq!(fs::read_to_string(&p).unwrap(), "new contents");
+    assert_eq!(names(&d), ["a.csv"]);
+}
+
+#[test]
+fn dropped_atomic_file_leaves_the_old_one_and_no_temporary() {
+    let d = scratch("drop");
+    let p = d.join("a.csv");
+    fs::write(&p, "old").unwrap();
+    {
+        let mut f = AtomicFile::create(&p).unwrap();
+        f.write_all(b"half").unwrap();
+    }
+    assert_eq!(fs::read_to_string(&p).unwrap(), "old");
+    assert_eq!(names(&d), ["a.csv"]);
+}
+
+#[test]
+fn missing_parent_is_named() {
+    let d = scratch("parent");
+    let e = AtomicFile::create(&d.join("nope/a.csv")).unwrap_err();
+    assert!(e.to_string().contains("does not exist"), "{e}");
+}
+
+#[test]
+fn output_dir_replaces_a_previous_output_without_stale_files() {
+    let d = scratch("dir");
+    let out = d.join("out");
+    let o = OutputDir::begin(&out, false).unwrap();
+    fs::write(o.path().join("predicted.7.log"), "eight PEs").unwrap();
+    o.finish("{}").unwrap();
+    assert_eq!(names(&out), ["predicted.7.log", MARKER]);
+    assert_eq!(check_dir(&out, false).unwrap(), DirState::Previous);
+
+    let o = OutputDir::begin(&out, false).unwrap();
+    fs::write(o.path().join("predicted.1.log"), "two PEs").unwrap();
+    // Until the finish, the previous output is intact.
+    assert_eq!(names(&out), ["predicted.7.log", MARKER]);
+    o.finish("{}").unwrap();
+    assert_eq!(names(&out), ["predicted.1.log", MARKER]);
+    assert_eq!(names(&d), ["out"], "no staging or old folder left");
+}
+
+#[test]
+fn abandoned_output_dir_leaves_the_previous_one() {
+    let d = scratch("abandon");
+    let out = d.join("out");
+    let o = OutputDir::begin(&out, false).unwrap();
+    fs::write(o.path().join("a"), "1").unwrap();
+    o.finish("{}").unwrap();
+    {
+        let o = OutputDir::begin(&out, false).unwrap();
+        fs::write(o.path().join("b"), "2").unwrap();
+    }
+    assert_eq!(names(&out), ["a", MARKER]);
+    assert_eq!(names(&d), ["out"]);
+}
+
+#[test]
+fn foreign_folder_needs_force_and_keeps_its_files() {
+    let d = scratch("foreign");
+    let out = d.join("mine");
+    fs::create_dir(&out).unwrap();
+    fs::write(out.join("notes.txt"), "keep me").unwrap();
+    let e = OutputDir::begin(&out, false).unwrap_err();
+    assert!(matches!(e, OutputError::Foreign { .. }), "{e}");
+    assert!(e.to_string().contains("--force"), "{e}");
+    let o = OutputDir::begin(&out, true).unwrap();
+    fs::write(o.path().join("pe.csv"), "x").unwrap();
+    o.finish("{}").unwrap();
+    assert_eq!(names(&out), ["notes.txt", "pe.csv", MARKER]);
+}
+
+#[test]
+fn a_file_is_not_an_output_folder() {
+    let d = scratch("notdir");
+    let f = d.join("x");
+    fs::write(&f, "").unwrap();
+    assert!(matches!(
+        check_dir(&f, true),
+        Err(OutputError::NotADir { .. })
+    ));
+    assert_eq!(check_dir(&d.join("new"), false).unwrap(), DirState::Absent);
+    fs::create_dir(d.join("empty")).unwrap();
+    assert_eq!(check_dir(&d.join("empty"), false).unwrap(), DirState::Empty);
+    let o = OutputDir::begin(&d.join("empty"), false).unwrap();
+    o.finish("{}").unwrap();
+    assert_eq!(names(&d.join("empty")), [MARKER]);
+}
+
+#[test]
+fn leftovers_of_dead_processes_are_removed() {
+    let d = scratch("stale");
+    let out = d.join("out");
+    // pid 0 is never a process; pid of this process is alive.
+    fs::create_dir_all(d.join(".out.whatif-staging.0")).unwrap();
+    fs::create_dir_all(d.join(".out.whatif-old.0")).unwrap();
+    let alive = d.join(format!(".out.whatif-tmp.{}", std::process::id()));
+    fs::write(&alive, "").unwrap();
+    fs::create_dir_all(d.join(".other.whatif-staging.0")).unwrap();
+    let o = OutputDir::begin(&out, false).unwrap();
+    o.finish("{}").unwrap();
+    if Path::new("/proc/self").exists() {
+        let mut want = vec![
+            ".other.whatif-staging.0".to_string(),
+            format!(".out.whatif-tmp.{}", std::process::id()),
+            "out".to_string(),
+        ];
+        want.sort();
+        assert_eq!(names(&d), want);
+    }
+}

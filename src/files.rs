@@ -1,0 +1,65 @@
+//! Output files of the command line, never half-written (see the `safe-output` crate): CSV
+//! and text files through a temporary name, output folders staged and swapped into place with
+//! the finished-run marker written last, and every output path checked before long work.
+
+use anyhow::{Context, Result};
+use safe_output::{AtomicFile, OutputDir};
+use std::io::Write;
+use std::path::Path;
+
+/// A CSV writer on an atomic file; finish it with [`commit_csv`].
+pub fn csv_file(path: &Path) -> Result<csv::Writer<AtomicFile>> {
+    Ok(csv::Writer::from_writer(AtomicFile::create(path)?))
+}
+
+/// Flushes a CSV writer from [`csv_file`] and puts the file in place.
+pub fn commit_csv(w: csv::Writer<AtomicFile>) -> Result<()> {
+    let f = w
+        .into_inner()
+        .map_err(|e| anyhow::anyhow!("cannot write a CSV file: {}", e.error()))?;
+    let p = f.path().display().to_string();
+    f.commit().with_context(|| format!("cannot write {p}"))?;
+    Ok(())
+}
+
+/// Writes a text file atomically.
+pub fn write_text(path: &Path, text: &str) -> Result<()> {
+    let mut f = AtomicFile::create(path)?;
+    f.write_all(text.as_bytes())
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    f.commit()?;
+    Ok(())
+}
+
+/// Checks, before any long work, that every output can be written: files' folders exist,
+/// folders are absent, empty, previous whatif outputs, or (with `force`) anything.
+pub fn check_outputs(files: &[(&str, &Path)], dirs: &[(&str, &Path)], force: bool) -> Result<()> {
+    for (flag, p) in files {
+        safe_output::check_file(p).with_context(|| format!("{flag} {}", p.display()))?;
+    }
+    for (flag, p) in dirs {
+        safe_output::check_dir(p, force).with_context(|| format!("{flag} {}", p.display()))?;
+    }
+    Ok(())
+}
+
+/// Starts an output folder (staged; see [`OutputDir`]).
+pub fn begin_dir(dir: &Path, force: bool) -> Result<OutputDir> {
+    Ok(OutputDir::begin(dir, force)?)
+}
+
+/// Puts a staged folder in place with the finished-run marker naming this command.
+pub fn finish_dir(d: OutputDir) -> Result<()> {
+    let marker = serde_json::json!({
+        "complete": true,
+        "whatif_version": env!("CARGO_PKG_VERSION"),
+        "command": std::env::args().collect::<Vec<_>>(),
+    });
+    d.finish(&(serde_json::to_string_pretty(&marker)? + "\n"))?;
+    Ok(())
+}
+
+/// Whether an error is about an output path the user chose (exit status 2).
+pub fn is_bad_output(e: &safe_output::OutputError) -> bool {
+    !matches!(e, safe_output::OutputError::Io { .. })
+}
