@@ -401,6 +401,7 @@ fn exit_status(e: &anyhow::Error) -> u8 {
         c.is::<BadInput>()
             || c.is::<trace::TraceError>()
             || c.is::<importers::ImportError>()
+            || c.is::<scenarios::study::StudyError>()
             || c.downcast_ref::<safe_output::OutputError>()
                 .is_some_and(files::is_bad_output)
             || matches!(

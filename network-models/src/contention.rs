@@ -44,6 +44,10 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::str::FromStr;
 
+/// The most packets one message may have: all of a message's packets are queued when it
+/// departs (about 64 bytes each), so this bounds one message to about 256 MiB.
+pub const MAX_PACKETS_PER_MESSAGE: u64 = 1 << 22;
+
 /// How a router forwards a packet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Switching {
@@ -356,6 +360,16 @@ impl NetworkModel for Contention {
     }
     fn check_pes(&self, pes: u32) -> Result<(), String> {
         check_fit(&self.p.topology, self.p.pes_per_node, pes)
+    }
+
+    fn check_message(&self, bytes: u64) -> Result<(), String> {
+        let (k, full, _) = self.p.split(bytes);
+        if k > MAX_PACKETS_PER_MESSAGE {
+            return Err(format!(
+                "a message of {bytes} bytes is {k} packets of {full} bytes, above the limit of {MAX_PACKETS_PER_MESSAGE} packets per message (each packet is queued at once); raise packet= or use a model without packets (alphabeta, loggops)"
+            ));
+        }
+        Ok(())
     }
 
     fn start_message(&mut self, now: SimTime, msg: &MessageInfo, token: u32, io: &mut NetIo) {

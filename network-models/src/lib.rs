@@ -173,6 +173,11 @@ pub trait NetworkModel: std::fmt::Debug {
     fn check_pes(&self, _pes: u32) -> Result<(), String> {
         Ok(())
     }
+    /// Checks that the largest message of a run (`bytes`) is within what this model can
+    /// simulate in bounded memory (e.g. its packet count).
+    fn check_message(&self, _bytes: u64) -> Result<(), String> {
+        Ok(())
+    }
     /// Traffic statistics gathered so far (models with a topology).
     fn stats(&self) -> Option<NetStats> {
         None

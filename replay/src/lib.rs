@@ -345,6 +345,9 @@ impl Prepared {
         .check(cfg.limits.max_memory_bytes)?;
         net.check_pes(pes)
             .map_err(|e| ReplayError::Config(format!("network model: {e}")))?;
+        let largest = body.all_sends().iter().map(|s| s.bytes).max().unwrap_or(0);
+        net.check_message(largest)
+            .map_err(|e| ReplayError::Config(format!("network model: {e}")))?;
         let plan = match rep {
             Some(r) if needs_every_block => {
                 plan::Plan::build(&r.expand(), None, cfg, net, progress)?

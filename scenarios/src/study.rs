@@ -54,6 +54,12 @@ use serde::Deserialize;
 use sim_core::units::{parse_bytes, parse_duration};
 use sim_core::{Bandwidth, SimDuration, rng::derive_seed};
 use std::collections::BTreeMap;
+
+/// The most values a `linear`/`log` range may have.
+pub const MAX_STEPS: u32 = 100_000;
+/// The most points a study may have (each is validated when the study is read: about 25 us
+/// and 1 KB per point).
+pub const MAX_POINTS: usize = 100_000;
 use std::path::{Path, PathBuf};
 
 /// Why a study file is not usable.
@@ -398,6 +404,11 @@ impl AxisDoc {
         if steps < 2 {
             return Err(err(format!("steps = {steps}; a range needs at least 2")));
         }
+        if steps > MAX_STEPS {
+            return Err(err(format!(
+                "steps = {steps}, above the limit of {MAX_STEPS} values per axis"
+            )));
+        }
         let (ua, a) = endpoint(&range[0]).map_err(&err)?;
         let (ub, b) = endpoint(&range[1]).map_err(&err)?;
         let unit = match (ua, ub) {
@@ -547,6 +558,20 @@ impl Study {
                 });
             }
             axes.push(ax);
+        }
+        let points = axes
+            .iter()
+            .try_fold(1usize, |n, a: &Axis| n.checked_mul(a.values.len()));
+        if points.is_none_or(|n| n > MAX_POINTS) {
+            let sizes: Vec<String> = axes
+                .iter()
+                .map(|a| format!("{} ({})", a.key, a.values.len()))
+                .collect();
+            return Err(invalid(format!(
+                "the study has {} points ({}), above the limit of {MAX_POINTS}; narrow an axis or split the study",
+                points.map_or_else(|| "more than 2^64".to_string(), |n| n.to_string()),
+                sizes.join(" x ")
+            )));
         }
         let report: ReportDoc = base
             .get("report")
@@ -810,6 +835,34 @@ lat = "1us"
 
     fn study(extra: &str) -> Result<Study, StudyError> {
         Study::from_text(&format!("{BASE}{extra}"), "t.toml", Path::new("."))
+    }
+
+    #[test]
+    fn huge_axes_and_point_counts_are_refused_before_expanding() {
+        let e = study(
+            "[[sweep]]\nkey = \"net.lat\"\nlinear = [\"1us\", \"2us\"]\nsteps = 2147483648\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("2147483648") || e.contains("steps"), "{e}");
+        let e =
+            study("[[sweep]]\nkey = \"net.lat\"\nlinear = [\"1us\", \"2us\"]\nsteps = 100001\n")
+                .unwrap_err()
+                .to_string();
+        assert!(e.contains("above the limit of 100000"), "{e}");
+        // 10^5 x 10^5 = 10^10 points: refused, with each axis's size.
+        let axis =
+            |k: &str| format!("[[sweep]]\nkey = \"{k}\"\nlinear = [1, 100000]\nsteps = 100000\n");
+        let e = study(&format!(
+            "{}{}",
+            axis("machine.pes"),
+            axis("workload.params.iters")
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("10000000000 points"), "{e}");
+        assert!(e.contains("machine.pes (100000) x"), "{e}");
+        assert!(e.contains("limit of 100000;"), "{e}");
     }
 
     #[test]

@@ -406,3 +406,56 @@ fn a_collective_that_expands_beyond_memory_is_refused_before_building() {
     ]);
     refused(&o, &["rank 16000000", "a rank below"]);
 }
+
+#[test]
+fn huge_packet_counts_and_studies_are_refused() {
+    let dir = tmpdir("hard-packets");
+    // One 1e13-byte message under `contention` would queue 2.4e9 packets at once.
+    let p = dir.join("big.trace");
+    let o = whatif(&[
+        "gen",
+        "pingpong",
+        "--bytes",
+        "10TB",
+        "--iters",
+        "1",
+        "--out",
+        p.to_str().unwrap(),
+        "-q",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = whatif(&[
+        "replay",
+        p.to_str().unwrap(),
+        "--net",
+        "contention:topo=mesh:2,bw=10GB/s",
+    ]);
+    refused(
+        &o,
+        &[
+            "10000000000000 bytes",
+            "2441406250 packets",
+            "limit",
+            "packet=",
+        ],
+    );
+    // The same message under a model without packets is fine.
+    let o = whatif(&[
+        "replay",
+        p.to_str().unwrap(),
+        "--net",
+        "alphabeta:lat=1us,bw=10GB/s",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // A study of 10^10 points: refused at once, naming each axis.
+    let study = dir.join("big.toml");
+    std::fs::write(
+        &study,
+        "name = \"big\"\n[workload]\nprogram = \"pingpong\"\npes = 2\n[net]\nmodel = \"latency\"\nlat = \"1us\"\n\
+         [[sweep]]\nkey = \"machine.pes\"\nlinear = [1, 100000]\nsteps = 100000\n\
+         [[sweep]]\nkey = \"workload.params.iters\"\nlinear = [1, 100000]\nsteps = 100000\n",
+    )
+    .unwrap();
+    let o = whatif(&["sweep", study.to_str().unwrap(), "--list"]);
+    refused(&o, &["big.toml", "10000000000 points", "limit of 100000"]);
+}
