@@ -27,7 +27,8 @@ after it (iterations > K; iteration K contains the LB step). At the start, pre_l
 without balancing and post_lb the run with the map. Without iteration markers: the makespans.\n\n\
 Example (Lee's SimpleImbalance, LB at iteration 5 of 10):\n  \
 whatif emulate simple-imbalance --pes 100 --set objects_per_pe=2 --out si.trace\n  \
-whatif lb si.trace --strategies dummy,rotate,greedy,refine --at 5"
+whatif lb si.trace --strategies dummy,rotate,greedy,refine --at 5\n\n{}",
+        network_models::NET_HELP
     )
 }
 
@@ -45,7 +46,7 @@ pub(crate) struct LbArgs {
     #[arg(long)]
     at: Option<LbPoint>,
     /// Charge every moved object as a message of this many bytes from its old PE to its new
-    /// one at the sync point (e.g. 64KiB); its later blocks wait for it [default: free moves].
+    /// one at the sync point (e.g. 64KiB); its later blocks wait for it. 0: moves are free.
     #[arg(long, default_value = "0", value_parser = parse_bytes)]
     migrate_bytes: u64,
     #[command(flatten)]

@@ -37,7 +37,8 @@ use trace::{Format, Repeated, Trace, TraceSummary};
     long_about = "whatif replays a trace of execution blocks (one non-preemptive run of an entry method, \
 with its duration, triggering message, dependencies and sends) on a simulated machine: \
 any number of PEs, any object placement, CPU speed and network model.\n\n\
-Quick start:\n  whatif run                                   # built-in 3-D halo on 512 PEs\n  \
+Quick start:\n  whatif demo                                  # a study, a replay and an HTML report in whatif-demo/\n  \
+whatif run                                   # built-in 3-D halo on 512 PEs\n  \
 whatif gen ring --ranks 1000 --iters 100 --out r.trace\n  \
 whatif inspect r.trace\n  \
 whatif replay r.trace --net alphabeta:lat=1us,bw=10GB/s"
@@ -50,6 +51,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Cmd {
     /// Replay the built-in default scenario (3-D halo, 8x8x8 ranks, 20 iterations) and print the prediction.
+    #[command(after_help = NET_HELP)]
     Run(RunArgs),
     /// Generate a synthetic workload trace (pingpong, ring, halo2d, halo3d, pipeline).
     Gen(GenArgs),
@@ -113,9 +115,9 @@ struct FuzzArgs {
     /// How long to run.
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     time: SimDuration,
-    /// Stop after this many imports.
-    #[arg(long, default_value_t = u64::MAX)]
-    max_execs: u64,
+    /// Stop after this many imports [default: no limit, only --time].
+    #[arg(long)]
+    max_execs: Option<u64>,
     /// Seed of the mutation stream (the run is reproducible from it).
     #[arg(long, default_value_t = SeedTree::DEFAULT_ROOT)]
     seed: u64,
@@ -288,7 +290,7 @@ struct MachineArgs {
     map: Mapping,
     /// Factor on recorded block durations and send offsets (0.5 = a CPU twice as fast)
     /// [default: the factor recorded in the trace, else 1].
-    #[arg(long, value_parser = Ratio::parse)]
+    #[arg(long, value_parser = parse_cpu_scale)]
     cpu_scale: Option<Ratio>,
     /// Run ready blocks by their priority (smaller first) instead of FIFO.
     #[arg(long)]
@@ -614,7 +616,7 @@ fn fuzz_cmd(a: FuzzArgs) -> Result<()> {
         &importers::fuzz::FuzzConfig {
             seed: a.seed,
             duration: std::time::Duration::from_secs_f64(secs),
-            max_execs: a.max_execs,
+            max_execs: a.max_execs.unwrap_or(u64::MAX),
             opts: importers::ImportOptions::default(),
         },
         |r, t| {
@@ -809,6 +811,17 @@ fn cpu_scale_for(trace: &Trace, m: &MachineArgs) -> Result<Ratio> {
     })
 }
 
+/// A CPU-speed factor: a positive ratio.
+fn parse_cpu_scale(s: &str) -> Result<Ratio, String> {
+    let r = Ratio::parse(s).map_err(|e| e.to_string())?;
+    if r == Ratio::new(0, 1).expect("0/1") {
+        return Err(format!(
+            "`{s}`: a CPU-speed factor must be greater than 0 (0.5 = a CPU twice as fast, 2 = half as fast)"
+        ));
+    }
+    Ok(r)
+}
+
 /// A PE count on the command line: a number, or `objects` (one PE per object).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum PeCount {
@@ -826,6 +839,9 @@ impl std::str::FromStr for PeCount {
             t => match t.parse::<u32>() {
                 Ok(0) => Err("the machine needs at least one PE".into()),
                 Ok(n) => Ok(PeCount::N(n)),
+                Err(_) if t.bytes().all(|b| b.is_ascii_digit()) && !t.is_empty() => {
+                    Err(format!("`{s}`: at most {} PEs (a 32-bit count)", u32::MAX))
+                }
                 Err(_) => Err(format!(
                     "`{s}`: expected a PE count (e.g. 64) or `objects` (one PE per object)"
                 )),

@@ -350,12 +350,15 @@ impl FromStr for NetSpec {
                 })
             }
             _ => {
+                // Parameters in the order written: a malformed latency is reported as such,
+                // not as a missing bandwidth.
+                let lat = dur("lat")?;
                 let bw = get("bw").ok_or_else(|| {
                     fail("alphabeta needs a bandwidth, e.g. `alphabeta:lat=1us,bw=10GB/s`".into())
                 })?;
                 let bw = Bandwidth::parse(bw).map_err(|e| fail(format!("bw: {e}")))?;
                 NetSpec::AlphaBeta {
-                    lat: dur("lat")?,
+                    lat,
                     bw,
                     o_send: dur("o_send")?,
                     o_recv: dur("o_recv")?,

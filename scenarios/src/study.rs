@@ -205,6 +205,19 @@ pub struct Axis {
     pub key: String,
     /// Values in order.
     pub values: Vec<toml::Value>,
+    /// The line of the study file that names this axis's key (1-based; 0 if unknown).
+    pub line: usize,
+}
+
+/// The 1-based line of `text` holding `key = "<key>"` (a sweep axis), or 0.
+fn key_line(text: &str, key: &str) -> usize {
+    text.lines()
+        .position(|l| {
+            l.split_once('=').is_some_and(|(k, v)| {
+                k.trim() == "key" && v.trim().trim_matches(|c| c == '"' || c == '\'') == key
+            })
+        })
+        .map_or(0, |i| i + 1)
 }
 
 #[derive(Deserialize)]
@@ -389,6 +402,7 @@ impl AxisDoc {
                 ));
             }
             return Ok(Axis {
+                line: 0,
                 key: self.key.clone(),
                 values: v.clone(),
             });
@@ -439,6 +453,7 @@ impl AxisDoc {
             .collect();
         values.dedup();
         Ok(Axis {
+            line: 0,
             key: self.key.clone(),
             values,
         })
@@ -538,6 +553,7 @@ impl Study {
         let mut axes = Vec::new();
         for a in &sweep {
             let mut ax = a.expand(origin)?;
+            ax.line = key_line(text, &a.key);
             ax.key = canonical_key(&ax.key);
             let top = ax.key.split('.').next().unwrap_or_default();
             if !TOP_KEYS.contains(&top) {
@@ -655,17 +671,26 @@ impl Study {
         }
         let shown = values
             .iter()
-            .map(|(k, v)| format!("{k}={v}"))
+            .zip(&self.axes)
+            .map(|((k, v), a)| {
+                if a.line > 0 {
+                    format!("{k}={v}, swept at line {}", a.line)
+                } else {
+                    format!("{k}={v}")
+                }
+            })
             .collect::<Vec<_>>()
-            .join(", ");
+            .join("; ");
         let perr = |msg: String| StudyError::Point {
             path: self.path.clone(),
             index,
             values: shown.clone(),
             msg,
         };
+        // The point's document is internal: its errors are reported without its lines (the
+        // swept values above name the lines of the user's file).
         let text = toml::to_string(&t).map_err(|e| perr(e.to_string()))?;
-        let doc: Doc = toml::from_str(&text).map_err(|e| perr(e.to_string()))?;
+        let doc: Doc = toml::from_str(&text).map_err(|e| perr(e.message().trim().to_string()))?;
         let workload = match (&doc.workload.trace, &doc.workload.program) {
             (Some(_), Some(_)) | (None, None) => {
                 return Err(perr(
@@ -752,8 +777,13 @@ impl Study {
             None => None,
             Some(v) => {
                 let s = scalar_text(v);
-                sim_core::Ratio::parse(&s)
+                let r = sim_core::Ratio::parse(&s)
                     .map_err(|e| perr(format!("[machine] cpu_scale: {e}")))?;
+                if r.scale(sim_core::SimDuration::from_ps(1_000_000)).as_ps() == 0 {
+                    return Err(perr(format!(
+                        "[machine] cpu_scale = {s}: must be greater than 0"
+                    )));
+                }
                 Some(s)
             }
         };
@@ -931,7 +961,17 @@ values = ["8B", "1KiB"]
         let e = study("[[sweep]]\nkey = \"net.lat\"\nvalues = [\"fast\"]\n")
             .unwrap_err()
             .to_string();
-        assert!(e.contains("point 0 (net.lat=fast)"), "{e}");
+        assert!(
+            e.contains("point 0 (net.lat=fast, swept at line 11)"),
+            "{e}"
+        );
+        // A mistyped section under a sweep key: the user's line, not the internal document's.
+        let e = study("[[sweep]]\nkey = \"workload.parms.iters\"\nvalues = [1]\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("swept at line 11"), "{e}");
+        assert!(e.contains("unknown field `parms`"), "{e}");
+        assert!(!e.contains("TOML parse error") && !e.contains(" | "), "{e}");
         let e = study("[[sweep]]\nkey = \"cpu.x\"\nvalues = [1]\n")
             .unwrap_err()
             .to_string();

@@ -35,6 +35,14 @@ fn err(kind: &'static str, input: &str, reason: impl Into<String>) -> UnitError 
 }
 
 /// Splits `"1.5us"` into `("1.5", "us")`.
+/// Refuses a leading sign: every quantity here is non-negative.
+fn unsigned<'a>(kind: &'static str, input: &str, s: &'a str) -> Result<&'a str, UnitError> {
+    if s.starts_with('-') {
+        return Err(err(kind, input, "must not be negative"));
+    }
+    Ok(s.strip_prefix('+').unwrap_or(s))
+}
+
 fn split_number(s: &str) -> (&str, &str) {
     let end = s
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
@@ -99,8 +107,15 @@ fn to_u64(kind: &'static str, input: &str, v: u128) -> Result<u64, UnitError> {
 /// Parses a duration such as `5us`, `1.5ns`, `250ps`, `2ms`, `1s` or `0`.
 pub fn parse_duration(input: &str) -> Result<SimDuration, UnitError> {
     const KIND: &str = "duration";
-    let s = input.trim();
+    let s = unsigned(KIND, input, input.trim())?;
     let (num, unit) = split_number(s);
+    if num.is_empty() {
+        return Err(err(
+            KIND,
+            input,
+            "expected a number and a unit, e.g. `5us` (units: ps, ns, us, ms, s)",
+        ));
+    }
     let mult: u64 = match unit {
         "ps" => 1,
         "ns" => PS_PER_NS,
@@ -145,7 +160,7 @@ fn size_multiplier(unit: &str) -> Option<u64> {
 /// Parses a size in bytes such as `65536`, `64KiB`, `1.5MB`.
 pub fn parse_bytes(input: &str) -> Result<u64, UnitError> {
     const KIND: &str = "size";
-    let s = input.trim();
+    let s = unsigned(KIND, input, input.trim())?;
     let (num, unit) = split_number(s);
     let mult = size_multiplier(unit).ok_or_else(|| {
         err(
@@ -203,7 +218,16 @@ impl Bandwidth {
 impl fmt::Display for Bandwidth {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let b = self.bytes_per_s;
-        for (unit, m) in [("GB", 1_000_000_000u64), ("MB", 1_000_000), ("KB", 1_000)] {
+        for (unit, m) in [
+            ("TB", 1_000_000_000_000u64),
+            ("TiB", 1 << 40),
+            ("GB", 1_000_000_000),
+            ("GiB", 1 << 30),
+            ("MB", 1_000_000),
+            ("MiB", 1 << 20),
+            ("KB", 1_000),
+            ("KiB", 1 << 10),
+        ] {
             if b % m == 0 {
                 return write!(f, "{}{unit}/s", b / m);
             }
@@ -257,7 +281,7 @@ impl Ratio {
     /// Parses `0.5`, `2`, `1/3`.
     pub fn parse(input: &str) -> Result<Self, UnitError> {
         const KIND: &str = "ratio";
-        let s = input.trim();
+        let s = unsigned(KIND, input, input.trim())?;
         if let Some((n, d)) = s.split_once('/') {
             let n: u64 = n
                 .trim()

@@ -459,3 +459,75 @@ fn huge_packet_counts_and_studies_are_refused() {
     let o = whatif(&["sweep", study.to_str().unwrap(), "--list"]);
     refused(&o, &["big.toml", "10000000000 points", "limit of 100000"]);
 }
+
+#[test]
+fn messages_name_the_actual_problem() {
+    let dir = tmpdir("hard-msgs");
+    let r = ring(&dir, 4);
+    for (args, needles) in [
+        (
+            vec!["--net", "alphabeta:lat=abc"],
+            vec!["lat:", "`abc`", "expected a number and a unit"],
+        ),
+        (
+            vec!["--net", "alphabeta:lat=-5us,bw=1GB/s"],
+            vec!["lat:", "must not be negative"],
+        ),
+        (
+            vec!["--pes", "10000000000"],
+            vec!["10000000000", "at most 4294967295 PEs"],
+        ),
+        (
+            vec!["--cpu-scale", "0"],
+            vec!["--cpu-scale", "greater than 0"],
+        ),
+    ] {
+        let mut a = vec!["replay", r.as_str()];
+        a.extend(args.iter().copied());
+        let o = whatif(&a);
+        refused(&o, &needles);
+        assert!(!stderr(&o).contains("needs a bandwidth"), "{}", stderr(&o));
+    }
+    let o = whatif(&["report", dir.join("nope").to_str().unwrap()]);
+    refused(&o, &["nope", "no such folder"]);
+    // Bandwidths are echoed in the unit they were given.
+    let o = whatif(&[
+        "replay",
+        &r,
+        "--net",
+        "alphabeta:lat=1us,bw=10GiB/s",
+        "--json",
+        "-q",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("bw=10GiB/s"));
+}
+
+#[test]
+fn help_keeps_its_promises() {
+    let help = |args: &[&str]| String::from_utf8_lossy(&whatif(args).stdout).into_owned();
+    let top = help(&["--help"]);
+    assert!(top.contains("whatif demo"), "{top}");
+    // `--net ... listed below`: the list is there, on every command that has --net.
+    for cmd in ["run", "replay", "lb"] {
+        let h = help(&[cmd, "--help"]);
+        assert!(h.contains("listed below"), "{cmd}");
+        assert!(
+            h.contains("contention:topo=T"),
+            "{cmd} --help lacks the model list"
+        );
+    }
+    let lb = help(&["lb", "--help"]);
+    let mig = lb.lines().find(|l| l.contains("--migrate-bytes")).unwrap();
+    let full: String = lb
+        .split("--migrate-bytes")
+        .nth(1)
+        .unwrap()
+        .split("\n      --")
+        .next()
+        .unwrap()
+        .to_string();
+    assert_eq!(full.matches("[default:").count(), 1, "{mig}");
+    let fz = help(&["fuzz-import", "--help"]);
+    assert!(!fz.contains("18446744073709551615"), "{fz}");
+}

@@ -153,6 +153,53 @@ fn bgtrace_cli_import_inspect_replay() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }
 
+/// README tour step 5: each what-if is compared with a run under the same ordering rule, and
+/// a slower network is slower under both (figures as printed in the README).
+#[test]
+fn readme_step5_compares_like_with_like() {
+    let Some(dir) = shared_data("bigsim-jacobi2d/traceJ0") else {
+        return;
+    };
+    let makespan = |extra: &[&str]| -> String {
+        let mut args = vec!["replay", dir.to_str().unwrap(), "--format", "bgtrace", "-q"];
+        args.extend_from_slice(extra);
+        let o = whatif(&args);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        format!("{:.3}", v["makespan_s"].as_f64().unwrap() * 1e3)
+    };
+    let rec = makespan(&["--net", "recorded", "--recorded-order", "--json"]);
+    let rec_slow = makespan(&["--net", "latency:lat=5us", "--recorded-order", "--json"]);
+    let md = makespan(&["--net", "recorded", "--json"]);
+    let md_slow = makespan(&["--net", "latency:lat=5us", "--json"]);
+    assert_eq!(
+        [rec.as_str(), &rec_slow, &md, &md_slow],
+        ["2.832", "2.936", "2.563", "2.618"]
+    );
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    for (net, ordered, v) in [
+        ("--net recorded ", true, &rec),
+        ("--net latency:lat=5us ", true, &rec_slow),
+        ("--net recorded ", false, &md),
+        ("--net latency:lat=5us ", false, &md_slow),
+    ] {
+        let line = format!("{net}(ordered: {ordered})");
+        let l = readme
+            .lines()
+            .find(|l| {
+                l.starts_with("whatif replay j0.trace")
+                    && l.contains(net)
+                    && l.contains("--recorded-order") == ordered
+            })
+            .unwrap_or_else(|| panic!("README has no j0 line with `{line}`"));
+        assert!(
+            l.ends_with(&format!("{v} ms")),
+            "README line `{l}` should end with {v} ms"
+        );
+    }
+}
+
 /// A minimal hand-made log set: 2 target processors, one emulating PE; VP 0 runs a block of
 /// 1 us that sends 100 bytes to VP 1 at 0.5 us; VP 1 receives it at 0.7 us and runs 2 us.
 fn tiny_bgtrace(dir: &Path) {
