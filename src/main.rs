@@ -5,6 +5,7 @@ mod bench;
 mod demo;
 mod emulate_cmd;
 mod files;
+mod fuzz_cmd;
 mod html_report;
 mod lb_cmd;
 mod limits;
@@ -90,9 +91,11 @@ enum Cmd {
     Demo(demo::DemoArgs),
     /// Measure simulator speed (simulated messages per second) on 3-D halo workloads.
     Bench(bench::BenchArgs),
-    /// Developer tool: mutate a valid foreign trace again and again and check that the
-    /// importer never panics (every input gives a trace or a clear error).
-    FuzzImport(FuzzArgs),
+    /// Developer tool: mutate a valid input again and again (any of the seven formats whatif
+    /// reads), read and replay each, and check that none panics or goes over its time or
+    /// memory budget (every input gives a result or a clear error).
+    #[command(after_help = fuzz_cmd::FUZZ_HELP)]
+    FuzzImport(fuzz_cmd::FuzzArgs),
 }
 
 #[derive(Args)]
@@ -103,27 +106,6 @@ struct ReportArgs {
     /// Output file [default: DIR/report.html].
     #[arg(long)]
     out: Option<PathBuf>,
-}
-
-#[derive(Args)]
-struct FuzzArgs {
-    /// Input format.
-    #[arg(value_parser = parse_format)]
-    format: importers::Format,
-    /// A valid input to start from (as for `whatif import`).
-    input: PathBuf,
-    /// How long to run.
-    #[arg(long, default_value = "10s", value_parser = parse_duration)]
-    time: SimDuration,
-    /// Stop after this many imports [default: no limit, only --time].
-    #[arg(long)]
-    max_execs: Option<u64>,
-    /// Seed of the mutation stream (the run is reproducible from it).
-    #[arg(long, default_value_t = SeedTree::DEFAULT_ROOT)]
-    seed: u64,
-    /// Scratch folder [default: a new folder under the system temp dir].
-    #[arg(long)]
-    work: Option<PathBuf>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -524,7 +506,7 @@ fn dispatch(cli: Cli) -> Result<()> {
         }
         Cmd::Demo(a) => demo::demo(a),
         Cmd::Bench(a) => bench::run(a),
-        Cmd::FuzzImport(a) => fuzz_cmd(a),
+        Cmd::FuzzImport(a) => fuzz_cmd::fuzz(a),
     }
 }
 
@@ -594,65 +576,6 @@ fn export_cmd(a: ExportArgs) -> Result<()> {
         t.objects.len(),
         t.num_blocks()
     );
-    Ok(())
-}
-
-fn fuzz_cmd(a: FuzzArgs) -> Result<()> {
-    let work = a.work.clone().unwrap_or_else(|| {
-        std::env::temp_dir().join(format!(
-            "whatif-fuzz-{}-{}-{}",
-            a.format.name(),
-            a.seed,
-            std::process::id()
-        ))
-    });
-    std::fs::create_dir_all(&work)
-        .with_context(|| format!("cannot create scratch folder {}", work.display()))?;
-    let secs = a.time.as_ps() as f64 / 1e12;
-    let r = importers::fuzz::fuzz(
-        a.format,
-        &a.input,
-        &work,
-        &importers::fuzz::FuzzConfig {
-            seed: a.seed,
-            duration: std::time::Duration::from_secs_f64(secs),
-            max_execs: a.max_execs.unwrap_or(u64::MAX),
-            opts: importers::ImportOptions::default(),
-        },
-        |r, t| {
-            eprint!(
-                "\r{:>6.0} s  {} execs ({:.0}/s), {} accepted, {} rejected, {} panics   ",
-                t.as_secs_f64(),
-                r.execs,
-                r.execs as f64 / t.as_secs_f64(),
-                r.accepted,
-                r.rejected,
-                r.panics.len()
-            )
-        },
-    )?;
-    eprintln!();
-    println!(
-        "fuzz-import {} {}: {} execs, {} accepted, {} rejected with an error, {} panics (seed {})",
-        a.format,
-        a.input.display(),
-        r.execs,
-        r.accepted,
-        r.rejected,
-        r.panics.len(),
-        a.seed
-    );
-    for p in &r.panics {
-        println!("  panic input saved: {}", p.display());
-    }
-    if !r.panics.is_empty() {
-        bail!(
-            "the importer panicked; reproduce with: whatif fuzz-import {} {} --seed {}",
-            a.format,
-            a.input.display(),
-            a.seed
-        );
-    }
     Ok(())
 }
 

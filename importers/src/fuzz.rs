@@ -1,11 +1,16 @@
-//! A mutation fuzzer for the importers: proves (by running) that no input makes them panic.
+//! A mutation fuzzer: proves (by running) that no input makes a reader panic, run away with
+//! memory or time.
 //!
-//! [`fuzz`] copies a valid input set (every file the format reads) into a scratch folder,
-//! then repeatedly mutates one of its files (bit flips, special bytes, deletions,
-//! duplications, truncations, inserted digits and signs, swapped lines), imports the set,
-//! and restores the file. An import may succeed or return an [`ImportError`]; a panic is a
-//! bug: the input is saved next to the scratch folder and counted. Mutations come from one
-//! seeded stream, so a run is reproducible from its seed.
+//! [`fuzz_files`] copies a valid input set (every file the format reads) into a scratch
+//! folder, then repeatedly mutates one of its files (bit flips, special bytes, deletions,
+//! duplications, truncations, inserted digits and signs, swapped lines), runs a target on
+//! the set (an import, or a load, each followed by a replay in the CLI), and restores the file.
+//! The target may accept or reject the input; a panic is a bug, and so is an input that takes
+//! more than the per-input time budget or raises the process's peak memory by more than the
+//! per-input memory budget (measured on Linux through `VmHWM`, reset before every input).
+//! Such inputs are saved next to the scratch folder and reported. Mutations come from one
+//! seeded stream, so a run is reproducible from its seed. [`fuzz`] is the importer-only
+//! target.
 
 use crate::{Format, ImportError, ImportOptions, import};
 use sim_core::SeedTree;
@@ -15,9 +20,9 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// The files of one input set: (path relative to the scratch root, contents).
-type FileSet = Vec<(PathBuf, Vec<u8>)>;
+pub type FileSet = Vec<(PathBuf, Vec<u8>)>;
 
-/// How long and from which seed to fuzz.
+/// How long and from which seed to fuzz, and each input's budget.
 #[derive(Clone, Debug)]
 pub struct FuzzConfig {
     /// Seed of the mutation stream.
@@ -26,27 +31,83 @@ pub struct FuzzConfig {
     pub duration: Duration,
     /// Import budget.
     pub max_execs: u64,
-    /// Options passed to every import.
+    /// Options passed to every import ([`fuzz`]).
     pub opts: ImportOptions,
+    /// Most wall time one input may take.
+    pub time_per_input: Duration,
+    /// Most the process's peak resident memory may grow while one input runs.
+    pub memory_per_input_bytes: u64,
+}
+
+impl Default for FuzzConfig {
+    fn default() -> Self {
+        FuzzConfig {
+            seed: 1,
+            duration: Duration::from_secs(10),
+            max_execs: u64::MAX,
+            opts: ImportOptions {
+                max_memory_bytes: 256 << 20,
+                ..ImportOptions::default()
+            },
+            time_per_input: Duration::from_secs(2),
+            memory_per_input_bytes: 256 << 20,
+        }
+    }
+}
+
+/// What a target made of one input.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Read (and, where the target replays, replayed or refused by the replay).
+    Accepted,
+    /// Refused with an error.
+    Rejected,
 }
 
 /// What a fuzzing run did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct FuzzReport {
-    /// Imports run.
+    /// Inputs run.
     pub execs: u64,
-    /// Imports that returned a trace.
+    /// Inputs the target accepted.
     pub accepted: u64,
-    /// Imports that returned an error.
+    /// Inputs the target refused with an error.
     pub rejected: u64,
-    /// Inputs that made an importer panic (saved copies).
+    /// Inputs that made the target panic (saved copies).
     pub panics: Vec<PathBuf>,
+    /// Inputs over the time or memory budget (saved copies, with what they took).
+    pub over_budget: Vec<(PathBuf, String)>,
+    /// The longest time one input took.
+    pub slowest: Duration,
+    /// The largest growth of peak memory one input caused (0 where not measurable).
+    pub most_memory_bytes: u64,
+}
+
+/// Peak resident memory of this process (`VmHWM`), where Linux reports it.
+fn peak_rss() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+/// Current resident memory (`VmRSS`).
+fn rss() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = s.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+/// Resets `VmHWM` to the current RSS (Linux `clear_refs` 5); false where not allowed.
+fn reset_peak_rss() -> bool {
+    std::fs::write("/proc/self/clear_refs", "5").is_ok()
 }
 
 /// The files `format` reads for `input`, as (path relative to the input's folder, bytes),
 /// and the input's own relative path. Files outside that folder (absolute index entries) are
 /// left in place and not mutated.
-fn input_set(format: Format, input: &Path) -> Result<(FileSet, PathBuf), ImportError> {
+pub fn input_set(format: Format, input: &Path) -> Result<(FileSet, PathBuf), ImportError> {
     let paths = match format {
         Format::Goal => vec![input.to_path_buf()],
         Format::BgTrace => crate::bgtrace::files(input)?,
@@ -142,36 +203,71 @@ fn mutate(rng: &mut SimRng, data: &mut Vec<u8>) {
     }
 }
 
-/// Fuzzes `format` starting from the valid input `input` for `cfg.duration` (or
-/// `cfg.max_execs` imports, whichever comes first), in scratch folder `work`. `progress` is
+/// Fuzzes the importer of `format` starting from the valid input `input` for `cfg.duration`
+/// (or `cfg.max_execs` imports, whichever comes first), in scratch folder `work`. `progress` is
 /// called about once a second with the report so far.
 pub fn fuzz(
     format: Format,
     input: &Path,
     work: &Path,
     cfg: &FuzzConfig,
+    progress: impl FnMut(&FuzzReport, Duration),
+) -> Result<FuzzReport, ImportError> {
+    let (files, entry) = input_set(format, input)?;
+    let opts = cfg.opts.clone();
+    fuzz_files(
+        format.name(),
+        &files,
+        &entry,
+        work,
+        cfg,
+        |p| match import(format, p, &opts) {
+            Ok(_) => Outcome::Accepted,
+            Err(_) => Outcome::Rejected,
+        },
+        progress,
+    )
+}
+
+/// Fuzzes `target` on mutations of `files` (`entry`: the path, relative to `work`, the
+/// target is given); see the module docs. `name` prefixes saved findings.
+pub fn fuzz_files(
+    name: &str,
+    files: &FileSet,
+    entry: &Path,
+    work: &Path,
+    cfg: &FuzzConfig,
+    mut target: impl FnMut(&Path) -> Outcome,
     mut progress: impl FnMut(&FuzzReport, Duration),
 ) -> Result<FuzzReport, ImportError> {
-    let (seed, duration, max_execs, opts) = (cfg.seed, cfg.duration, cfg.max_execs, &cfg.opts);
-    let (files, entry) = input_set(format, input)?;
+    let (seed, duration, max_execs) = (cfg.seed, cfg.duration, cfg.max_execs);
     let io = |p: &Path, e: std::io::Error| ImportError::Io {
         path: p.to_path_buf(),
         source: e,
     };
-    for (rel, bytes) in &files {
+    for (rel, bytes) in files {
         let p = work.join(rel);
         if let Some(d) = p.parent() {
             std::fs::create_dir_all(d).map_err(|e| io(d, e))?;
         }
         std::fs::write(&p, bytes).map_err(|e| io(&p, e))?;
     }
-    let target = work.join(&entry);
+    let target_path = work.join(entry);
     let mut rng = SeedTree::new(seed).stream("fuzz");
     let mut report = FuzzReport::default();
     let start = Instant::now();
     let mut last = start;
+    let measure_memory = reset_peak_rss() && peak_rss().is_some();
     let hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(|_| {}));
+    let save = |what: &str, k: usize, data: &[u8], n: usize| -> Result<PathBuf, ImportError> {
+        let keep = work.with_file_name(format!(
+            "{name}-{what}-{n}-{}",
+            files[k].0.display().to_string().replace('/', "_")
+        ));
+        std::fs::write(&keep, data).map_err(|e| io(&keep, e))?;
+        Ok(keep)
+    };
     while report.execs < max_execs && start.elapsed() < duration {
         let k = below(&mut rng, files.len() as u64) as usize;
         let mut data = files[k].1.clone();
@@ -180,19 +276,38 @@ pub fn fuzz(
         }
         let path = work.join(&files[k].0);
         std::fs::write(&path, &data).map_err(|e| io(&path, e))?;
-        match catch_unwind(AssertUnwindSafe(|| import(format, &target, opts))) {
-            Ok(Ok(_)) => report.accepted += 1,
-            Ok(Err(_)) => report.rejected += 1,
+        let base = if measure_memory && reset_peak_rss() {
+            rss()
+        } else {
+            None
+        };
+        let t0 = Instant::now();
+        let outcome = catch_unwind(AssertUnwindSafe(|| target(&target_path)));
+        let took = t0.elapsed();
+        let grew = match (base, peak_rss()) {
+            (Some(b), Some(p)) => p.saturating_sub(b),
+            _ => 0,
+        };
+        report.slowest = report.slowest.max(took);
+        report.most_memory_bytes = report.most_memory_bytes.max(grew);
+        match outcome {
+            Ok(Outcome::Accepted) => report.accepted += 1,
+            Ok(Outcome::Rejected) => report.rejected += 1,
             Err(_) => {
-                let keep = work.with_file_name(format!(
-                    "{}-panic-{}-{}",
-                    format.name(),
-                    report.panics.len(),
-                    files[k].0.display().to_string().replace('/', "_")
-                ));
-                std::fs::write(&keep, &data).map_err(|e| io(&keep, e))?;
+                let keep = save("panic", k, &data, report.panics.len())?;
                 report.panics.push(keep);
             }
+        }
+        if took > cfg.time_per_input || grew > cfg.memory_per_input_bytes {
+            let keep = save("over-budget", k, &data, report.over_budget.len())?;
+            report.over_budget.push((
+                keep,
+                format!(
+                    "{:.2} s, {} of peak memory",
+                    took.as_secs_f64(),
+                    sim_core::units::human_bytes(grew)
+                ),
+            ));
         }
         std::fs::write(&path, &files[k].1).map_err(|e| io(&path, e))?;
         report.execs += 1;

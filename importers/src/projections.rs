@@ -196,6 +196,7 @@ pub fn import(sts_path: &Path) -> Result<Imported, ImportError> {
     let mut creations: HashMap<(u32, i64), Creation> = HashMap::new();
     let mut files = Vec::new();
     let (mut stray_ends, mut unterminated, mut dup_events) = (0usize, 0usize, 0usize);
+    let (mut bad_src, mut worst_src) = (0usize, 0i64);
     for (pe, path) in log_paths(sts_path, sts.pes).enumerate() {
         let pe = pe as u32;
         let file = path.display().to_string();
@@ -303,6 +304,11 @@ pub fn import(sts_path: &Path) -> Result<Imported, ImportError> {
                     }
                     runtime = None;
                     let begin = us(time.max(0.0));
+                    // -1: no sender (the runtime); a PE beyond PROCESSORS cannot have sent it.
+                    if src >= sts.pes as i64 {
+                        bad_src += 1;
+                        worst_src = worst_src.max(src);
+                    }
                     let trigger = (src >= 0 && src < sts.pes as i64).then_some((src as u32, event));
                     blocks.push(Blk {
                         pe,
@@ -486,6 +492,12 @@ pub fn import(sts_path: &Path) -> Result<Imported, ImportError> {
         notes.push(format!(
             "{skewed} messages begin processing before their creation time (clock skew between PEs, up to {}); recorded delays floor them at 0",
             SimDuration::from_ps(worst)
+        ));
+    }
+    if bad_src > 0 {
+        notes.push(format!(
+            "{bad_src} blocks name a source PE beyond the {} PEs of the .sts (up to PE {worst_src}); their triggers are dropped and they start when their PE reaches them",
+            sts.pes
         ));
     }
     for (n, what) in [

@@ -531,3 +531,52 @@ fn help_keeps_its_promises() {
     let fz = help(&["fuzz-import", "--help"]);
     assert!(!fz.contains("18446744073709551615"), "{fz}");
 }
+
+#[test]
+fn the_fuzzer_covers_the_native_formats_and_replays_what_it_accepts() {
+    let dir = tmpdir("hard-fuzz");
+    let r = ring(&dir, 6);
+    for f in ["trace", "trace-v3", "jsonl"] {
+        let work = dir.join(format!("work-{f}"));
+        let o = whatif(&[
+            "fuzz-import",
+            f,
+            &r,
+            "--max-execs",
+            "300",
+            "--time",
+            "60s",
+            // A debug build beside other tests: generous time, memory measured as usual.
+            "--time-per-input",
+            "30s",
+            "--work",
+            work.to_str().unwrap(),
+        ]);
+        let out = String::from_utf8_lossy(&o.stdout).into_owned();
+        assert!(o.status.success(), "{f}: {out}\n{}", stderr(&o));
+        assert!(out.contains("300 execs"), "{out}");
+        assert!(out.contains("0 panics, 0 over budget"), "{out}");
+        // Some inputs survive the mutations and are replayed, most are refused.
+        let accepted: u64 = out
+            .split(" accepted and replayed")
+            .next()
+            .and_then(|s| s.rsplit(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0);
+        assert!(accepted > 0 && accepted < 300, "{out}");
+    }
+    // An unknown format is a usage error that lists the seven.
+    let o = whatif(&["fuzz-import", "nope", &r]);
+    assert_eq!(o.status.code(), Some(2));
+    for f in [
+        "bgtrace",
+        "projections",
+        "simgrid",
+        "goal",
+        "trace",
+        "trace-v3",
+        "jsonl",
+    ] {
+        assert!(stderr(&o).contains(f), "{}", stderr(&o));
+    }
+}

@@ -795,6 +795,90 @@ fn projections_v11_hand_made_closed_forms() {
 }
 
 #[test]
+fn projections_message_from_a_pe_that_does_not_exist_is_noted() {
+    let dir = tmpdir("proj-badsrc");
+    let sts = projections_v11(&dir);
+    // PE 1's pong names PE 7 (of 2) as its sender.
+    std::fs::write(
+        dir.join("pp.1.log"),
+        "PROJECTIONS-RECORD 3\n2 0 1 300 1 7 1000 300 0 0 0 0 0\n1 0 0 320 5 1 1000 0\n3 0 1 350 1 0 0 0\n",
+    )
+    .unwrap();
+    let imported = imp(Format::Projections, &sts);
+    let note = imported
+        .notes
+        .iter()
+        .find(|n| n.contains("source PE beyond"))
+        .unwrap_or_else(|| panic!("no note in {:?}", imported.notes));
+    assert!(
+        note.starts_with("1 blocks") && note.contains("2 PEs") && note.contains("PE 7"),
+        "{note}"
+    );
+}
+
+#[test]
+fn an_entry_name_with_a_newline_survives_the_projections_output() {
+    let dir = tmpdir("proj-newline");
+    let jsonl = dir.join("t.jsonl");
+    let o = whatif(&[
+        "gen",
+        "ring",
+        "--ranks",
+        "2",
+        "--iters",
+        "2",
+        "--out",
+        jsonl.to_str().unwrap(),
+        "-q",
+    ]);
+    assert!(o.status.success());
+    // Rename the entry method to a name with a newline, a quote and a tab (JSON escapes).
+    let text = std::fs::read_to_string(&jsonl).unwrap();
+    let first_entry = text
+        .lines()
+        .find(|l| l.contains("\"entry\"") && l.contains("\"name\""))
+        .expect("an entry record");
+    let name = first_entry
+        .split("\"name\":\"")
+        .nth(1)
+        .unwrap()
+        .split('"')
+        .next()
+        .unwrap();
+    let evil = text.replacen(
+        &format!("\"name\":\"{name}\""),
+        "\"name\":\"step\\nwith \\\"quotes\\\"\\tand tab\"",
+        1,
+    );
+    assert_ne!(evil, text, "the entry name was not replaced");
+    std::fs::write(&jsonl, evil).unwrap();
+    let out = dir.join("o");
+    let o = whatif(&[
+        "replay",
+        jsonl.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "-q",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let sts = out.join("projections/predicted.sts");
+    let written = std::fs::read_to_string(&sts).unwrap();
+    assert!(
+        written
+            .lines()
+            .any(|l| l.contains("step with 'quotes' and tab")),
+        "{written}"
+    );
+    let back = imp(Format::Projections, &sts);
+    assert!(
+        back.trace
+            .entries
+            .iter()
+            .any(|e| e.name.contains("step with 'quotes' and tab"))
+    );
+}
+
+#[test]
 fn projections_errors() {
     let dir = tmpdir("proj-bad");
     let sts = projections_v11(&dir);
@@ -878,12 +962,22 @@ fn importers_survive_mutated_inputs() {
                 duration: std::time::Duration::from_secs(120),
                 max_execs: 400,
                 opts: ImportOptions::default(),
+                // Tests run in parallel threads of one process and a debug build: the
+                // per-input budgets are the CLI's business (`whatif fuzz-import`).
+                time_per_input: std::time::Duration::from_secs(600),
+                memory_per_input_bytes: u64::MAX,
+                ..Default::default()
             },
             |_, _| {},
         )
         .unwrap();
         assert_eq!(r.execs, 400);
         assert!(r.panics.is_empty(), "{format}: panics on {:?}", r.panics);
+        assert!(
+            r.over_budget.is_empty(),
+            "{format}: over budget: {:?}",
+            r.over_budget
+        );
         // Most mutations are rejected, some survive: both paths are exercised.
         assert!(r.rejected > 0, "{format}: {r:?}");
     }
