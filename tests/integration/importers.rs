@@ -966,7 +966,6 @@ fn importers_survive_mutated_inputs() {
                 // per-input budgets are the CLI's business (`whatif fuzz-import`).
                 time_per_input: std::time::Duration::from_secs(600),
                 memory_per_input_bytes: u64::MAX,
-                ..Default::default()
             },
             |_, _| {},
         )
