@@ -279,15 +279,19 @@ fn read_timeline(path: &Path) -> Result<Vec<Rec>> {
             .position(|c| c == n)
             .with_context(|| format!("{}: no column {n}", path.display()))
     };
-    let (e, p, s, en) = (col("entry")?, col("pe")?, col("start_ps")?, col("end_ps")?);
+    let (e, p, s, en) = (col("entry")?, col("pe")?, col("start_s")?, col("end_s")?);
+    let ps = |v: &str| {
+        crate::report::parse_secs(v)
+            .with_context(|| format!("{}: `{v}` is not a time in seconds", path.display()))
+    };
     let mut v = Vec::new();
     for rec in r.records() {
         let rec = rec?;
         v.push(Rec {
             entry: rec[e].to_string(),
             pe: rec[p].parse()?,
-            start: rec[s].parse()?,
-            end: rec[en].parse()?,
+            start: ps(&rec[s])?,
+            end: ps(&rec[en])?,
         });
     }
     Ok(v)

@@ -290,7 +290,7 @@ pub(crate) fn lb(a: LbArgs) -> Result<()> {
     if a.json {
         println!("{}", serde_json::to_string_pretty(&rows)?);
     } else {
-        print!("{}", table(&rows));
+        print!("{}", table(&rows, a.migrate_bytes == 0));
     }
     Ok(())
 }
@@ -406,20 +406,20 @@ fn write_map(
 }
 
 fn mb(bytes: u64) -> String {
-    format!("{:.3}", bytes as f64 / 1e6)
+    sim_core::units::human_bytes(bytes)
 }
 
-/// The human table.
-fn table(rows: &[Row]) -> String {
+/// The human table. `free_moves`: no --migrate-bytes, so moved bytes are not charged ("free").
+fn table(rows: &[Row], free_moves: bool) -> String {
     use std::fmt::Write;
     let mut out = String::new();
     let head = [
         "strategy",
         "max/avg",
         "moved",
-        "moved MB",
-        "cut MB",
-        "hop-MB",
+        "moved bytes",
+        "cut bytes",
+        "hop-bytes",
         "pre-LB iter",
         "post-LB iter",
         "post/pre",
@@ -433,7 +433,11 @@ fn table(rows: &[Row]) -> String {
                 r.strategy.clone(),
                 format!("{:.3}", r.max_avg_load),
                 r.migrations.to_string(),
-                mb(r.migrated_bytes),
+                if free_moves {
+                    "free".into()
+                } else {
+                    mb(r.migrated_bytes)
+                },
                 mb(r.cut_bytes),
                 r.hop_bytes.map_or("-".into(), mb),
                 short(r.pre_lb_iteration_s),

@@ -1,11 +1,13 @@
-//! `--out DIR`: every output of a replay in one folder, in formats other tools open.
+//! `--out DIR`: every output of a replay in one folder, in formats other tools open. Every
+//! time in every CSV file is in seconds with 12 decimals (exact picoseconds); the JSON files
+//! carry integer picoseconds (`_ps`) next to seconds (`_s`).
 //!
 //! | file | what |
 //! |---|---|
 //! | `summary.json` | the `--json` object |
 //! | `trace.json` | Chrome trace-event JSON (Perfetto, `chrome://tracing`): one track per PE, one complete (`X`) event per block named by its entry method, one flow (`s`/`f`) per delivered message |
 //! | `projections/predicted.sts`, `predicted.<pe>.log` | Projections 11.0 logs of the predicted run (times in whole microseconds) |
-//! | `timeline.csv` | one row per block: block, object, entry, pe, ready, start, end (ps) |
+//! | `timeline.csv` | one row per block: block, object, entry, pe, start, end |
 //! | `pe.csv` | per PE: blocks, busy and idle time, utilisation |
 //! | `entries.csv` | per entry method: blocks, total / mean / max time, share of busy time, remote messages and their network cost |
 //! | `iterations.csv` | per iteration label: end time and duration |
@@ -76,10 +78,7 @@ fn csv_writer(path: &Path) -> Result<csv::Writer<File>> {
     csv::Writer::from_path(path).with_context(|| format!("cannot write {}", path.display()))
 }
 
-/// Picoseconds as seconds, exactly (12 decimals).
-fn s(ps: u64) -> String {
-    sim_core::SimDuration::from_ps(ps).secs_exact()
-}
+use crate::report::secs as s;
 
 /// Picoseconds as microseconds, exactly (6 decimals): Chrome trace timestamps.
 fn us(ps: u64) -> String {

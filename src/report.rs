@@ -107,7 +107,7 @@ pub fn json(info: &RunInfo, r: &ReplayReport) -> Result<String> {
 }
 
 fn mb(bytes: u64) -> String {
-    format!("{:.3} MB", bytes as f64 / 1e6)
+    sim_core::units::human_bytes(bytes)
 }
 
 pub fn human(info: &RunInfo, r: &ReplayReport) -> String {
@@ -208,11 +208,31 @@ pub fn human(info: &RunInfo, r: &ReplayReport) -> String {
     s
 }
 
+/// Picoseconds as seconds, exactly (12 decimals): the time unit of every CSV file.
+pub fn secs(ps: u64) -> String {
+    SimDuration::from_ps(ps).secs_exact()
+}
+
+/// Seconds with up to 12 decimals (as [`secs`] writes them) back to picoseconds, exactly.
+pub fn parse_secs(s: &str) -> Option<u64> {
+    let (whole, frac) = s.split_once('.').unwrap_or((s, ""));
+    if frac.len() > 12 || !frac.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let w: u64 = whole.parse().ok()?;
+    let f: u64 = if frac.is_empty() {
+        0
+    } else {
+        format!("{frac:0<12}").parse().ok()?
+    };
+    w.checked_mul(1_000_000_000_000)?.checked_add(f)
+}
+
 /// Writes the timeline as CSV: one row per block, in start order.
 pub fn write_timeline(path: &Path, t: &Trace, r: &ReplayReport) -> Result<()> {
     let tl = r.timeline.as_ref().context("timeline was not recorded")?;
     let mut w = crate::files::csv_file(path)?;
-    w.write_record(["block", "object", "entry", "pe", "start_ps", "end_ps"])?;
+    w.write_record(["block", "object", "entry", "pe", "start_s", "end_s"])?;
     for rec in tl {
         let b = t.block(trace::BlockId(rec.block));
         w.write_record([
@@ -220,8 +240,8 @@ pub fn write_timeline(path: &Path, t: &Trace, r: &ReplayReport) -> Result<()> {
             b.object.0.to_string(),
             t.entries[b.entry.index()].name.clone(),
             rec.pe.to_string(),
-            rec.start.as_ps().to_string(),
-            rec.end.as_ps().to_string(),
+            secs(rec.start.as_ps()),
+            secs(rec.end.as_ps()),
         ])?;
     }
     crate::files::commit_csv(w)
@@ -230,14 +250,15 @@ pub fn write_timeline(path: &Path, t: &Trace, r: &ReplayReport) -> Result<()> {
 /// Writes per-PE busy/idle as CSV.
 pub fn write_per_pe(path: &Path, r: &ReplayReport) -> Result<()> {
     let mut w = crate::files::csv_file(path)?;
-    w.write_record(["pe", "blocks", "busy_ps", "idle_ps"])?;
+    w.write_record(["pe", "blocks", "busy_s", "idle_s", "utilization"])?;
+    let span = r.makespan.as_ps();
     for (pe, (busy, blocks)) in r.pe_busy_ps.iter().zip(&r.pe_blocks).enumerate() {
-        let idle = r.makespan.as_ps().saturating_sub(*busy);
         w.write_record([
             pe.to_string(),
             blocks.to_string(),
-            busy.to_string(),
-            idle.to_string(),
+            secs(*busy),
+            secs(span.saturating_sub(*busy)),
+            format!("{:.6}", *busy as f64 / span.max(1) as f64),
         ])?;
     }
     crate::files::commit_csv(w)
@@ -253,10 +274,10 @@ pub fn write_links(path: &Path, r: &ReplayReport) -> Result<()> {
         "to_node",
         "bytes",
         "packets",
-        "busy_ps",
+        "busy_s",
         "utilization",
         "max_queue",
-        "max_wait_ps",
+        "max_wait_s",
     ])?;
     let span = r.makespan.as_ps().max(1) as f64;
     for l in r.net.iter().flat_map(|n| &n.links) {
@@ -267,10 +288,10 @@ pub fn write_links(path: &Path, r: &ReplayReport) -> Result<()> {
             l.to_node.to_string(),
             l.bytes.to_string(),
             l.packets.to_string(),
-            l.busy_ps.to_string(),
+            secs(l.busy_ps),
             format!("{:.6}", l.busy_ps as f64 / span),
             l.max_queue.to_string(),
-            l.max_wait_ps.to_string(),
+            secs(l.max_wait_ps),
         ])?;
     }
     crate::files::commit_csv(w)
@@ -279,8 +300,25 @@ pub fn write_links(path: &Path, r: &ReplayReport) -> Result<()> {
 /// Writes the per-entry network cost table as CSV.
 pub fn write_entries(path: &Path, t: &Trace, r: &ReplayReport) -> Result<()> {
     let mut w = crate::files::csv_file(path)?;
-    for row in entry_rows(t, r) {
-        w.serialize(row)?;
+    w.write_record([
+        "entry",
+        "messages",
+        "bytes",
+        "wire_s",
+        "queueing_s",
+        "overhead_s",
+        "mean_wire_s",
+    ])?;
+    for e in entry_rows(t, r) {
+        w.write_record([
+            e.entry.to_string(),
+            e.messages.to_string(),
+            e.bytes.to_string(),
+            secs(e.wire_ps),
+            secs(e.queueing_ps),
+            secs(e.overhead_ps),
+            secs(e.mean_wire_ps),
+        ])?;
     }
     crate::files::commit_csv(w)
 }

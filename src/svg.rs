@@ -38,6 +38,17 @@ pub fn num(v: f64) -> String {
     format!("{v:.d$}")
 }
 
+/// A round tick value as written on an axis: `200`, `0.5`, `1` (no trailing zeros).
+pub fn tick(v: f64) -> String {
+    let a = v.abs();
+    if a != 0.0 && !(1e-3..1e6).contains(&a) {
+        return num(v);
+    }
+    let t = format!("{v:.6}");
+    let t = t.trim_end_matches('0').trim_end_matches('.');
+    if t == "-0" { "0".into() } else { t.to_string() }
+}
+
 /// One line of a line chart.
 #[derive(Clone, Debug)]
 pub struct Series {
@@ -65,13 +76,30 @@ pub struct LineChart<'a> {
     pub series: Vec<Series>,
 }
 
+/// About `n` tick values between `lo` and `hi` at a round step (1, 2 or 5 times a power of
+/// ten), so labels read 0, 200, 400 rather than 0, 119.6, 239.2.
 fn ticks(lo: f64, hi: f64, n: usize) -> Vec<f64> {
-    if hi <= lo {
+    nice_ticks(lo, hi, n, false)
+}
+
+/// [`ticks`]; `integer`: a step of at least 1 (counts).
+fn nice_ticks(lo: f64, hi: f64, n: usize, integer: bool) -> Vec<f64> {
+    if hi <= lo || hi.is_nan() || !lo.is_finite() || !hi.is_finite() {
         return vec![lo];
     }
-    (0..=n)
-        .map(|i| lo + (hi - lo) * i as f64 / n as f64)
-        .collect()
+    let raw = (hi - lo) / n.max(1) as f64;
+    let mag = 10f64.powf(raw.log10().floor());
+    let mut step = [1.0, 2.0, 5.0, 10.0]
+        .iter()
+        .map(|m| m * mag)
+        .find(|s| *s >= raw)
+        .unwrap_or(10.0 * mag);
+    if integer {
+        step = step.max(1.0).round();
+    }
+    let first = (lo / step).ceil() as i64;
+    let last = (hi / step + 1e-9).floor() as i64;
+    (first..=last).map(|k| k as f64 * step).collect()
 }
 
 impl LineChart<'_> {
@@ -118,7 +146,7 @@ impl LineChart<'_> {
                 W - MR,
                 ML - 6.0,
                 y + 4.0,
-                num(t)
+                tick(t)
             );
         }
         let xt: Vec<f64> = match &self.categories {
@@ -216,7 +244,8 @@ pub fn bars(title: &str, y_label: &str, items: &[(String, f64)]) -> String {
         esc(title),
         esc(title)
     );
-    for t in ticks(0.0, y1, 5) {
+    let counts = items.iter().all(|(_, v)| v.fract() == 0.0);
+    for t in nice_ticks(0.0, y1, 5, counts) {
         let _ = write!(
             s,
             r##"<line x1="{ML}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="#ddd"/><text x="{:.1}" y="{:.1}" font-size="11" text-anchor="end">{}</text>"##,
@@ -225,7 +254,7 @@ pub fn bars(title: &str, y_label: &str, items: &[(String, f64)]) -> String {
             ty(t),
             ML - 6.0,
             ty(t) + 4.0,
-            num(t)
+            tick(t)
         );
     }
     let every = (items.len() / 24).max(1);
@@ -331,7 +360,7 @@ pub fn stacked(
             s,
             r#"<text x="{x:.1}" y="{:.1}" font-size="11" text-anchor="middle">{}</text>"#,
             H - MB + 16.0,
-            num(t)
+            tick(t)
         );
     }
     let _ = write!(
@@ -393,7 +422,7 @@ pub fn timeline(
             r#"<text x="{:.1}" y="{:.1}" font-size="11" text-anchor="middle">{}</text>"#,
             tx(t),
             h - MB + 16.0,
-            num(t)
+            tick(t)
         );
     }
     let _ = write!(
@@ -453,4 +482,27 @@ pub fn grid(
     }
     s.push_str("</svg>");
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn labels(v: &[f64]) -> Vec<String> {
+        v.iter().map(|t| tick(*t)).collect()
+    }
+
+    #[test]
+    fn ticks_are_round() {
+        assert_eq!(labels(&ticks(0.0, 628.0, 5)), ["0", "200", "400", "600"]);
+        assert_eq!(labels(&ticks(0.0, 1.05, 5)), ["0", "0.5", "1"]);
+        assert_eq!(labels(&ticks(0.0, 98.0, 5)), ["0", "20", "40", "60", "80"]);
+        assert_eq!(labels(&ticks(0.0, 0.63, 5)), ["0", "0.2", "0.4", "0.6"]);
+        // Counts never get fractional ticks.
+        assert_eq!(
+            labels(&nice_ticks(0.0, 3.15, 5, true)),
+            ["0", "1", "2", "3"]
+        );
+        assert_eq!(ticks(5.0, 5.0, 5), [5.0]);
+    }
 }

@@ -260,7 +260,7 @@ fn builtin_run_and_csv_outputs() {
     assert_eq!(v["makespan_ps"], 20 * 107_553_600u64);
     let csv = std::fs::read_to_string(&pe).unwrap();
     assert_eq!(csv.lines().count(), 513);
-    assert!(csv.starts_with("pe,blocks,busy_ps,idle_ps"));
+    assert!(csv.starts_with("pe,blocks,busy_s,idle_s,utilization"));
     let o = whatif(&["run"]);
     assert!(
         stdout(&o).contains("makespan     2.151072 ms"),
@@ -316,10 +316,12 @@ fn network_statistics_in_json_and_csv() {
     let csv = std::fs::read_to_string(&links).unwrap();
     // 64 nodes x 6 links + 64 injection + 64 ejection NICs.
     assert_eq!(csv.lines().count(), 1 + 64 * 8);
-    assert!(csv.starts_with("kind,node,port,to_node,bytes,packets,busy_ps,utilization,max_queue"));
+    assert!(csv.starts_with(
+        "kind,node,port,to_node,bytes,packets,busy_s,utilization,max_queue,max_wait_s"
+    ));
     let csv = std::fs::read_to_string(&entries).unwrap();
     assert!(
-        csv.starts_with("entry,messages,bytes,wire_ps,queueing_ps,overhead_ps"),
+        csv.starts_with("entry,messages,bytes,wire_s,queueing_s,overhead_s,mean_wire_s"),
         "{csv}"
     );
     // The same model from a TOML file.

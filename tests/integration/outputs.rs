@@ -43,18 +43,24 @@ fn read(p: &Path) -> String {
     std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 
-/// timeline.csv as block -> (pe, start_ps, end_ps).
+/// timeline.csv as block -> (pe, start, end) in picoseconds.
 fn timeline(out: &Path) -> HashMap<u64, (u64, u64, u64)> {
     let text = read(&out.join("timeline.csv"));
     let mut lines = text.lines();
     let head: Vec<&str> = lines.next().unwrap().split(',').collect();
     let col = |n: &str| head.iter().position(|h| *h == n).unwrap();
-    let (b, pe, st, en) = (col("block"), col("pe"), col("start_ps"), col("end_ps"));
+    let (b, pe, st, en) = (col("block"), col("pe"), col("start_s"), col("end_s"));
+    // Seconds with 12 decimals: exact picoseconds once the point is dropped.
+    let ps = |v: &str| {
+        let (w, f) = v.split_once('.').unwrap();
+        assert_eq!(f.len(), 12, "{v}");
+        w.parse::<u64>().unwrap() * 1_000_000_000_000 + f.parse::<u64>().unwrap()
+    };
     lines
         .map(|l| {
             let f: Vec<&str> = l.split(',').collect();
             let n = |i: usize| f[i].parse::<u64>().unwrap();
-            (n(b), (n(pe), n(st), n(en)))
+            (n(b), (n(pe), ps(f[st]), ps(f[en])))
         })
         .collect()
 }

@@ -230,12 +230,13 @@ impl fmt::Display for TraceSummary {
         }
         writeln!(
             f,
-            "messages      {} sends: {} point-to-point, {} multicast, {} broadcast, {} broadcast-except; {} bytes",
+            "messages      {} sends: {} point-to-point, {} multicast, {} broadcast, {} broadcast-except; {} ({} bytes)",
             self.sends,
             self.point_to_point,
             self.multicast,
             self.broadcast,
             self.broadcast_except,
+            sim_core::units::human_bytes(self.bytes),
             self.bytes
         )?;
         match self.iterations {
