@@ -243,9 +243,18 @@ pub(crate) fn parse_i64(t: &[u8]) -> Option<i64> {
     }
 }
 
-/// The token as text for an error message.
+/// The token as text for an error message (control characters escaped: never echoed raw).
 pub(crate) fn show(t: &[u8]) -> String {
-    String::from_utf8_lossy(t).into_owned()
+    String::from_utf8_lossy(t)
+        .chars()
+        .flat_map(|c| {
+            if c.is_control() {
+                c.escape_default().collect::<Vec<_>>()
+            } else {
+                vec![c]
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]

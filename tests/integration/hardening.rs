@@ -580,3 +580,29 @@ fn the_fuzzer_covers_the_native_formats_and_replays_what_it_accepts() {
         assert!(stderr(&o).contains(f), "{}", stderr(&o));
     }
 }
+
+#[test]
+fn input_bytes_are_never_echoed_raw() {
+    let dir = tmpdir("hard-raw");
+    let bin = dir.join("esc.trace");
+    std::fs::write(&bin, b"\x01\x02\x1b[31mred\x07\xff\xfe").unwrap();
+    let o = whatif(&["replay", bin.to_str().unwrap()]);
+    refused(&o, &["esc.trace", "byte offset 0", "the bytes 01 02 1b 5b"]);
+    let goal = dir.join("esc.goal");
+    std::fs::write(&goal, b"num_ranks 2\n\x1b[31mrank 0 {\n}\n").unwrap();
+    let o = whatif(&[
+        "import",
+        "goal",
+        goal.to_str().unwrap(),
+        "--out",
+        dir.join("x.trace").to_str().unwrap(),
+    ]);
+    refused(&o, &["esc.goal:2", "\\u{1b}[31mrank"]);
+    for o in [whatif(&["replay", bin.to_str().unwrap()]), o] {
+        assert!(
+            !o.stderr.iter().any(|&b| b < 0x20 && b != b'\n'),
+            "a control byte reached the terminal: {:?}",
+            stderr(&o)
+        );
+    }
+}

@@ -363,7 +363,7 @@ impl<R: Read> BinaryReader<R> {
             return self.fail(
                 0,
                 "the magic bytes \"WHATIFTR\" (a whatif binary trace)",
-                format!("found {:?}", String::from_utf8_lossy(&magic)),
+                format!("found {}", crate::describe_bytes(&magic)),
             );
         }
         let mut ver = [0u8; 2];

@@ -234,7 +234,7 @@ pub fn read_columnar_with<R: Read>(
         return rd.fail(
             0,
             "the magic bytes \"WHATIFTC\" (a columnar whatif trace)",
-            format!("found {:?}", String::from_utf8_lossy(&magic)),
+            format!("found {}", crate::describe_bytes(&magic)),
         );
     }
     let mut ver = [0u8; 2];

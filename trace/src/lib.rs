@@ -132,9 +132,22 @@ pub fn read_repeated_file_with(
             found: if got == 0 {
                 "found an empty file".into()
             } else {
-                format!("found {:?}", String::from_utf8_lossy(head))
+                format!("found {}", describe_bytes(head))
             },
         }),
+    }
+}
+
+/// Bytes from a file for an error message: quoted when they are printable text, else in hex
+/// (never raw: a terminal must not receive control characters from an input).
+pub fn describe_bytes(b: &[u8]) -> String {
+    if b.iter()
+        .all(|c| (0x20..0x7f).contains(c) || *c == b'\n' || *c == b'\t')
+    {
+        format!("{:?}", String::from_utf8_lossy(b))
+    } else {
+        let hex: Vec<String> = b.iter().map(|c| format!("{c:02x}")).collect();
+        format!("the bytes {}", hex.join(" "))
     }
 }
 
