@@ -175,11 +175,28 @@ fn log_paths(sts_path: &Path, pes: u32) -> impl Iterator<Item = PathBuf> {
 pub(crate) fn files(sts_path: &Path) -> Result<Vec<PathBuf>, ImportError> {
     let sts = parse_sts(&read_text(sts_path)?, &sts_path.display().to_string())?;
     let mut v = vec![sts_path.to_path_buf()];
-    for path in log_paths(sts_path, sts.pes) {
-        crate::error::must_exist(&path)?;
+    let name = sts_path.display().to_string();
+    for (pe, path) in log_paths(sts_path, sts.pes).enumerate() {
+        crate::error::must_exist(&path).map_err(|e| missing_log(e, &name, sts.pes, pe as u32))?;
         v.push(path);
     }
     Ok(v)
+}
+
+/// A missing per-PE log, said in terms of the `.sts` that asks for it.
+fn missing_log(e: ImportError, sts: &str, pes: u32, pe: u32) -> ImportError {
+    match e {
+        ImportError::Io { path, source } if source.kind() == std::io::ErrorKind::NotFound => {
+            ImportError::inconsistent(
+                sts,
+                format!(
+                    "PROCESSORS {pes} asks for one log per PE, but the log of PE {pe} ({}) does not exist",
+                    path.display()
+                ),
+            )
+        }
+        other => other,
+    }
 }
 
 /// Imports a Projections log set given its `.sts` file.
@@ -200,7 +217,7 @@ pub fn import(sts_path: &Path) -> Result<Imported, ImportError> {
     for (pe, path) in log_paths(sts_path, sts.pes).enumerate() {
         let pe = pe as u32;
         let file = path.display().to_string();
-        let text = read_text(&path)?;
+        let text = read_text(&path).map_err(|e| missing_log(e, &sts_name, sts.pes, pe))?;
         let mut open: Option<usize> = None;
         let mut runtime: Option<usize> = None;
         let mut records = 0usize;

@@ -144,7 +144,16 @@ fn header_counts_are_bounded_by_what_the_input_holds() {
     )
     .unwrap();
     let o = whatif(&["import", "projections", sts.to_str().unwrap(), "--out", out]);
-    refused(&o, &["fake.0.log", "No such file"]);
+    refused(
+        &o,
+        &[
+            "fake.sts",
+            "PROCESSORS 16777215",
+            "log of PE 0",
+            "fake.0.log",
+            "does not exist",
+        ],
+    );
     // A BigSim summary claiming 2^26 emulating PEs (field at byte 48), no per-PE files.
     if let Some(j0) = crate::shared_data("bigsim-jacobi2d/traceJ0") {
         let mut b = std::fs::read(j0.join("bgTrace")).unwrap();

@@ -911,7 +911,9 @@ fn projections_errors() {
     std::fs::remove_file(dir.join("pp.1.log")).unwrap();
     let e = import(Format::Projections, &sts, &ImportOptions::default()).unwrap_err();
     assert!(
-        matches!(e, ImportError::Io { .. }) && e.to_string().contains("pp.1.log"),
+        matches!(e, ImportError::Inconsistent { .. })
+            && e.to_string().contains("log of PE 1 (")
+            && e.to_string().contains("pp.1.log) does not exist"),
         "{e}"
     );
 }
