@@ -70,11 +70,29 @@ pub(crate) fn files(input: &Path) -> Result<Vec<PathBuf>, ImportError> {
     let sum_path = summary_path(input);
     let s = parse_summary(&read_file(&sum_path)?, &sum_path.display().to_string())?;
     let mut v = vec![sum_path.clone()];
-    for path in pe_file_paths(&sum_path, &s) {
-        crate::error::must_exist(&path)?;
+    let name = sum_path.display().to_string();
+    for (k, path) in pe_file_paths(&sum_path, &s).enumerate() {
+        crate::error::must_exist(&path).map_err(|e| missing_pe_file(e, &name, &s, k))?;
         v.push(path);
     }
     Ok(v)
+}
+
+/// A missing per-PE file, said in terms of the summary that asks for it.
+fn missing_pe_file(e: ImportError, summary: &str, s: &BgSummary, k: usize) -> ImportError {
+    match e {
+        ImportError::Io { path, source } if source.kind() == std::io::ErrorKind::NotFound => {
+            ImportError::inconsistent(
+                summary,
+                format!(
+                    "the summary names {} emulating PEs, one file each, but the file of PE {k} ({}) does not exist",
+                    s.emulating_pes,
+                    path.display()
+                ),
+            )
+        }
+        other => other,
+    }
 }
 
 fn secs_to_ps(x: f64, what: &str, file: &str, offset: u64) -> Result<u64, ImportError> {
@@ -102,7 +120,9 @@ pub fn read_set(
     for (k, path) in pe_file_paths(&sum_path, &s).enumerate() {
         let k = k as u32;
         let name = path.display().to_string();
-        let tls = parse_pe_file(&read_file(&path)?, &name, k, &s)?;
+        let bytes = read_file(&path)
+            .map_err(|e| missing_pe_file(e, &sum_path.display().to_string(), &s, k as usize))?;
+        let tls = parse_pe_file(&bytes, &name, k, &s)?;
         let mut c = BgFileCounts {
             file: name,
             timelines: tls.len(),

@@ -328,7 +328,9 @@ fn bgtrace_bad_inputs_are_reported_with_offsets() {
     // Missing file.
     std::fs::remove_file(dir.join("bgTrace0")).unwrap();
     let e = import(Format::BgTrace, &dir, &ImportOptions::default()).unwrap_err();
-    assert!(matches!(e, ImportError::Io { .. }), "{e}");
+    assert!(matches!(e, ImportError::Inconsistent { .. }), "{e}");
+    assert!(e.to_string().contains("file of PE 0"), "{e}");
+    assert!(e.to_string().contains("bgTrace0) does not exist"), "{e}");
 }
 
 // ---------------------------------------------------------------------------------------------
