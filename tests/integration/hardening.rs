@@ -502,6 +502,23 @@ fn messages_name_the_actual_problem() {
     }
     let o = whatif(&["report", dir.join("nope").to_str().unwrap()]);
     refused(&o, &["nope", "no such folder"]);
+    // A mistyped sweep key: the line of the user's file, not of an internal document.
+    let study = dir.join("typo.toml");
+    std::fs::write(
+        &study,
+        "name = \"typo\"\n[workload]\nprogram = \"pingpong\"\npes = 2\n[net]\nmodel = \"latency\"\nlat = \"1us\"\n\n[[sweep]]\nkey = \"workload.parms.iters\"\nvalues = [1, 2]\n",
+    )
+    .unwrap();
+    let o = whatif(&["sweep", study.to_str().unwrap(), "--list"]);
+    refused(
+        &o,
+        &["typo.toml", "swept at line 10", "unknown field `parms`"],
+    );
+    assert!(!stderr(&o).contains("TOML parse error"), "{}", stderr(&o));
+    // Sizes for people, with the exact figure where it matters.
+    let o = whatif(&["inspect", &r]);
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(text.contains("KiB (") && text.contains(" bytes)"), "{text}");
     // Bandwidths are echoed in the unit they were given.
     let o = whatif(&[
         "replay",
