@@ -377,6 +377,57 @@ fn machine_plot(util: &[f64], net: Option<&NetSpec>) -> String {
                 }),
             )
         }
+        Some(Topology::FatTree { k, levels }) => {
+            // One row per leaf switch, its k hosts across.
+            let k = *k as usize;
+            let rows = k.pow(levels.saturating_sub(1));
+            let cells = (0..rows)
+                .map(|r| {
+                    (0..k)
+                        .map(|c| {
+                            let n = r * k + c;
+                            if n < nodes { node_util(n) } else { None }
+                        })
+                        .collect()
+                })
+                .collect();
+            (
+                cells,
+                format!(
+                    "Machine: {k}-ary {levels}-tree fat-tree, one row per leaf switch (host utilisation)"
+                ),
+                Box::new(move |r, c| format!("host {} (leaf switch {r})", r * k + c)),
+            )
+        }
+        Some(Topology::Dragonfly {
+            groups,
+            routers,
+            hosts,
+            ..
+        }) => {
+            // One row per group, its routers' hosts across.
+            let per_group = (*routers * *hosts) as usize;
+            let h = *hosts as usize;
+            let cells = (0..*groups as usize)
+                .map(|g| {
+                    (0..per_group)
+                        .map(|c| {
+                            let n = g * per_group + c;
+                            if n < nodes { node_util(n) } else { None }
+                        })
+                        .collect()
+                })
+                .collect();
+            (
+                cells,
+                format!(
+                    "Machine: dragonfly, one row per group ({routers} routers x {hosts} hosts across; host utilisation)"
+                ),
+                Box::new(move |g, c| {
+                    format!("host {} (group {g}, router {})", g * per_group + c, c / h)
+                }),
+            )
+        }
         _ => {
             let cols = (nodes as f64).sqrt().ceil().max(1.0) as usize;
             let cells = (0..nodes.div_ceil(cols))

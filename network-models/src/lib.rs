@@ -50,7 +50,7 @@ pub use contention::{Contention, ContentionParams, Switching};
 pub use hops::{Hops, HopsModel};
 pub use loggops::{LogGops, LogGopsParams};
 pub use sim_core::Bandwidth;
-pub use spec::{NET_HELP, NetSpec, SpecError};
+pub use spec::{NET_HELP, NetSpec, SpecError, TOPOLOGY_KEYS};
 pub use topology::{LinkId, Topology};
 
 use sim_core::{SimDuration, SimTime};

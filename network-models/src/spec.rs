@@ -67,7 +67,11 @@ Network models (--net MODEL[:key=value,...]; durations take ps|ns|us|ms|s, bandw
                                           lat_intra + bytes/bw_intra within a node; PE p is on
                                           node p/ppn. Defaults: lat=0, hop=0, ppn=1, lat_intra=0,
                                           bw_intra=bw. T: full:N, hypercube:D, mesh:AxBxC,
-                                          torus:AxBxC (dimension-order routing; torus ties go +)
+                                          torus:AxBxC (dimension-order routing; torus ties go +),
+                                          fattree:k=K,levels=N (k-ary n-tree, K^N hosts, D-mod-k
+                                          up/down routing), dragonfly:groups=G,routers=A,hosts=P,
+                                          global=H (minimal routing). On fat-trees and dragonflies
+                                          the host links count as hops.
   loggops:L=D,o=D,g=D,G=D,O=D,S=BYTES     LogGOPS as in LogGOPSim: first byte arrives o+L after the
                                           send starts; sender and receiver NICs busy g+(s-1)*G per
                                           message (a send waits for its NIC); CPU o+(s-1)*O per send,
@@ -198,15 +202,30 @@ impl FromStr for NetSpec {
             None => (spec.trim(), ""),
         };
         let mut kv: Vec<(&str, &str)> = Vec::new();
+        // `topo=fattree:k=4,levels=3`: the topology's own keys (after a `topo=` with those
+        // kinds) belong to the topology value, which keeps its commas.
+        let mut topo_text = String::new();
         for part in params.split(',').map(str::trim).filter(|p| !p.is_empty()) {
             let (k, v) = part
                 .split_once('=')
                 .ok_or_else(|| fail(format!("parameter `{part}` is not of the form key=value")))?;
             let k = k.trim();
+            let in_topo = topo_text.starts_with("fattree:") || topo_text.starts_with("dragonfly:");
+            if in_topo && TOPOLOGY_KEYS.contains(&k) {
+                topo_text.push(',');
+                topo_text.push_str(part);
+                continue;
+            }
+            if k == "topo" {
+                topo_text = v.trim().to_string();
+            }
             if kv.iter().any(|(seen, _)| *seen == k) {
                 return Err(fail(format!("parameter `{k}` is given twice")));
             }
             kv.push((k, v.trim()));
+        }
+        if let Some(t) = kv.iter_mut().find(|(k, _)| *k == "topo") {
+            t.1 = topo_text.as_str();
         }
         let allowed: &[&str] = match model {
             "ideal" | "recorded" => &[],
@@ -368,6 +387,10 @@ impl FromStr for NetSpec {
     }
 }
 
+/// Keys of the topologies written `kind:key=value,...` (fat-tree, dragonfly): in a `--net`
+/// spec they follow `topo=fattree:...` and belong to the topology's value.
+pub const TOPOLOGY_KEYS: &[&str] = &["k", "levels", "groups", "routers", "hosts", "global"];
+
 /// A value in a model table: strings are taken as written, numbers as their decimal form.
 #[derive(serde::Deserialize)]
 #[serde(untagged)]
@@ -400,6 +423,9 @@ impl NetSpec {
         for (k, v) in entries {
             if k == "model" {
                 model = Some(v);
+            } else if k == "topo" && (v.starts_with("fattree:") || v.starts_with("dragonfly:")) {
+                // Its own keys follow it in the one-line form: put it first.
+                params.insert(0, format!("{k}={v}"));
             } else if v.contains(',') || v.contains('=') {
                 return Err(SpecError {
                     spec: format!("{k} = {v:?}"),
@@ -464,11 +490,35 @@ mod tests {
             "alphabeta:bw=1MB/s,o_send=2ns,o_recv=1.5us,lat=0",
             "hops:topo=torus:8x8x8,lat=1us,hop=50ns,bw=10GB/s",
             "hops:topo=hypercube:10,bw=1GB/s,ppn=4,lat_intra=100ns,bw_intra=40GB/s",
+            "hops:topo=fattree:k=4,levels=3,lat=1us,hop=100ns,bw=10GB/s",
+            "hops:lat=1us,topo=fattree:levels=2,k=8,bw=1GB/s,ppn=2",
+            "contention:topo=dragonfly:groups=9,routers=4,hosts=2,global=2,bw=10GB/s,lat=1us",
         ] {
             let spec: NetSpec = s.parse().unwrap();
             let canon = spec.to_string();
             assert_eq!(canon.parse::<NetSpec>().unwrap(), spec, "{s} -> {canon}");
         }
+        let spec: NetSpec = "hops:topo=fattree:k=4,levels=3,lat=1us,bw=1GB/s"
+            .parse()
+            .unwrap();
+        assert_eq!(
+            spec.topology().map(|(t, _)| t.clone()),
+            Some(Topology::FatTree { k: 4, levels: 3 })
+        );
+        // A TOML table keeps the topology's commas inside its value, in any key order.
+        let from_table = NetSpec::from_table([
+            ("bw", "1GB/s".to_string()),
+            ("lat", "1us".to_string()),
+            ("model", "hops".to_string()),
+            ("topo", "fattree:k=4,levels=3".to_string()),
+        ])
+        .unwrap();
+        assert_eq!(from_table, spec);
+        // Topology keys outside a fat-tree or dragonfly value are unknown model parameters.
+        let e = "hops:topo=torus:4x4,k=4,bw=1GB/s"
+            .parse::<NetSpec>()
+            .unwrap_err();
+        assert!(e.to_string().contains("no parameter `k`"), "{e}");
         assert_eq!(
             "alphabeta:lat=1us,bw=10GB/s"
                 .parse::<NetSpec>()

@@ -19,6 +19,28 @@
 //!
 //! Hop counts are therefore the Hamming distance (hypercube), the Manhattan distance (mesh) and
 //! the wrapped Manhattan distance (torus).
+//!
+//! **Indirect networks** (fat-tree, dragonfly) have switches besides the hosts. Vertices
+//! `0..nodes()` are the hosts (where PEs live), the switches follow up to `vertices()`; a hop
+//! is one link, host links included (two hosts on one switch are 2 hops apart).
+//!
+//! * `fattree:k=K,levels=N`: the k-ary n-tree (Petrini and Vanneschi): `K^N` hosts, `N` levels
+//!   of `K^(N-1)` switches with `K` ports down and `K` up. Host `h` has base-`K` digits
+//!   `h_0..h_{N-1}`; level-0 switch `w` (digits `w_0..w_{N-2}`) serves hosts `w*K..w*K+K-1`;
+//!   switch `(w, l)` links up to the `K` switches `(w', l+1)` that differ from `w` in digit
+//!   `l` only. Ports: `0..K` down (to host or child with that digit), `K..2K` up (to the parent
+//!   whose digit `l` is `port - K`); a host's port 0 leads to its leaf switch. Routing is
+//!   up/down with **D-mod-k** up-port selection: going up from level `l` toward destination
+//!   `d`, take up-port `d_l`; go down as soon as the destination is below. Two hosts whose
+//!   highest differing digit is `m` are `2(m+1)` hops apart.
+//! * `dragonfly:groups=G,routers=A,hosts=P,global=H`: `G` groups of `A` routers, each router
+//!   with `P` hosts and `H` global links; routers of a group are fully connected; global link
+//!   `t` of group `i` (`t = router * H + port`, `t < G-1`) leads to group `(i + t + 1) mod G`,
+//!   arriving on its global link `G - 2 - t` (needs `A*H >= G-1`; one link per group pair).
+//!   Router ports: `0..P` hosts, `P..P+A-1` the other routers of the group in order, then the
+//!   `H` global links. **Minimal routing**: to the destination's router if in the same group;
+//!   else to the router holding the global link to the destination group, across it, then to
+//!   the destination router: 2 to 5 hops between hosts.
 
 use std::fmt;
 use std::str::FromStr;
@@ -50,10 +72,28 @@ pub enum Topology {
         /// Extent of each dimension.
         dims: Vec<u32>,
     },
+    /// A k-ary n-tree (fat-tree) with D-mod-k up/down routing.
+    FatTree {
+        /// Switch arity: ports down (and up) per switch.
+        k: u32,
+        /// Switch levels.
+        levels: u32,
+    },
+    /// A dragonfly with minimal routing.
+    Dragonfly {
+        /// Groups.
+        groups: u32,
+        /// Routers per group.
+        routers: u32,
+        /// Hosts per router.
+        hosts: u32,
+        /// Global links per router.
+        global: u32,
+    },
 }
 
 impl Topology {
-    /// Number of nodes.
+    /// Number of nodes that hold PEs (hosts).
     pub fn nodes(&self) -> u64 {
         match self {
             Topology::FullyConnected { nodes } => *nodes as u64,
@@ -61,21 +101,78 @@ impl Topology {
             Topology::Mesh { dims } | Topology::Torus { dims } => {
                 dims.iter().map(|&d| d as u64).product()
             }
+            Topology::FatTree { k, levels } => (*k as u64).saturating_pow(*levels),
+            Topology::Dragonfly {
+                groups,
+                routers,
+                hosts,
+                ..
+            } => *groups as u64 * *routers as u64 * *hosts as u64,
         }
     }
 
-    /// Output ports per node (see the module docs for their numbering).
+    /// Number of vertices: the hosts, then the switches of indirect networks.
+    pub fn vertices(&self) -> u64 {
+        match self {
+            Topology::FatTree { k, levels } => {
+                let per_level = (*k as u64).saturating_pow(levels.saturating_sub(1));
+                self.nodes() + *levels as u64 * per_level
+            }
+            Topology::Dragonfly {
+                groups, routers, ..
+            } => self.nodes() + *groups as u64 * *routers as u64,
+            _ => self.nodes(),
+        }
+    }
+
+    /// Output ports per vertex (see the module docs for their numbering).
     pub fn ports(&self) -> u64 {
         match self {
             Topology::FullyConnected { nodes } => *nodes as u64,
             Topology::Hypercube { dim } => *dim as u64,
             Topology::Mesh { dims } | Topology::Torus { dims } => 2 * dims.len() as u64,
+            Topology::FatTree { k, .. } => 2 * *k as u64,
+            Topology::Dragonfly {
+                routers,
+                hosts,
+                global,
+                ..
+            } => *hosts as u64 + (*routers as u64).saturating_sub(1) + *global as u64,
         }
     }
 
     /// Number of hops on the route from `a` to `b` (0 when `a == b`).
     pub fn hops(&self, a: u64, b: u64) -> u32 {
         match self {
+            Topology::FatTree { k, .. } => {
+                if a == b {
+                    return 0;
+                }
+                // Highest base-k digit where the hosts differ.
+                let (k, mut x, mut y, mut m) = (*k as u64, a, b, 0u32);
+                let mut level = 0u32;
+                while x != y {
+                    if x % k != y % k {
+                        m = level;
+                    }
+                    x /= k;
+                    y /= k;
+                    level += 1;
+                }
+                2 * (m + 1)
+            }
+            Topology::Dragonfly { .. } => {
+                if a == b {
+                    return 0;
+                }
+                let mut n = 0;
+                let mut cur = a;
+                while let Some((_, next)) = self.next_hop(cur, b) {
+                    cur = next;
+                    n += 1;
+                }
+                n
+            }
             Topology::FullyConnected { .. } => (a != b) as u32,
             Topology::Hypercube { .. } => (a ^ b).count_ones(),
             Topology::Mesh { dims } | Topology::Torus { dims } => {
@@ -120,7 +217,59 @@ impl Topology {
                 };
                 node - x * stride + next * stride
             }
+            Topology::FatTree { k, levels } => {
+                fat_tree_neighbour(*k as u64, *levels, self.nodes(), node, port)
+            }
+            Topology::Dragonfly { .. } => self.dragonfly_neighbour(node, port),
         }
+    }
+
+    /// Dragonfly sizes: (routers per group, hosts per router, global links per router, groups).
+    fn df(&self) -> (u64, u64, u64, u64) {
+        match self {
+            Topology::Dragonfly {
+                groups,
+                routers,
+                hosts,
+                global,
+            } => (
+                *routers as u64,
+                *hosts as u64,
+                *global as u64,
+                *groups as u64,
+            ),
+            _ => unreachable!("dragonfly only"),
+        }
+    }
+
+    /// The vertex at the far end of `port` of a dragonfly vertex.
+    fn dragonfly_neighbour(&self, v: u64, port: u64) -> u64 {
+        let (a, p, h, g) = self.df();
+        let hosts = self.nodes();
+        if v < hosts {
+            return hosts + v / p;
+        }
+        let r = v - hosts;
+        let (group, local) = (r / a, r % a);
+        if port < p {
+            return r * p + port;
+        }
+        if port < p + a - 1 {
+            let q = port - p;
+            let q = if q < local { q } else { q + 1 };
+            return hosts + group * a + q;
+        }
+        // Global link t of this group leads to group (group + t + 1) mod g, arriving on its
+        // link g - 2 - t.
+        let t = local * h + (port - p - (a - 1));
+        if t + 1 >= g {
+            // A spare global link (routers x global > groups - 1): connected to nothing,
+            // never on a route.
+            return v;
+        }
+        let to_group = (group + t + 1) % g;
+        let back = g - 2 - t;
+        hosts + to_group * a + back / h
     }
 
     /// The first link of the route from `cur` to `dst` and the node it leads to, or `None`
@@ -137,6 +286,41 @@ impl Topology {
             Topology::Hypercube { .. } => {
                 let i = (cur ^ dst).trailing_zeros() as u64;
                 Some((LinkId(cur * ports + i), cur ^ (1 << i)))
+            }
+            Topology::FatTree { k, levels } => Some(fat_tree_next(
+                *k as u64,
+                *levels,
+                self.nodes(),
+                ports,
+                cur,
+                dst,
+            )),
+            Topology::Dragonfly { .. } => {
+                let (a, p, h, g) = self.df();
+                let hosts = self.nodes();
+                if cur < hosts {
+                    return Some((LinkId(cur * ports), hosts + cur / p));
+                }
+                let r = cur - hosts;
+                let dr = dst / p;
+                let port = if r == dr {
+                    dst % p
+                } else if r / a == dr / a {
+                    let q = dr % a;
+                    p + if q < r % a { q } else { q - 1 }
+                } else {
+                    let t = (dr / a + g - r / a - 1) % g;
+                    if t / h == r % a {
+                        p + (a - 1) + t % h
+                    } else {
+                        let q = t / h;
+                        p + if q < r % a { q } else { q - 1 }
+                    }
+                };
+                Some((
+                    LinkId(cur * ports + port),
+                    self.dragonfly_neighbour(cur, port),
+                ))
             }
             Topology::Mesh { dims } | Topology::Torus { dims } => {
                 let wrap = matches!(self, Topology::Torus { .. });
@@ -163,6 +347,57 @@ impl Topology {
             }
         }
     }
+}
+
+/// Fat-tree switch vertex `(w, l)`.
+fn ft_switch(hosts: u64, per_level: u64, w: u64, l: u64) -> u64 {
+    hosts + l * per_level + w
+}
+
+/// `w` with base-`k` digit `i` set to `v`.
+fn set_digit(k: u64, w: u64, i: u64, v: u64) -> u64 {
+    let p = k.pow(i as u32);
+    w - (w / p % k) * p + v * p
+}
+
+/// The vertex at the far end of `port` of a fat-tree vertex.
+fn fat_tree_neighbour(k: u64, levels: u32, hosts: u64, v: u64, port: u64) -> u64 {
+    let per_level = k.pow(levels - 1);
+    if v < hosts {
+        return ft_switch(hosts, per_level, v / k, 0);
+    }
+    let (l, w) = ((v - hosts) / per_level, (v - hosts) % per_level);
+    if port < k {
+        if l == 0 {
+            w * k + port
+        } else {
+            ft_switch(hosts, per_level, set_digit(k, w, l - 1, port), l - 1)
+        }
+    } else {
+        ft_switch(hosts, per_level, set_digit(k, w, l, port - k), l + 1)
+    }
+}
+
+/// One fat-tree routing step (D-mod-k up, then down); `cur != dst`.
+fn fat_tree_next(k: u64, levels: u32, hosts: u64, ports: u64, cur: u64, dst: u64) -> (LinkId, u64) {
+    let per_level = k.pow(levels - 1);
+    if cur < hosts {
+        return (LinkId(cur * ports), ft_switch(hosts, per_level, cur / k, 0));
+    }
+    let (l, w) = ((cur - hosts) / per_level, (cur - hosts) % per_level);
+    // The destination is below (w, l) when the switch's digits l.. match its digits l+1...
+    let below = w / k.pow(l as u32) == dst / k.pow(l as u32 + 1);
+    let port = if below {
+        // Down: to the host, or the child whose digit l-1 is the destination's digit l.
+        dst / k.pow(l as u32) % k
+    } else {
+        // Up (D-mod-k): the parent whose digit l is the destination's digit l.
+        k + dst / k.pow(l as u32) % k
+    };
+    (
+        LinkId(cur * ports + port),
+        fat_tree_neighbour(k, levels, hosts, cur, port),
+    )
 }
 
 /// Direction (`true` = positive) and number of steps from coordinate `x` to `y` on an axis of
@@ -193,15 +428,26 @@ impl fmt::Display for Topology {
             Topology::Hypercube { dim } => write!(f, "hypercube:{dim}"),
             Topology::Mesh { dims } => write!(f, "mesh:{}", join(dims)),
             Topology::Torus { dims } => write!(f, "torus:{}", join(dims)),
+            Topology::FatTree { k, levels } => write!(f, "fattree:k={k},levels={levels}"),
+            Topology::Dragonfly {
+                groups,
+                routers,
+                hosts,
+                global,
+            } => write!(
+                f,
+                "dragonfly:groups={groups},routers={routers},hosts={hosts},global={global}"
+            ),
         }
     }
 }
 
 impl FromStr for Topology {
     type Err = String;
-    /// `full:N`, `hypercube:D`, `mesh:AxB[xC...]`, `torus:AxB[xC...]`.
+    /// `full:N`, `hypercube:D`, `mesh:AxB[xC...]`, `torus:AxB[xC...]`, `fattree:k=K,levels=N`,
+    /// `dragonfly:groups=G,routers=A,hosts=P,global=H`.
     fn from_str(s: &str) -> Result<Self, String> {
-        let usage = "expected full:N, hypercube:D, mesh:AxBxC or torus:AxBxC (e.g. torus:8x8x8)";
+        let usage = "expected full:N, hypercube:D, mesh:AxBxC, torus:AxBxC (e.g. torus:8x8x8), fattree:k=K,levels=N or dragonfly:groups=G,routers=A,hosts=P,global=H";
         let (kind, arg) = s
             .split_once(':')
             .ok_or_else(|| format!("topology `{s}`: {usage}"))?;
@@ -227,6 +473,68 @@ impl FromStr for Topology {
                     Topology::Mesh { dims }
                 } else {
                     Topology::Torus { dims }
+                }
+            }
+            kind @ ("fattree" | "dragonfly") => {
+                let keys: &[&str] = if kind == "fattree" {
+                    &["k", "levels"]
+                } else {
+                    &["groups", "routers", "hosts", "global"]
+                };
+                let mut vals = vec![None; keys.len()];
+                for part in arg.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+                    let (key, v) = part.split_once('=').ok_or_else(|| {
+                        format!("topology `{s}`: `{part}` is not key=value; {usage}")
+                    })?;
+                    let i = keys.iter().position(|k| *k == key.trim()).ok_or_else(|| {
+                        format!(
+                            "topology `{s}`: {kind} has no parameter `{}`; it takes {}",
+                            key.trim(),
+                            keys.join(", ")
+                        )
+                    })?;
+                    vals[i] = Some(num(v)?);
+                }
+                let get = |i: usize| {
+                    vals[i].ok_or_else(|| format!("topology `{s}`: {kind} needs {}=...", keys[i]))
+                };
+                if kind == "fattree" {
+                    let (k, levels) = (get(0)?, get(1)?);
+                    if k < 2 || levels < 1 {
+                        return Err(format!(
+                            "topology `{s}`: a fat-tree needs k >= 2 and levels >= 1"
+                        ));
+                    }
+                    if (k as u64)
+                        .checked_pow(levels)
+                        .is_none_or(|n| n > u32::MAX as u64)
+                    {
+                        return Err(format!("topology `{s}` has more than 2^32 nodes"));
+                    }
+                    Topology::FatTree { k, levels }
+                } else {
+                    let (groups, routers, hosts, global) = (get(0)?, get(1)?, get(2)?, get(3)?);
+                    if groups < 1 || routers < 1 || hosts < 1 {
+                        return Err(format!(
+                            "topology `{s}`: a dragonfly needs at least one group, router and host"
+                        ));
+                    }
+                    if (routers as u64) * (global as u64) < groups as u64 - 1 {
+                        return Err(format!(
+                            "topology `{s}`: {groups} groups need {} global links per group (one to each other group), but routers x global = {}",
+                            groups - 1,
+                            routers as u64 * global as u64
+                        ));
+                    }
+                    if groups as u64 * routers as u64 * hosts as u64 > u32::MAX as u64 {
+                        return Err(format!("topology `{s}` has more than 2^32 nodes"));
+                    }
+                    Topology::Dragonfly {
+                        groups,
+                        routers,
+                        hosts,
+                        global,
+                    }
                 }
             }
             other => return Err(format!("topology `{s}`: unknown kind `{other}`; {usage}")),
@@ -291,6 +599,9 @@ mod tests {
                 }
                 node - x * stride + nx * stride
             }
+            Topology::FatTree { .. } | Topology::Dragonfly { .. } => {
+                unreachable!("indirect networks are checked by check_indirect")
+            }
         }
     }
 
@@ -325,6 +636,206 @@ mod tests {
             "full:5",
         ] {
             check_routes(&s.parse().unwrap());
+        }
+    }
+
+    /// The undirected edges of an indirect network, built from its definition (not from the
+    /// port numbering): for checking routes against.
+    fn edges(t: &Topology) -> std::collections::HashSet<(u64, u64)> {
+        let mut e = std::collections::HashSet::new();
+        let mut add = |a: u64, b: u64| {
+            e.insert((a.min(b), a.max(b)));
+        };
+        let hosts = t.nodes();
+        match *t {
+            Topology::FatTree { k, levels } => {
+                let (k, n) = (k as u64, levels as u64);
+                let per = k.pow(levels - 1);
+                let sw = |w: u64, l: u64| hosts + l * per + w;
+                for h in 0..hosts {
+                    add(h, sw(h / k, 0));
+                }
+                // (w, l) -- (w', l+1) when w and w' differ at most in digit l.
+                for l in 0..n - 1 {
+                    for w in 0..per {
+                        for w2 in 0..per {
+                            let p = k.pow(l as u32);
+                            if w / (p * k) == w2 / (p * k) && w % p == w2 % p {
+                                add(sw(w, l), sw(w2, l + 1));
+                            }
+                        }
+                    }
+                }
+            }
+            Topology::Dragonfly {
+                groups,
+                routers,
+                hosts: p,
+                global,
+            } => {
+                let (g, a, p, h) = (groups as u64, routers as u64, p as u64, global as u64);
+                for x in 0..hosts {
+                    add(x, hosts + x / p);
+                }
+                for grp in 0..g {
+                    for r in 0..a {
+                        for q in 0..a {
+                            if r != q {
+                                add(hosts + grp * a + r, hosts + grp * a + q);
+                            }
+                        }
+                    }
+                    // One global link between every two groups.
+                    for other in 0..g {
+                        if other != grp {
+                            let t = (other + g - grp - 1) % g;
+                            let back = (grp + g - other - 1) % g;
+                            assert_eq!(back, g - 2 - t);
+                            add(hosts + grp * a + t / h, hosts + other * a + back / h);
+                        }
+                    }
+                }
+            }
+            _ => unreachable!(),
+        }
+        e
+    }
+
+    /// Every route between hosts is a walk on the network's edges, leaving each vertex by a
+    /// link of that vertex, of `hops()` length, ending at the destination.
+    fn check_indirect(t: &Topology) -> u64 {
+        let e = edges(t);
+        let mut links = Vec::new();
+        let mut total = 0u64;
+        for a in 0..t.nodes() {
+            for b in 0..t.nodes() {
+                links.clear();
+                t.route(a, b, &mut links);
+                assert_eq!(links.len() as u32, t.hops(a, b), "{t}: {a}->{b}");
+                let mut cur = a;
+                for l in &links {
+                    assert_eq!(l.0 / t.ports(), cur, "{t}: {a}->{b}");
+                    let next = t.link_target(*l);
+                    assert!(
+                        e.contains(&(cur.min(next), cur.max(next))),
+                        "{t}: {cur}-{next} is no edge"
+                    );
+                    assert!(next != cur);
+                    cur = next;
+                }
+                assert_eq!(cur, b, "{t}: {a}->{b}");
+                total += links.len() as u64;
+            }
+        }
+        total
+    }
+
+    #[test]
+    fn fat_tree_routes_and_hop_counts() {
+        for s in [
+            "fattree:k=2,levels=1",
+            "fattree:k=2,levels=3",
+            "fattree:k=4,levels=2",
+            "fattree:k=3,levels=3",
+        ] {
+            let t: Topology = s.parse().unwrap();
+            assert_eq!(t.to_string(), s);
+            check_indirect(&t);
+        }
+        let t: Topology = "fattree:k=4,levels=3".parse().unwrap();
+        assert_eq!((t.nodes(), t.vertices(), t.ports()), (64, 64 + 3 * 16, 8));
+        // Same leaf switch: 2 hops; highest differing digit 1: 4; digit 2: 6.
+        assert_eq!(
+            (t.hops(0, 3), t.hops(0, 4), t.hops(5, 63), t.hops(9, 9)),
+            (2, 4, 6, 0)
+        );
+        // Up/down routes are shortest paths: the hop count is the BFS distance.
+        let e = edges(&t);
+        let mut adj = vec![Vec::new(); t.vertices() as usize];
+        for &(a, b) in &e {
+            adj[a as usize].push(b);
+            adj[b as usize].push(a);
+        }
+        for src in [0u64, 17, 42] {
+            let mut dist = vec![u32::MAX; adj.len()];
+            let mut q = std::collections::VecDeque::from([src]);
+            dist[src as usize] = 0;
+            while let Some(v) = q.pop_front() {
+                for &w in &adj[v as usize] {
+                    if dist[w as usize] == u32::MAX {
+                        dist[w as usize] = dist[v as usize] + 1;
+                        q.push_back(w);
+                    }
+                }
+            }
+            for dst in 0..64 {
+                assert_eq!(t.hops(src, dst), dist[dst as usize], "{src}->{dst}");
+            }
+        }
+        // D-mod-k: up-ports are chosen by the destination's digits, so every source in another
+        // top-level subtree reaches destination 63 through the same top switch.
+        let mut tops = std::collections::BTreeSet::new();
+        let mut links = Vec::new();
+        for src in 0..16 {
+            links.clear();
+            t.route(src, 63, &mut links);
+            tops.insert(t.link_target(links[2]));
+        }
+        assert_eq!(tops.len(), 1, "D-mod-k: one top switch per destination");
+    }
+
+    #[test]
+    fn dragonfly_routes_and_hop_counts() {
+        for s in [
+            "dragonfly:groups=5,routers=2,hosts=2,global=2",
+            "dragonfly:groups=9,routers=4,hosts=2,global=2",
+            "dragonfly:groups=3,routers=4,hosts=1,global=1",
+            "dragonfly:groups=1,routers=3,hosts=2,global=0",
+        ] {
+            let t: Topology = s.parse().unwrap();
+            assert_eq!(t.to_string(), s);
+            check_indirect(&t);
+        }
+        // 9 groups x 4 routers x 2 hosts, 2 global links per router (a*h = 8 = g-1).
+        let t: Topology = "dragonfly:groups=9,routers=4,hosts=2,global=2"
+            .parse()
+            .unwrap();
+        assert_eq!(
+            (t.nodes(), t.vertices(), t.ports()),
+            (72, 72 + 36, 2 + 3 + 2)
+        );
+        // Same router: 2; same group: 3.
+        assert_eq!((t.hops(0, 1), t.hops(0, 2), t.hops(0, 7)), (2, 3, 3));
+        // Group 0 -> group 1 is global link 0, on router 0 of group 0; it arrives on link
+        // 9-2-0 = 7 of group 1, router 3. Host 0 (router 0) to host 8+6 (group 1, router 3):
+        // host, global, host = 3 hops; to host 8 (router 0 of group 1): one more local hop.
+        assert_eq!((t.hops(0, 14), t.hops(0, 8)), (3, 4));
+        // From router 1 of group 0 (host 2) to group 1, router 0 (host 8): local, global,
+        // local: 5 with the host links.
+        assert_eq!(t.hops(2, 8), 5);
+        // Minimal routes never take more than one global link, and are at most 5 hops.
+        for a in 0..72 {
+            for b in 0..72 {
+                assert!(t.hops(a, b) <= 5);
+            }
+        }
+    }
+
+    #[test]
+    fn indirect_network_parse_errors() {
+        for (s, want) in [
+            ("fattree:k=4", "needs levels"),
+            ("fattree:k=1,levels=3", "k >= 2"),
+            ("fattree:k=4,levels=3,x=1", "no parameter `x`"),
+            ("fattree:k=65536,levels=3", "2^32"),
+            (
+                "dragonfly:groups=10,routers=2,hosts=2,global=2",
+                "9 global links per group",
+            ),
+            ("dragonfly:groups=3,routers=2,hosts=2", "needs global"),
+        ] {
+            let e = s.parse::<Topology>().unwrap_err();
+            assert!(e.contains(want), "{s}: {e}");
         }
     }
 

@@ -314,6 +314,15 @@ fn net_table(spec: &str) -> toml::Table {
     t.insert("model".into(), toml::Value::String(model.trim().into()));
     for kv in rest.split(',').filter(|s| !s.trim().is_empty()) {
         if let Some((k, v)) = kv.split_once('=') {
+            // `topo=fattree:k=4,levels=3`: the topology's keys stay in its value.
+            if let Some(toml::Value::String(topo)) = t.get_mut("topo")
+                && (topo.starts_with("fattree:") || topo.starts_with("dragonfly:"))
+                && network_models::TOPOLOGY_KEYS.contains(&k.trim())
+            {
+                topo.push(',');
+                topo.push_str(kv.trim());
+                continue;
+            }
             t.insert(k.trim().into(), toml::Value::String(v.trim().into()));
         }
     }

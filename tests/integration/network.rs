@@ -80,6 +80,17 @@ fn a_lone_message_takes_the_documented_closed_form_on_every_topology() {
         ("mesh:4x4x4", 64, vec![(0, 63), (9, 10), (3, 3 + 4 * 3)]),
         ("torus:4x4x4", 64, vec![(0, 63), (0, 2), (7, 4 * 3)]),
         ("full:16", 16, vec![(0, 15), (10, 11)]),
+        // Indirect networks: host links count as hops.
+        (
+            "fattree:k=4,levels=3",
+            64,
+            vec![(0, 63), (0, 3), (0, 4), (17, 18)],
+        ),
+        (
+            "dragonfly:groups=9,routers=4,hosts=2,global=2",
+            72,
+            vec![(0, 1), (0, 2), (0, 14), (0, 8), (2, 8)],
+        ),
     ] {
         let topology: network_models::Topology = topo.parse().unwrap();
         for (a, b) in pairs {
@@ -124,6 +135,96 @@ fn a_lone_message_takes_the_documented_closed_form_on_every_topology() {
             );
         }
     }
+}
+
+/// The textbook hop counts of the indirect networks used above.
+#[test]
+fn fat_tree_and_dragonfly_hop_counts_are_the_textbook_ones() {
+    let ft: network_models::Topology = "fattree:k=4,levels=3".parse().unwrap();
+    // 2 (same leaf switch), 4 (same level-1 subtree), 6 (through the top).
+    assert_eq!(
+        [
+            ft.hops(0, 3),
+            ft.hops(0, 4),
+            ft.hops(0, 63),
+            ft.hops(17, 18)
+        ],
+        [2, 4, 6, 2]
+    );
+    let df: network_models::Topology = "dragonfly:groups=9,routers=4,hosts=2,global=2"
+        .parse()
+        .unwrap();
+    // Same router 2; same group 3; other group: 3 to 5 (local hops at either end or not).
+    assert_eq!(
+        [
+            df.hops(0, 1),
+            df.hops(0, 2),
+            df.hops(0, 14),
+            df.hops(0, 8),
+            df.hops(2, 8)
+        ],
+        [2, 3, 3, 4, 5]
+    );
+}
+
+/// Two independent senders (`pairs[i].0 -> pairs[i].1`, PEs), `bytes` each, at time 0.
+fn pairs(pes: u32, pairs: &[(u32, u32)], bytes: u64) -> Trace {
+    let mut b = TraceBuilder::new(TraceMeta {
+        name: "pairs".into(),
+        recorded_pes: pes,
+        ..Default::default()
+    });
+    let (send_e, recv_e) = (b.entry("send"), b.entry("recv"));
+    for (i, &(src, dst)) in pairs.iter().enumerate() {
+        let s = b.object(format!("src{i}"), PeId(src));
+        let d = b.object(format!("dst{i}"), PeId(dst));
+        let m = b.new_msg();
+        b.block(
+            Block::new(s, send_e, SimDuration::ZERO),
+            &[],
+            &[send_to(m, d, bytes, recv_e)],
+        );
+        b.block(
+            Block {
+                trigger: Some(m),
+                ..Block::new(d, recv_e, SimDuration::ZERO)
+            },
+            &[],
+            &[],
+        );
+    }
+    b.finish().unwrap()
+}
+
+#[test]
+fn d_mod_k_shares_an_up_link_only_between_destinations_with_the_same_digit() {
+    // Hosts 0 and 1 share leaf switch 0. Going up, D-mod-k takes up-port d_0 (the
+    // destination's lowest base-4 digit): to 16 and 32 (both d_0 = 0) the two messages share
+    // the leaf's up-link; to 16 and 33 they leave by different up-links and never meet.
+    let s = ps_of("10GB/s", 4096);
+    let net = "contention:topo=fattree:k=4,levels=3,lat=1us,hop=50ns,bw=10GB/s,packet=4KiB";
+    let r = run(&pairs(64, &[(0, 16), (1, 32)], 4096), net);
+    assert_eq!(
+        r.makespan.as_ps(),
+        1_000_000 + 6 * 50 * NS + 2 * s,
+        "shared up-link"
+    );
+    let r = run(&pairs(64, &[(0, 16), (1, 33)], 4096), net);
+    assert_eq!(
+        r.makespan.as_ps(),
+        1_000_000 + 6 * 50 * NS + s,
+        "disjoint routes"
+    );
+    // On a dragonfly, two groups' worth of traffic crosses the one global link between them:
+    // hosts 0 and 1 (router 0 of group 0) to hosts 14 and 15 (router 3 of group 1, where the
+    // link from group 0 lands) share it: host link, global link, host link = 3 hops.
+    let net = "contention:topo=dragonfly:groups=9,routers=4,hosts=2,global=2,lat=1us,hop=50ns,bw=10GB/s,packet=4KiB";
+    let r = run(&pairs(72, &[(0, 14), (1, 15)], 4096), net);
+    assert_eq!(
+        r.makespan.as_ps(),
+        1_000_000 + 3 * 50 * NS + 2 * s,
+        "one global link"
+    );
 }
 
 #[test]

@@ -195,7 +195,7 @@ fn builtin_studies_are_valid() {
         ("stencil-latency-large.toml", 105),
         ("stencil-latency-small.toml", 108),
         ("simple-imbalance-lb.toml", 7),
-        ("topology-compare.toml", 15),
+        ("topology-compare.toml", 25),
     ] {
         let s = scenarios::study::Study::from_file(&root.join(f))
             .unwrap_or_else(|e| panic!("{f}: {e}"));
