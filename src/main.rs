@@ -274,6 +274,14 @@ struct MachineArgs {
     /// [default: the factor recorded in the trace, else 1].
     #[arg(long, value_parser = parse_cpu_scale)]
     cpu_scale: Option<Ratio>,
+    /// The runtime's scheduling cost: CPU time a PE spends before every block it starts,
+    /// e.g. 500ns (Lee's per-block overhead; with it, more objects per PE cost time).
+    #[arg(long, default_value = "0", value_parser = parse_duration)]
+    block_overhead: SimDuration,
+    /// CPU time a PE spends on each message between two of its own objects, paid at the start
+    /// of the block it triggers, e.g. 200ns (remote messages pay the network model's costs).
+    #[arg(long, default_value = "0", value_parser = parse_duration)]
+    local_msg_cost: SimDuration,
     /// Run ready blocks by their priority (smaller first) instead of FIFO.
     #[arg(long)]
     priority: bool,
@@ -818,6 +826,8 @@ fn machine_config(
         } else {
             None
         },
+        block_overhead: m.block_overhead,
+        local_msg_cost: m.local_msg_cost,
     }
 }
 

@@ -209,6 +209,8 @@ fn machine(p: &Point, trace: &Trace) -> Result<(ReplayConfig, Ratio)> {
             } else {
                 SchedPolicy::Fifo
             },
+            block_overhead: p.machine.block_overhead,
+            local_msg_cost: p.machine.local_msg_cost,
             ..Default::default()
         },
         cpu,

@@ -1,7 +1,7 @@
 //! What a replay is asked to do: machine size, object placement, CPU speed, scheduling policy.
 
 use crate::ReplayError;
-use sim_core::{QueueKind, Ratio, RunLimits};
+use sim_core::{QueueKind, Ratio, RunLimits, SimDuration};
 use std::str::FromStr;
 use trace::Trace;
 
@@ -154,4 +154,11 @@ pub struct ReplayConfig {
     /// recorded configuration is unaffected; on another one it keeps each object's blocks in
     /// their recorded order.
     pub object_order: Option<bool>,
+    /// The runtime's scheduling cost per block: CPU time a PE spends before each block it
+    /// starts (picking it from the queue, unpacking its message). Default 0.
+    pub block_overhead: SimDuration,
+    /// CPU time a PE spends on a message from one of its own objects (the local delivery a
+    /// remote message's `recv_overhead` models for the network), paid at the start of the
+    /// block it triggers. Default 0.
+    pub local_msg_cost: SimDuration,
 }

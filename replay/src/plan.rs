@@ -251,7 +251,7 @@ impl Plan {
             }
         };
         // Receive overhead of each block whose trigger comes from another PE.
-        let recv_oh = |b: usize, net: &dyn NetworkModel| -> u64 {
+        let net_recv_oh = |b: usize, net: &dyn NetworkModel| -> u64 {
             let src = trigger_src(b);
             if !has_overheads || src == NIL || src == block_pe[b] {
                 return 0;
@@ -263,6 +263,19 @@ impl Plan {
             })
             .as_ps()
         };
+        // The runtime's own costs on the PE (ReplayConfig::block_overhead, local_msg_cost),
+        // paid at the start of the block like a receive overhead.
+        let (block_oh, local_cost) = (cfg.block_overhead.as_ps(), cfg.local_msg_cost.as_ps());
+        let runtime_oh = |b: usize| -> u64 {
+            let src = trigger_src(b);
+            let local = if src != NIL && src == block_pe[b] {
+                local_cost
+            } else {
+                0
+            };
+            block_oh.saturating_add(local)
+        };
+        let cpu_costs = has_overheads || block_oh > 0 || local_cost > 0;
 
         // Deliveries: fixed offsets when the model allows it.
         let delivery = if recorded
@@ -295,11 +308,12 @@ impl Plan {
             let i = id.index();
             let pe = block_pe[i];
             let scale = scale_of(pe);
-            let r_oh = recv_oh(i, net);
-            if r_oh > 0 {
-                entry_net[entry[i] as usize].overhead_ps += r_oh;
+            let n_oh = net_recv_oh(i, net);
+            if n_oh > 0 {
+                entry_net[entry[i] as usize].overhead_ps += n_oh;
             }
-            if delivery == Delivery::PerMessage && has_overheads {
+            let r_oh = n_oh.saturating_add(runtime_oh(i));
+            if delivery == Delivery::PerMessage && cpu_costs {
                 recv_ohs.push(r_oh);
             }
             hot[i].slot_start = (slots.len() + mslots.len()) as u32;

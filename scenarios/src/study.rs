@@ -138,6 +138,10 @@ pub struct Machine {
     pub cpu_scale: Option<String>,
     /// Priority scheduling.
     pub priority: bool,
+    /// Scheduling cost per block (`ReplayConfig::block_overhead`).
+    pub block_overhead: SimDuration,
+    /// CPU cost per local message (`ReplayConfig::local_msg_cost`).
+    pub local_msg_cost: SimDuration,
 }
 
 /// A load balancer to apply.
@@ -262,6 +266,8 @@ struct MachineDoc {
     cpu_scale: Option<toml::Value>,
     #[serde(default)]
     priority: bool,
+    block_overhead: Option<toml::Value>,
+    local_msg_cost: Option<toml::Value>,
 }
 
 #[derive(Deserialize)]
@@ -796,6 +802,20 @@ impl Study {
                 Some(s)
             }
         };
+        let cost = |v: &Option<toml::Value>, key: &str| -> Result<SimDuration, StudyError> {
+            match v {
+                None => Ok(SimDuration::ZERO),
+                Some(toml::Value::String(s)) => {
+                    parse_duration(s).map_err(|e| perr(format!("[machine] {key}: {e}")))
+                }
+                Some(toml::Value::Integer(0)) => Ok(SimDuration::ZERO),
+                Some(v) => Err(perr(format!(
+                    "[machine] {key} = {v}: expected a duration such as \"500ns\""
+                ))),
+            }
+        };
+        let block_overhead = cost(&m.block_overhead, "block_overhead")?;
+        let local_msg_cost = cost(&m.local_msg_cost, "local_msg_cost")?;
         let lb = match &doc.lb {
             None => None,
             Some(l) => {
@@ -849,6 +869,8 @@ impl Study {
                 map,
                 cpu_scale,
                 priority: m.priority,
+                block_overhead,
+                local_msg_cost,
             },
             net: doc.net,
             lb,

@@ -11,6 +11,7 @@ mod lb;
 mod network;
 mod outputs;
 mod repeated;
+mod runtime_costs;
 mod sweep;
 mod text_import;
 

@@ -196,6 +196,7 @@ fn builtin_studies_are_valid() {
         ("stencil-latency-small.toml", 108),
         ("simple-imbalance-lb.toml", 7),
         ("topology-compare.toml", 25),
+        ("stencil-vf-overhead.toml", 16),
     ] {
         let s = scenarios::study::Study::from_file(&root.join(f))
             .unwrap_or_else(|e| panic!("{f}: {e}"));
