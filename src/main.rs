@@ -282,6 +282,12 @@ struct MachineArgs {
     /// of the block it triggers, e.g. 200ns (remote messages pay the network model's costs).
     #[arg(long, default_value = "0", value_parser = parse_duration)]
     local_msg_cost: SimDuration,
+    /// OS noise on the CPUs, repeatable: `detour:every=1ms,lose=25us[,phase=aligned|random]`
+    /// (each PE loses `lose` of every `every`; random phase per PE by default) and
+    /// `jitter:max=5us` (every working block takes an extra U[0, max] of CPU). Draws and
+    /// phases come from --seed.
+    #[arg(long, value_name = "SPEC", value_parser = parse_noise)]
+    noise: Vec<String>,
     /// Run ready blocks by their priority (smaller first) instead of FIFO.
     #[arg(long)]
     priority: bool,
@@ -828,7 +834,25 @@ fn machine_config(
         },
         block_overhead: m.block_overhead,
         local_msg_cost: m.local_msg_cost,
+        noise: noise_of(&m.noise, m.seed),
     }
+}
+
+/// The noise of `--noise` specs (checked by clap's parser first), seeded from `--seed`.
+fn noise_of(specs: &[String], seed: u64) -> replay::Noise {
+    let mut n = replay::Noise {
+        seed: sim_core::rng::derive_seed(seed, "noise"),
+        ..Default::default()
+    };
+    for s in specs {
+        // Validated at parse time (parse_noise).
+        let _ = n.add(s);
+    }
+    n
+}
+
+fn parse_noise(s: &str) -> Result<String, String> {
+    s.parse::<replay::Noise>().map(|_| s.to_string())
 }
 
 /// Reads a network model from a TOML file (`[net]` table or top-level keys).

@@ -211,6 +211,15 @@ fn machine(p: &Point, trace: &Trace) -> Result<(ReplayConfig, Ratio)> {
             },
             block_overhead: p.machine.block_overhead,
             local_msg_cost: p.machine.local_msg_cost,
+            noise: {
+                let mut n: replay::Noise = p
+                    .machine
+                    .noise
+                    .parse()
+                    .map_err(|e: String| anyhow::anyhow!("[machine] noise: {e}"))?;
+                n.seed = sim_core::rng::derive_seed(p.seed, "noise");
+                n
+            },
             ..Default::default()
         },
         cpu,

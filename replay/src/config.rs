@@ -161,4 +161,6 @@ pub struct ReplayConfig {
     /// remote message's `recv_overhead` models for the network), paid at the start of the
     /// block it triggers. Default 0.
     pub local_msg_cost: SimDuration,
+    /// OS noise on the CPUs (none by default); see [`crate::noise`].
+    pub noise: crate::Noise,
 }

@@ -159,6 +159,8 @@ pub(crate) struct Engine<'a, Q: EventQueue<u64>> {
     makespan: SimTime,
     iter_end: Vec<SimTime>,
     timeline: Option<Vec<TimelineRecord>>,
+    /// Per PE, working blocks started so far (jitter draws); empty without jitter.
+    jitter_draws: Vec<u64>,
 }
 
 impl<'a, Q: EventQueue<u64>> Engine<'a, Q> {
@@ -182,6 +184,11 @@ impl<'a, Q: EventQueue<u64>> Engine<'a, Q> {
                 div: Div::new(b),
             },
             pes: (0..plan.pes).map(|_| Pe::default()).collect(),
+            jitter_draws: if plan.noise.jitter_max > SimDuration::ZERO {
+                vec![0; plan.pes as usize]
+            } else {
+                Vec::new()
+            },
             iter_end: vec![SimTime::ZERO; plan.iter_labels.len() * plan.reps as usize],
             timeline: timeline
                 .then(|| Vec::with_capacity(plan.total_blocks().min(1 << 24) as usize)),
@@ -537,8 +544,7 @@ impl<'a, Q: EventQueue<u64>> Engine<'a, Q> {
         t: SimTime,
     ) -> Result<SimDuration, ReplayError> {
         let plan = self.plan;
-        let recv_oh = plan.recv_oh.get(i as usize).copied().unwrap_or(0);
-        let base = t.as_ps().checked_add(recv_oh).ok_or(SchedError::Overflow)?;
+        let mut recv_oh = plan.recv_oh.get(i as usize).copied().unwrap_or(0);
         let mut send_oh = 0u64;
         let v = plan.var.of(i as usize);
         let (dur, raw) = if v == NIL {
@@ -546,6 +552,24 @@ impl<'a, Q: EventQueue<u64>> Engine<'a, Q> {
         } else {
             plan.var.duration(k, v, pe)
         };
+        // Noise: jitter is extra CPU before a working block; detours stretch the block's work
+        // (`noisy` maps CPU done since `t` to the time it is done).
+        let noise = &plan.noise;
+        if dur > 0 && !self.jitter_draws.is_empty() {
+            let n = &mut self.jitter_draws[pe as usize];
+            recv_oh = recv_oh.saturating_add(noise.jitter(pe, *n));
+            *n += 1;
+        }
+        let detours = noise.detour.is_some();
+        let t0 = t.as_ps();
+        let noisy = |cpu: u64| -> u64 {
+            if detours {
+                noise.finish(pe, t0, cpu)
+            } else {
+                t0.saturating_add(cpu)
+            }
+        };
+        let base = t.as_ps().checked_add(recv_oh).ok_or(SchedError::Overflow)?;
         let (s0, s1) = (
             h.slot_start as usize,
             plan.hot[i as usize + 1].slot_start as usize,
@@ -570,9 +594,12 @@ impl<'a, Q: EventQueue<u64>> Engine<'a, Q> {
                     send += 1;
                 }
             }
-            let ready = base
-                .checked_add(off + send_oh)
-                .ok_or(SchedError::Overflow)?;
+            let ready = if detours {
+                noisy(recv_oh.saturating_add(off).saturating_add(send_oh))
+            } else {
+                base.checked_add(off + send_oh)
+                    .ok_or(SchedError::Overflow)?
+            };
             if sl.dst == pe {
                 self.sched.schedule(
                     SimTime::from_ps(ready),
@@ -610,6 +637,9 @@ impl<'a, Q: EventQueue<u64>> Engine<'a, Q> {
             .checked_add(dur)
             .and_then(|d| d.checked_add(send_oh))
             .ok_or(SchedError::Overflow)?;
+        if detours {
+            return Ok(SimDuration::from_ps(noisy(total) - t0));
+        }
         Ok(SimDuration::from_ps(total))
     }
 

@@ -60,11 +60,13 @@
 mod config;
 mod engine;
 pub mod footprint;
+pub mod noise;
 mod plan;
 mod remap;
 mod stuck;
 
 pub use config::{CpuScale, Mapping, ReplayConfig, SchedPolicy};
+pub use noise::Noise;
 pub use remap::{MIGRATE_ENTRY, Remap, with_migration_cost};
 pub use stuck::{StuckBlock, StuckReport, Wait};
 

@@ -88,6 +88,8 @@ pub(crate) enum Delivery {
 
 #[derive(Debug)]
 pub(crate) struct Plan {
+    /// OS noise (per-message delivery when active).
+    pub noise: crate::Noise,
     pub pes: u32,
     /// Blocks per iteration (`B`).
     pub blocks: u32,
@@ -277,8 +279,15 @@ impl Plan {
         };
         let cpu_costs = has_overheads || block_oh > 0 || local_cost > 0;
 
-        // Deliveries: fixed offsets when the model allows it.
-        let delivery = if recorded
+        // Deliveries: fixed offsets when the model allows it (and no noise moves sends).
+        if cfg.noise.is_active() && recorded {
+            return Err(ReplayError::Config(
+                "noise cannot be combined with recorded message delays".into(),
+            ));
+        }
+        let delivery = if cfg.noise.is_active() {
+            Delivery::PerMessage
+        } else if recorded
             || fixed_probe(
                 net,
                 &block_pe,
@@ -286,7 +295,8 @@ impl Plan {
                 &send_block,
                 consumers,
                 cons_start,
-            ) {
+            )
+        {
             Delivery::Fixed
         } else {
             Delivery::PerMessage
@@ -481,6 +491,7 @@ impl Plan {
             }
         }
         Ok(Plan {
+            noise: cfg.noise,
             pes,
             blocks: n as u32,
             reps,

@@ -142,6 +142,8 @@ pub struct Machine {
     pub block_overhead: SimDuration,
     /// CPU cost per local message (`ReplayConfig::local_msg_cost`).
     pub local_msg_cost: SimDuration,
+    /// OS noise specs joined by `;` (`replay::Noise`), empty for none.
+    pub noise: String,
 }
 
 /// A load balancer to apply.
@@ -268,6 +270,7 @@ struct MachineDoc {
     priority: bool,
     block_overhead: Option<toml::Value>,
     local_msg_cost: Option<toml::Value>,
+    noise: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -816,6 +819,8 @@ impl Study {
         };
         let block_overhead = cost(&m.block_overhead, "block_overhead")?;
         let local_msg_cost = cost(&m.local_msg_cost, "local_msg_cost")?;
+        // Checked by the replay (`replay::Noise`; this crate does not depend on it).
+        let noise = m.noise.clone().unwrap_or_default();
         let lb = match &doc.lb {
             None => None,
             Some(l) => {
@@ -871,6 +876,7 @@ impl Study {
                 priority: m.priority,
                 block_overhead,
                 local_msg_cost,
+                noise,
             },
             net: doc.net,
             lb,

@@ -500,6 +500,18 @@ fn messages_name_the_actual_problem() {
         refused(&o, &needles);
         assert!(!stderr(&o).contains("needs a bandwidth"), "{}", stderr(&o));
     }
+    let o = whatif(&["replay", &r, "--noise", "detour:every=1ms,lose=2ms"]);
+    refused(&o, &["--noise", "shorter than every"]);
+    let o = whatif(&[
+        "replay",
+        &r,
+        "--noise",
+        "detour:every=1ms,lose=20us",
+        "--noise",
+        "jitter:max=5us",
+        "-q",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
     let o = whatif(&["report", dir.join("nope").to_str().unwrap()]);
     refused(&o, &["nope", "no such folder"]);
     // A mistyped sweep key: the line of the user's file, not of an internal document.

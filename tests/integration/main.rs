@@ -9,6 +9,7 @@ mod hardening;
 mod importers;
 mod lb;
 mod network;
+mod noise;
 mod outputs;
 mod repeated;
 mod runtime_costs;

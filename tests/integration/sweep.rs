@@ -197,6 +197,7 @@ fn builtin_studies_are_valid() {
         ("simple-imbalance-lb.toml", 7),
         ("topology-compare.toml", 25),
         ("stencil-vf-overhead.toml", 16),
+        ("stencil-noise.toml", 4),
     ] {
         let s = scenarios::study::Study::from_file(&root.join(f))
             .unwrap_or_else(|e| panic!("{f}: {e}"));
