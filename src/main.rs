@@ -9,6 +9,7 @@ mod fuzz_cmd;
 mod html_report;
 mod lb_cmd;
 mod limits;
+mod opsim_cmd;
 mod outputs;
 mod progress;
 mod report;
@@ -366,6 +367,11 @@ struct ReplayArgs {
     format: Option<importers::Format>,
     #[command(flatten)]
     import: ImportOpts,
+    /// GOAL with `--net loggops`: use the block replay instead of the operation-level
+    /// simulator (which gives LogGOPSim's finishing time exactly, and is chosen by default
+    /// when no option needs blocks).
+    #[arg(long)]
+    blocks: bool,
     #[command(flatten)]
     machine: MachineArgs,
     #[command(flatten)]
@@ -472,6 +478,34 @@ fn dispatch(cli: Cli) -> Result<()> {
             .filter_map(|(f, p)| p.as_deref().map(|p| (f, p)))
             .collect();
             limits::refuse_overwrite(&inputs, &outputs)?;
+            if a.format == Some(importers::Format::Goal)
+                && let Some(spec @ NetSpec::LogGops(_)) = a.machine.net.as_ref()
+            {
+                let m = &a.machine;
+                let why = opsim_cmd::needs_blocks(
+                    !outputs.is_empty(),
+                    &[
+                        ("--pes", m.pes.is_some()),
+                        ("--map", m.map != Mapping::Recorded),
+                        ("--cpu-scale", m.cpu_scale.is_some()),
+                        ("--priority", m.priority),
+                        ("--recorded-order", m.recorded_order),
+                        ("--noise", !m.noise.is_empty()),
+                        ("--block-overhead", m.block_overhead > SimDuration::ZERO),
+                        ("--local-msg-cost", m.local_msg_cost > SimDuration::ZERO),
+                    ],
+                    a.blocks,
+                );
+                match why {
+                    None => {
+                        return opsim_cmd::run(&a.trace, spec, true, a.out.json, a.out.quiet);
+                    }
+                    Some(why) if !a.out.quiet && !a.blocks => eprintln!(
+                        "note: {why} needs the block replay, whose LogGOPS differs from LogGOPSim's operation semantics (see `whatif replay --help`)"
+                    ),
+                    Some(_) => {}
+                }
+            }
             // Every output path is checked now, not after the replay.
             let (dirs, file_outs): (Vec<_>, Vec<_>) =
                 outputs.iter().partition(|(f, _)| *f == "--out");

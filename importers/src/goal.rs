@@ -138,6 +138,71 @@ impl Labels {
     }
 }
 
+/// The kind of a GOAL operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OpKind {
+    /// `calc N` (nanoseconds).
+    Calc,
+    /// `send Sb to r tag t`.
+    Send,
+    /// `recv Sb from r tag t`.
+    Recv,
+}
+
+/// One operation of an [`OpSchedule`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GoalOp {
+    /// What it does.
+    pub kind: OpKind,
+    /// Bytes (send, recv) or nanoseconds (calc).
+    pub size: u64,
+    /// Destination (send) or source (recv) rank; 0 for calc.
+    pub peer: u32,
+    /// Message tag (0 for calc).
+    pub tag: u64,
+}
+
+/// A GOAL schedule as written, for simulators that run operations themselves (LogGOPSim's
+/// semantics): operations in rank order and file order within a rank, and the `requires` /
+/// `irequires` edges in file order.
+#[derive(Clone, Debug, Default)]
+pub struct OpSchedule {
+    /// Every operation.
+    pub ops: Vec<GoalOp>,
+    /// Rank `r` owns `ops[base[r]..base[r + 1]]`.
+    pub base: Vec<u32>,
+    /// `(op, dependency, immediate)`: `op requires dependency` (`immediate`: `irequires`).
+    pub edges: Vec<(u32, u32, bool)>,
+}
+
+/// Parses a GOAL schedule into operations and edges, without turning it into blocks.
+pub fn parse_schedule(path: &Path, parallel: bool) -> Result<OpSchedule, ImportError> {
+    let file = path.display().to_string();
+    let s = parse(path, &file, parallel, &mut sim_core::NoProgress)?;
+    Ok(OpSchedule {
+        ops: s
+            .ops
+            .iter()
+            .map(|o| GoalOp {
+                kind: match o.kind() {
+                    CALC => OpKind::Calc,
+                    SEND => OpKind::Send,
+                    _ => OpKind::Recv,
+                },
+                size: o.size,
+                peer: if o.kind() == CALC { 0 } else { o.peer() },
+                tag: o.tag,
+            })
+            .collect(),
+        base: s.base,
+        edges: s
+            .edges
+            .iter()
+            .map(|&(op, d)| (op, d & !IMMEDIATE, d & IMMEDIATE != 0))
+            .collect(),
+    })
+}
+
 /// A parsed schedule: operations in rank order and their `requires` / `irequires` edges.
 struct Schedule {
     ops: Vec<Op>,

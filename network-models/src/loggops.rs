@@ -17,6 +17,9 @@
 //! whenever `o >= g` (then the CPU term always dominates), which holds for LogGOPSim's defaults
 //! (`o = 1500`, `g = 1000`).
 //!
+//! GOAL schedules are simulated by the `opsim` crate with LogGOPSim's operation semantics
+//! exactly; this model serves message-driven blocks.
+//!
 //! `S` (eager limit): in LogGOPSim, a message larger than `S` is sent by rendezvous, which
 //! delays only the *completion* of the send operation (operations that `require` it wait for
 //! the receiver to match). A message-driven block never waits for its own sends to complete,

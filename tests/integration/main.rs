@@ -8,6 +8,7 @@ mod engine;
 mod hardening;
 mod importers;
 mod lb;
+mod loggopsim;
 mod network;
 mod noise;
 mod outputs;
