@@ -15,9 +15,10 @@
 //! - Executable operations of a rank are collected in the order their last dependency was
 //!   satisfied (dependents in the order of the `requires` lines; `irequires` when the
 //!   operation starts, `requires` when it completes), and given stamps after each event,
-//!   ranks in increasing order, sends before receives before calcs (a stable sort: LogGOPSim
-//!   uses `std::sort`, which is stable for up to 16 operations freed at once). They are
-//!   queued at: calc and recv `nexto`; send `max(nexto, nextgs)`.
+//!   ranks in increasing order, sends before receives before calcs, in the order libstdc++'s
+//!   `std::sort` leaves them (LogGOPSim sorts with it; it is not stable above 16 elements,
+//!   so `stdsort` reproduces it). They are queued at: calc and recv `nexto`; send
+//!   `max(nexto, nextgs)`.
 //! - calc: when the CPU is free: `nexto = t + N`; started and completed at `t`.
 //! - send: when CPU and send NIC are free: `nexto = t + o + s1*O`, `nextgs = t + g + s1*G`;
 //!   started at `t`; a message reaches the receiver at `t + o + L`; an eager send (`s <= S`)
@@ -32,6 +33,8 @@
 //!
 //! Differences: zero-byte messages cost as one byte (LogGOPSim's `(s-1)` wraps around);
 //! only the LogGP network (no congestion backend), no noise traces.
+
+mod stdsort;
 
 use importers::goal::{OpKind, OpSchedule};
 use network_models::LogGopsParams;
@@ -112,7 +115,9 @@ pub fn simulate(sched: &OpSchedule, p: &LogGopsParams) -> OpReport {
         let mut roots: Vec<u32> = (sched.base[r]..sched.base[r + 1])
             .filter(|&i| pending[i as usize] == 0)
             .collect();
-        roots.sort_by_key(|&i| order(sched.ops[i as usize].kind));
+        stdsort::sort(&mut roots, &|a: &u32, b: &u32| {
+            order(sched.ops[*a as usize].kind) < order(sched.ops[*b as usize].kind)
+        });
         for i in roots {
             heap.push(Reverse((0, stamp, Ev::Op(i))));
             stamp += 1;
@@ -236,7 +241,9 @@ pub fn simulate(sched: &OpSchedule, p: &LogGopsParams) -> OpReport {
         for &h in &touched {
             let h = h as usize;
             let mut list = std::mem::take(&mut ready[h]);
-            list.sort_by_key(|&i| order(sched.ops[i as usize].kind));
+            stdsort::sort(&mut list, &|a: &u32, b: &u32| {
+                order(sched.ops[*a as usize].kind) < order(sched.ops[*b as usize].kind)
+            });
             for &i in &list {
                 let at = match sched.ops[i as usize].kind {
                     OpKind::Send => nexto[h].max(nextgs[h]),
