@@ -114,6 +114,7 @@ pub(crate) fn demo(a: DemoArgs) -> Result<()> {
         cpu_scale: "1".into(),
         policy: "fifo",
         seed: sim_core::SeedTree::DEFAULT_ROOT,
+        cpu_costs: (0, 0, "none".into()),
     };
     std::fs::create_dir_all(w.join("replay"))
         .with_context(|| format!("cannot create {}", w.join("replay").display()))?;

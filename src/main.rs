@@ -988,6 +988,11 @@ fn replay_and_report(input: Repeated, m: &MachineArgs, o: &OutputArgs) -> Result
         cpu_scale: cpu_scale.to_string(),
         policy: if m.priority { "priority" } else { "fifo" },
         seed: m.seed,
+        cpu_costs: (
+            m.block_overhead.as_ps(),
+            m.local_msg_cost.as_ps(),
+            noise_of(&m.noise, m.seed).to_string(),
+        ),
     };
     if o.json {
         println!("{}", report::json(&info, &r)?);

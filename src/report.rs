@@ -15,6 +15,9 @@ pub struct RunInfo<'a> {
     pub cpu_scale: String,
     pub policy: &'static str,
     pub seed: u64,
+    /// The runtime's costs and the noise (`ReplayConfig::block_overhead`, `local_msg_cost`,
+    /// `noise`), as `(block_overhead_ps, local_msg_cost_ps, noise spec)`.
+    pub cpu_costs: (u64, u64, String),
 }
 
 /// The `--json` object: simulated results only (no wall-clock figures).
@@ -27,6 +30,9 @@ struct JsonReport<'a> {
     cpu_scale: &'a str,
     scheduling: &'a str,
     seed: u64,
+    block_overhead_ps: u64,
+    local_msg_cost_ps: u64,
+    noise: &'a str,
     makespan_ps: u64,
     makespan_s: f64,
     iterations: usize,
@@ -86,6 +92,9 @@ pub fn json(info: &RunInfo, r: &ReplayReport) -> Result<String> {
         cpu_scale: &info.cpu_scale,
         scheduling: info.policy,
         seed: info.seed,
+        block_overhead_ps: info.cpu_costs.0,
+        local_msg_cost_ps: info.cpu_costs.1,
+        noise: &info.cpu_costs.2,
         makespan_ps: r.makespan.as_ps(),
         makespan_s: r.makespan.as_secs_f64(),
         iterations: its.len(),
@@ -126,6 +135,15 @@ pub fn human(info: &RunInfo, r: &ReplayReport) -> String {
         "machine      {} PEs, mapping {}, cpu scale {}, scheduling {}",
         r.pes, info.mapping, info.cpu_scale, info.policy
     );
+    let (bo, lc, noise) = &info.cpu_costs;
+    if *bo > 0 || *lc > 0 || noise != "none" {
+        let _ = writeln!(
+            s,
+            "cpu costs    block overhead {}, local message {}, noise {noise}",
+            SimDuration::from_ps(*bo),
+            SimDuration::from_ps(*lc)
+        );
+    }
     let _ = writeln!(s, "network      {}", info.net);
     let _ = writeln!(s, "makespan     {}", r.makespan);
     let its = r.iteration_times();
