@@ -377,7 +377,7 @@ fn machine_plot(util: &[f64], net: Option<&NetSpec>) -> String {
                 }),
             )
         }
-        Some(Topology::FatTree { k, levels }) => {
+        Some(Topology::FatTree { k, levels, .. }) => {
             // One row per leaf switch, its k hosts across.
             let k = *k as usize;
             let rows = k.pow(levels.saturating_sub(1));

@@ -68,8 +68,9 @@ Network models (--net MODEL[:key=value,...]; durations take ps|ns|us|ms|s, bandw
                                           node p/ppn. Defaults: lat=0, hop=0, ppn=1, lat_intra=0,
                                           bw_intra=bw. T: full:N, hypercube:D, mesh:AxBxC,
                                           torus:AxBxC (dimension-order routing; torus ties go +),
-                                          fattree:k=K,levels=N (k-ary n-tree, K^N hosts, D-mod-k
-                                          up/down routing), dragonfly:groups=G,routers=A,hosts=P,
+                                          fattree:k=K,levels=N[,up=U] (k-ary n-tree, K^N hosts,
+                                          D-mod-k up/down routing; up < K tapers it),
+                                          dragonfly:groups=G,routers=A,hosts=P,
                                           global=H (minimal routing). On fat-trees and dragonflies
                                           the host links count as hops.
   loggops:L=D,o=D,g=D,G=D,O=D,S=BYTES     LogGOPS as in LogGOPSim: first byte arrives o+L after the
@@ -389,7 +390,7 @@ impl FromStr for NetSpec {
 
 /// Keys of the topologies written `kind:key=value,...` (fat-tree, dragonfly): in a `--net`
 /// spec they follow `topo=fattree:...` and belong to the topology's value.
-pub const TOPOLOGY_KEYS: &[&str] = &["k", "levels", "groups", "routers", "hosts", "global"];
+pub const TOPOLOGY_KEYS: &[&str] = &["k", "levels", "up", "groups", "routers", "hosts", "global"];
 
 /// A value in a model table: strings are taken as written, numbers as their decimal form.
 #[derive(serde::Deserialize)]
@@ -503,7 +504,11 @@ mod tests {
             .unwrap();
         assert_eq!(
             spec.topology().map(|(t, _)| t.clone()),
-            Some(Topology::FatTree { k: 4, levels: 3 })
+            Some(Topology::FatTree {
+                k: 4,
+                levels: 3,
+                up: 4
+            })
         );
         // A TOML table keeps the topology's commas inside its value, in any key order.
         let from_table = NetSpec::from_table([

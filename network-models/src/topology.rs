@@ -24,14 +24,16 @@
 //! `0..nodes()` are the hosts (where PEs live), the switches follow up to `vertices()`; a hop
 //! is one link, host links included (two hosts on one switch are 2 hops apart).
 //!
-//! * `fattree:k=K,levels=N`: the k-ary n-tree (Petrini and Vanneschi): `K^N` hosts, `N` levels
-//!   of `K^(N-1)` switches with `K` ports down and `K` up. Host `h` has base-`K` digits
-//!   `h_0..h_{N-1}`; level-0 switch `w` (digits `w_0..w_{N-2}`) serves hosts `w*K..w*K+K-1`;
-//!   switch `(w, l)` links up to the `K` switches `(w', l+1)` that differ from `w` in digit
-//!   `l` only. Ports: `0..K` down (to host or child with that digit), `K..2K` up (to the parent
-//!   whose digit `l` is `port - K`); a host's port 0 leads to its leaf switch. Routing is
-//!   up/down with **D-mod-k** up-port selection: going up from level `l` toward destination
-//!   `d`, take up-port `d_l`; go down as soon as the destination is below. Two hosts whose
+//! * `fattree:k=K,levels=N[,up=U]`: the k-ary n-tree (Petrini and Vanneschi), tapered when
+//!   `U < K` (default `U = K`): `K^N` hosts; host `h` has base-`K` digits `h_0..h_{N-1}`.
+//!   Level `l` (0 = leaves) has `K^(N-1-l) * U^l` switches `(a, b)`: subtree `a` (it is above
+//!   the hosts `h` with `h / K^(l+1) == a`) and replica `b < U^l` (the up-ports taken from the
+//!   leaf, base `U`), numbered level by level, `a` then `b`. Leaf `(a, 0)` serves hosts
+//!   `a*K..a*K+K-1`; switch `(a, b)` of level `l` links up through port `K + u` to `(a / K,
+//!   b + u*U^l)` of level `l+1`. Ports: `0..K` down (to the host, or the child subtree with
+//!   that digit), `K..K+U` up; a host's port 0 leads to its leaf switch. Routing is up/down
+//!   with **D-mod-k** up-port selection: going up from level `l` toward destination `d`, take
+//!   up-port `d_l mod U`; go down as soon as the destination is below. Two hosts whose
 //!   highest differing digit is `m` are `2(m+1)` hops apart.
 //! * `dragonfly:groups=G,routers=A,hosts=P,global=H`: `G` groups of `A` routers, each router
 //!   with `P` hosts and `H` global links; routers of a group are fully connected; global link
@@ -72,12 +74,15 @@ pub enum Topology {
         /// Extent of each dimension.
         dims: Vec<u32>,
     },
-    /// A k-ary n-tree (fat-tree) with D-mod-k up/down routing.
+    /// A k-ary n-tree (fat-tree) with D-mod-k up/down routing; tapered when `up < k`.
     FatTree {
-        /// Switch arity: ports down (and up) per switch.
+        /// Switch arity: ports down per switch.
         k: u32,
         /// Switch levels.
         levels: u32,
+        /// Ports up per switch below the top (`k`: full bisection; fewer: oversubscribed by
+        /// `k / up` at every level).
+        up: u32,
     },
     /// A dragonfly with minimal routing.
     Dragonfly {
@@ -101,7 +106,7 @@ impl Topology {
             Topology::Mesh { dims } | Topology::Torus { dims } => {
                 dims.iter().map(|&d| d as u64).product()
             }
-            Topology::FatTree { k, levels } => (*k as u64).saturating_pow(*levels),
+            Topology::FatTree { k, levels, .. } => (*k as u64).saturating_pow(*levels),
             Topology::Dragonfly {
                 groups,
                 routers,
@@ -114,9 +119,8 @@ impl Topology {
     /// Number of vertices: the hosts, then the switches of indirect networks.
     pub fn vertices(&self) -> u64 {
         match self {
-            Topology::FatTree { k, levels } => {
-                let per_level = (*k as u64).saturating_pow(levels.saturating_sub(1));
-                self.nodes() + *levels as u64 * per_level
+            Topology::FatTree { k, levels, up } => {
+                self.nodes() + ft_level_start(*k as u64, *up as u64, *levels, *levels)
             }
             Topology::Dragonfly {
                 groups, routers, ..
@@ -131,7 +135,7 @@ impl Topology {
             Topology::FullyConnected { nodes } => *nodes as u64,
             Topology::Hypercube { dim } => *dim as u64,
             Topology::Mesh { dims } | Topology::Torus { dims } => 2 * dims.len() as u64,
-            Topology::FatTree { k, .. } => 2 * *k as u64,
+            Topology::FatTree { k, up, .. } => *k as u64 + *up as u64,
             Topology::Dragonfly {
                 routers,
                 hosts,
@@ -217,8 +221,8 @@ impl Topology {
                 };
                 node - x * stride + next * stride
             }
-            Topology::FatTree { k, levels } => {
-                fat_tree_neighbour(*k as u64, *levels, self.nodes(), node, port)
+            Topology::FatTree { k, levels, up } => {
+                fat_tree_neighbour(*k as u64, *up as u64, *levels, self.nodes(), node, port)
             }
             Topology::Dragonfly { .. } => self.dragonfly_neighbour(node, port),
         }
@@ -287,8 +291,9 @@ impl Topology {
                 let i = (cur ^ dst).trailing_zeros() as u64;
                 Some((LinkId(cur * ports + i), cur ^ (1 << i)))
             }
-            Topology::FatTree { k, levels } => Some(fat_tree_next(
+            Topology::FatTree { k, levels, up } => Some(fat_tree_next(
                 *k as u64,
+                *up as u64,
                 *levels,
                 self.nodes(),
                 ports,
@@ -349,54 +354,85 @@ impl Topology {
     }
 }
 
-/// Fat-tree switch vertex `(w, l)`.
-fn ft_switch(hosts: u64, per_level: u64, w: u64, l: u64) -> u64 {
-    hosts + l * per_level + w
+/// The first switch of level `l` (0 = leaves), counted from the first switch: level `i`
+/// has `k^(levels-1-i) * up^i` switches.
+fn ft_level_start(k: u64, up: u64, levels: u32, l: u32) -> u64 {
+    (0..l).map(|i| k.pow(levels - 1 - i) * up.pow(i)).sum()
 }
 
-/// `w` with base-`k` digit `i` set to `v`.
-fn set_digit(k: u64, w: u64, i: u64, v: u64) -> u64 {
-    let p = k.pow(i as u32);
-    w - (w / p % k) * p + v * p
+/// Fat-tree switch `(l, a, b)`: level `l`, subtree `a` (the hosts `h` with
+/// `h / k^(l+1) == a`), replica `b < up^l` (the up-ports taken from the leaf, base `up`).
+fn ft_switch(k: u64, up: u64, levels: u32, hosts: u64, l: u32, a: u64, b: u64) -> u64 {
+    hosts + ft_level_start(k, up, levels, l) + a * up.pow(l) + b
 }
 
-/// The vertex at the far end of `port` of a fat-tree vertex.
-fn fat_tree_neighbour(k: u64, levels: u32, hosts: u64, v: u64, port: u64) -> u64 {
-    let per_level = k.pow(levels - 1);
-    if v < hosts {
-        return ft_switch(hosts, per_level, v / k, 0);
+/// `(l, a, b)` of switch vertex `v`.
+fn ft_coords(k: u64, up: u64, levels: u32, hosts: u64, v: u64) -> (u32, u64, u64) {
+    let mut x = v - hosts;
+    for l in 0..levels {
+        let n = k.pow(levels - 1 - l) * up.pow(l);
+        if x < n {
+            return (l, x / up.pow(l), x % up.pow(l));
+        }
+        x -= n;
     }
-    let (l, w) = ((v - hosts) / per_level, (v - hosts) % per_level);
+    unreachable!("a fat-tree vertex is a host or a switch")
+}
+
+/// The vertex at the far end of `port` of a fat-tree vertex: ports `0..k` down (to the host
+/// or the child subtree with that digit), `k..k+up` up (appending that replica digit).
+fn fat_tree_neighbour(k: u64, up: u64, levels: u32, hosts: u64, v: u64, port: u64) -> u64 {
+    if v < hosts {
+        return ft_switch(k, up, levels, hosts, 0, v / k, 0);
+    }
+    let (l, a, b) = ft_coords(k, up, levels, hosts, v);
     if port < k {
         if l == 0 {
-            w * k + port
+            a * k + port
         } else {
-            ft_switch(hosts, per_level, set_digit(k, w, l - 1, port), l - 1)
+            ft_switch(k, up, levels, hosts, l - 1, a * k + port, b % up.pow(l - 1))
         }
     } else {
-        ft_switch(hosts, per_level, set_digit(k, w, l, port - k), l + 1)
+        ft_switch(
+            k,
+            up,
+            levels,
+            hosts,
+            l + 1,
+            a / k,
+            b + (port - k) * up.pow(l),
+        )
     }
 }
 
 /// One fat-tree routing step (D-mod-k up, then down); `cur != dst`.
-fn fat_tree_next(k: u64, levels: u32, hosts: u64, ports: u64, cur: u64, dst: u64) -> (LinkId, u64) {
-    let per_level = k.pow(levels - 1);
+fn fat_tree_next(
+    k: u64,
+    up: u64,
+    levels: u32,
+    hosts: u64,
+    ports: u64,
+    cur: u64,
+    dst: u64,
+) -> (LinkId, u64) {
     if cur < hosts {
-        return (LinkId(cur * ports), ft_switch(hosts, per_level, cur / k, 0));
+        return (
+            LinkId(cur * ports),
+            ft_switch(k, up, levels, hosts, 0, cur / k, 0),
+        );
     }
-    let (l, w) = ((cur - hosts) / per_level, (cur - hosts) % per_level);
-    // The destination is below (w, l) when the switch's digits l.. match its digits l+1...
-    let below = w / k.pow(l as u32) == dst / k.pow(l as u32 + 1);
-    let port = if below {
-        // Down: to the host, or the child whose digit l-1 is the destination's digit l.
-        dst / k.pow(l as u32) % k
+    let (l, a, _) = ft_coords(k, up, levels, hosts, cur);
+    let digit = dst / k.pow(l) % k;
+    let port = if a == dst / k.pow(l + 1) {
+        // Below: down to the host, or to the child subtree of the destination's digit l.
+        digit
     } else {
-        // Up (D-mod-k): the parent whose digit l is the destination's digit l.
-        k + dst / k.pow(l as u32) % k
+        // Up (D-mod-k): the replica chosen by the destination's digit l.
+        k + digit % up
     };
     (
         LinkId(cur * ports + port),
-        fat_tree_neighbour(k, levels, hosts, cur, port),
+        fat_tree_neighbour(k, up, levels, hosts, cur, port),
     )
 }
 
@@ -428,7 +464,12 @@ impl fmt::Display for Topology {
             Topology::Hypercube { dim } => write!(f, "hypercube:{dim}"),
             Topology::Mesh { dims } => write!(f, "mesh:{}", join(dims)),
             Topology::Torus { dims } => write!(f, "torus:{}", join(dims)),
-            Topology::FatTree { k, levels } => write!(f, "fattree:k={k},levels={levels}"),
+            Topology::FatTree { k, levels, up } if up == k => {
+                write!(f, "fattree:k={k},levels={levels}")
+            }
+            Topology::FatTree { k, levels, up } => {
+                write!(f, "fattree:k={k},levels={levels},up={up}")
+            }
             Topology::Dragonfly {
                 groups,
                 routers,
@@ -477,7 +518,7 @@ impl FromStr for Topology {
             }
             kind @ ("fattree" | "dragonfly") => {
                 let keys: &[&str] = if kind == "fattree" {
-                    &["k", "levels"]
+                    &["k", "levels", "up"]
                 } else {
                     &["groups", "routers", "hosts", "global"]
                 };
@@ -500,9 +541,15 @@ impl FromStr for Topology {
                 };
                 if kind == "fattree" {
                     let (k, levels) = (get(0)?, get(1)?);
+                    let up = vals[2].unwrap_or(k);
                     if k < 2 || levels < 1 {
                         return Err(format!(
                             "topology `{s}`: a fat-tree needs k >= 2 and levels >= 1"
+                        ));
+                    }
+                    if up < 1 || up > k {
+                        return Err(format!(
+                            "topology `{s}`: up must be between 1 and k (up = k: full bisection; fewer: tapered)"
                         ));
                     }
                     if (k as u64)
@@ -511,7 +558,7 @@ impl FromStr for Topology {
                     {
                         return Err(format!("topology `{s}` has more than 2^32 nodes"));
                     }
-                    Topology::FatTree { k, levels }
+                    Topology::FatTree { k, levels, up }
                 } else {
                     let (groups, routers, hosts, global) = (get(0)?, get(1)?, get(2)?, get(3)?);
                     if groups < 1 || routers < 1 || hosts < 1 {
@@ -648,20 +695,30 @@ mod tests {
         };
         let hosts = t.nodes();
         match *t {
-            Topology::FatTree { k, levels } => {
-                let (k, n) = (k as u64, levels as u64);
-                let per = k.pow(levels - 1);
-                let sw = |w: u64, l: u64| hosts + l * per + w;
-                for h in 0..hosts {
-                    add(h, sw(h / k, 0));
+            Topology::FatTree { k, levels, up } => {
+                // Switches listed level by level as (subtree, replica); a switch links up to
+                // every replica of its parent subtree that extends its own replica digits.
+                let (k, u) = (k as u64, up as u64);
+                let mut id = hosts;
+                let mut level: Vec<Vec<(u64, u64, u64)>> = Vec::new();
+                for l in 0..levels {
+                    let mut v = Vec::new();
+                    for a in 0..k.pow(levels - 1 - l) {
+                        for b in 0..u.pow(l) {
+                            v.push((a, b, id));
+                            id += 1;
+                        }
+                    }
+                    level.push(v);
                 }
-                // (w, l) -- (w', l+1) when w and w' differ at most in digit l.
-                for l in 0..n - 1 {
-                    for w in 0..per {
-                        for w2 in 0..per {
-                            let p = k.pow(l as u32);
-                            if w / (p * k) == w2 / (p * k) && w % p == w2 % p {
-                                add(sw(w, l), sw(w2, l + 1));
+                for h in 0..hosts {
+                    add(h, level[0].iter().find(|s| s.0 == h / k).unwrap().2);
+                }
+                for l in 0..levels as usize - 1 {
+                    for &(a, b, x) in &level[l] {
+                        for &(a2, b2, y) in &level[l + 1] {
+                            if a2 == a / k && b2 % u.pow(l as u32) == b {
+                                add(x, y);
                             }
                         }
                     }
@@ -737,11 +794,17 @@ mod tests {
             "fattree:k=2,levels=3",
             "fattree:k=4,levels=2",
             "fattree:k=3,levels=3",
+            "fattree:k=4,levels=3,up=2",
+            "fattree:k=3,levels=3,up=1",
         ] {
             let t: Topology = s.parse().unwrap();
             assert_eq!(t.to_string(), s);
             check_indirect(&t);
         }
+        let tapered: Topology = "fattree:k=4,levels=3,up=2".parse().unwrap();
+        // Levels of 16 leaves, 4 subtrees x 2 replicas, 1 x 4 top switches.
+        assert_eq!((tapered.vertices(), tapered.ports()), (64 + 16 + 8 + 4, 6));
+        assert_eq!(tapered.hops(0, 63), 6);
         let t: Topology = "fattree:k=4,levels=3".parse().unwrap();
         assert_eq!((t.nodes(), t.vertices(), t.ports()), (64, 64 + 3 * 16, 8));
         // Same leaf switch: 2 hops; highest differing digit 1: 4; digit 2: 6.
@@ -827,6 +890,7 @@ mod tests {
             ("fattree:k=4", "needs levels"),
             ("fattree:k=1,levels=3", "k >= 2"),
             ("fattree:k=4,levels=3,x=1", "no parameter `x`"),
+            ("fattree:k=4,levels=3,up=5", "between 1 and k"),
             ("fattree:k=65536,levels=3", "2^32"),
             (
                 "dragonfly:groups=10,routers=2,hosts=2,global=2",
