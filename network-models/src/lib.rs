@@ -41,12 +41,14 @@
 //! time, maximum queue and wait for `contention`).
 
 pub mod contention;
+pub mod flow;
 mod hops;
 pub mod loggops;
 mod spec;
 pub mod topology;
 
 pub use contention::{Contention, ContentionParams, Switching};
+pub use flow::{FlowModel, FlowParams};
 pub use hops::{Hops, HopsModel};
 pub use loggops::{LogGops, LogGopsParams};
 pub use sim_core::Bandwidth;

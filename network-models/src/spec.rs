@@ -48,6 +48,8 @@ pub enum NetSpec {
     LogGops(LogGopsParams),
     /// `contention:topo=T,lat=D,hop=D,bw=B,packet=BYTES,switching=vct|saf,nic_bw=B|off[,...]`.
     Contention(ContentionParams),
+    /// `flow:topo=T,lat=D,hop=D,bw=B[,ppn=N,lat_intra=D,bw_intra=B]`: max-min fair flows.
+    Flow(Hops),
 }
 
 /// Help text listing every model and parameter (used by `whatif replay --help`).
@@ -88,6 +90,11 @@ Network models (--net MODEL[:key=value,...]; durations take ps|ns|us|ms|s, bandw
                                           ejection NIC is a shared resource of that bandwidth (off:
                                           no NIC limit). Defaults: lat=0, hop=0, packet=4KiB,
                                           switching=vct, nic_bw=off, ppn=1, lat_intra=0, bw_intra=bw
+  flow:topo=T,lat=D,hop=D,bw=B[,ppn=N,lat_intra=D,bw_intra=B]
+                                          messages are flows: after lat + hops*hop they share
+                                          each link's bw with the other flows on it by max-min
+                                          fairness (recomputed when a flow starts or ends).
+                                          Same defaults as hops. Not yet checked against SimGrid
 Messages between objects on the same PE arrive when sent and pay no overheads.";
 
 impl NetSpec {
@@ -95,7 +102,7 @@ impl NetSpec {
     /// `contention`).
     pub fn topology(&self) -> Option<(&Topology, u32)> {
         match self {
-            NetSpec::Hops(h) => Some((&h.topology, h.pes_per_node.max(1))),
+            NetSpec::Hops(h) | NetSpec::Flow(h) => Some((&h.topology, h.pes_per_node.max(1))),
             NetSpec::Contention(c) => Some((&c.topology, c.pes_per_node.max(1))),
             _ => None,
         }
@@ -116,6 +123,7 @@ impl NetSpec {
             NetSpec::Hops(ref h) => Box::new(h.clone().model()),
             NetSpec::LogGops(p) => Box::new(LogGops::new(p)),
             NetSpec::Contention(ref c) => Box::new(c.clone().model()),
+            NetSpec::Flow(ref h) => Box::new(h.clone().flow_model()),
         }
     }
 }
@@ -150,9 +158,14 @@ impl fmt::Display for NetSpec {
                 fmt_dur(*o_send),
                 fmt_dur(*o_recv)
             ),
-            NetSpec::Hops(h) => write!(
+            NetSpec::Hops(h) | NetSpec::Flow(h) => write!(
                 f,
-                "hops:topo={},lat={},hop={},bw={},ppn={},lat_intra={},bw_intra={}",
+                "{}:topo={},lat={},hop={},bw={},ppn={},lat_intra={},bw_intra={}",
+                if matches!(self, NetSpec::Flow(_)) {
+                    "flow"
+                } else {
+                    "hops"
+                },
                 h.topology,
                 fmt_dur(h.latency),
                 fmt_dur(h.per_hop),
@@ -232,7 +245,7 @@ impl FromStr for NetSpec {
             "ideal" | "recorded" => &[],
             "latency" => &["lat"],
             "alphabeta" => &["lat", "bw", "o_send", "o_recv"],
-            "hops" => &["topo", "lat", "hop", "bw", "ppn", "lat_intra", "bw_intra"],
+            "hops" | "flow" => &["topo", "lat", "hop", "bw", "ppn", "lat_intra", "bw_intra"],
             "loggops" => &["L", "o", "g", "G", "O", "S"],
             "contention" => &[
                 "topo",
@@ -248,7 +261,7 @@ impl FromStr for NetSpec {
             ],
             other => {
                 return Err(fail(format!(
-                    "unknown model `{other}`; known models: ideal, recorded, latency, alphabeta, hops, loggops, contention (see `whatif replay --help`)"
+                    "unknown model `{other}`; known models: ideal, recorded, latency, alphabeta, hops, loggops, contention, flow (see `whatif replay --help`)"
                 )));
             }
         };
@@ -304,9 +317,9 @@ impl FromStr for NetSpec {
             "ideal" => NetSpec::Ideal,
             "recorded" => NetSpec::Recorded,
             "latency" => NetSpec::Latency { lat: dur("lat")? },
-            "hops" => {
-                let t = topo_params("hops")?;
-                NetSpec::Hops(Hops {
+            "hops" | "flow" => {
+                let t = topo_params(model)?;
+                let h = Hops {
                     topology: t.topology,
                     latency: dur("lat")?,
                     per_hop: dur("hop")?,
@@ -314,7 +327,12 @@ impl FromStr for NetSpec {
                     pes_per_node: t.pes_per_node,
                     intra_latency: dur("lat_intra")?,
                     intra_bandwidth: t.intra_bandwidth,
-                })
+                };
+                if model == "flow" {
+                    NetSpec::Flow(h)
+                } else {
+                    NetSpec::Hops(h)
+                }
             }
             "contention" => {
                 let t = topo_params("contention")?;

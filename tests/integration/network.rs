@@ -616,3 +616,104 @@ fn all_to_all_on_a_fat_tree_is_bisection_bound_when_tapered() {
         "4:1 tapering more than doubles it: {spans:?}"
     );
 }
+
+#[test]
+fn flow_model_closed_forms() {
+    // A lone message: lat + H*hop + S/bw (10 KiB at 10 GB/s = 1.024 us), as under hops.
+    let bytes = 10 * 1024;
+    for (topo, pes, a, b) in [
+        ("torus:4x4x4", 64u32, 0u32, 63u32),
+        ("fattree:k=4,levels=3", 64, 0, 63),
+        ("dragonfly:groups=9,routers=4,hosts=2,global=2", 72, 2, 8),
+    ] {
+        let hops = topo
+            .parse::<network_models::Topology>()
+            .unwrap()
+            .hops(a as u64, b as u64) as u64;
+        let t = pairs(pes, &[(a, b)], bytes);
+        let r = run(&t, &format!("flow:topo={topo},lat=1us,hop=50ns,bw=10GB/s"));
+        assert_eq!(
+            r.makespan.as_ps(),
+            1_000_000 + hops * 50 * NS + 1_024_000,
+            "{topo}"
+        );
+        assert_eq!(
+            r.makespan,
+            run(&t, &format!("hops:topo={topo},lat=1us,hop=50ns,bw=10GB/s")).makespan
+        );
+    }
+    let s = 1_024_000u64; // ps for 10 KiB at 10 GB/s
+    // Two equal flows on one link share it: both end at 2S/bw.
+    let t = pairs(2, &[(0, 1), (0, 1)], bytes);
+    assert_eq!(
+        run(&t, "flow:topo=mesh:2,bw=10GB/s").makespan.as_ps(),
+        2 * s
+    );
+    // Unequal sizes: S and 2S share until the first ends at 2S/bw; the second then has the
+    // link alone for its last S: 3S/bw.
+    let mut b = TraceBuilder::new(TraceMeta {
+        name: "two".into(),
+        recorded_pes: 2,
+        ..Default::default()
+    });
+    let (se, re) = (b.entry("send"), b.entry("recv"));
+    let src = b.object("src", PeId(0));
+    let (d1, d2) = (b.object("d1", PeId(1)), b.object("d2", PeId(1)));
+    let (m1, m2) = (b.new_msg(), b.new_msg());
+    b.block(
+        Block::new(src, se, SimDuration::ZERO),
+        &[],
+        &[send_to(m1, d1, bytes, re), send_to(m2, d2, 2 * bytes, re)],
+    );
+    for (d, m) in [(d1, m1), (d2, m2)] {
+        b.block(
+            Block {
+                trigger: Some(m),
+                ..Block::new(d, re, SimDuration::ZERO)
+            },
+            &[],
+            &[],
+        );
+    }
+    let cfg = ReplayConfig {
+        timeline: true,
+        ..Default::default()
+    };
+    let r = run_with(&b.finish().unwrap(), "flow:topo=mesh:2,bw=10GB/s", &cfg);
+    let tl = r.timeline.unwrap();
+    assert_eq!(tl.iter().map(|x| x.start.as_ps()).max().unwrap(), 3 * s);
+    assert!(
+        tl.iter().any(|x| x.start.as_ps() == 2 * s),
+        "the short flow at 2S/bw"
+    );
+    // Max-min with two bottlenecks on a line 0 - 1 - 2: flow 0->2 uses both links, 0->1 the
+    // first, two flows 1->2 the second. The second link gives each of its three flows bw/3;
+    // 0->1 gets the rest of the first link, 2bw/3, and ends at 1.5 S/bw; the others at 3S/bw.
+    let t = pairs(3, &[(0, 2), (0, 1), (1, 2), (1, 2)], bytes);
+    let r = run_with(&t, "flow:topo=mesh:3,bw=10GB/s", &cfg);
+    let tl = r.timeline.unwrap();
+    let mut ends: Vec<u64> = tl
+        .iter()
+        .filter(|x| x.block % 2 == 1)
+        .map(|x| x.start.as_ps())
+        .collect();
+    ends.sort_unstable();
+    assert_eq!(ends, vec![s * 3 / 2, 3 * s, 3 * s, 3 * s]);
+    // Deterministic, and the same with either event queue.
+    let t = pairs(
+        16,
+        &(0..16).map(|i| (i, (i * 7 + 3) % 16)).collect::<Vec<_>>(),
+        65536,
+    );
+    let net = "flow:topo=torus:4x4,lat=1us,hop=50ns,bw=1GB/s";
+    let a = run(&t, net);
+    let bq = run_with(
+        &t,
+        net,
+        &ReplayConfig {
+            queue: QueueKind::Binary,
+            ..Default::default()
+        },
+    );
+    assert_eq!(a.makespan, bq.makespan);
+}

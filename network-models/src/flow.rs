@@ -1,0 +1,350 @@
+//! The `flow` model: messages as flows sharing link bandwidth by max-min fairness (the
+//! fluid model of SimGrid's CM02 family, without its latency and bandwidth factors).
+//!
+//! A remote message between nodes `a != b` waits `lat + hops * hop` (its start-up), then
+//! becomes a flow of `S` bytes over the directed links of the topology's route
+//! ([`crate::Topology::next_hop`]). Each link has capacity `bw`; the active flows get the max-min
+//! fair allocation (progressive filling: the most loaded link fixes its flows at an equal
+//! share of what it has left, repeatedly, ties to the lowest link id). Allocations are
+//! recomputed when a flow starts or ends, over the links and flows connected to it only
+//! (a connected component of the flow-link graph); the others keep their rates. A message
+//! arrives when its last byte has crossed. Between two PEs of one node: `lat_intra +
+//! ceil(S / bw_intra)`, no sharing.
+//!
+//! Rates are `f64` (bytes per second) and remaining bytes too; completion times are rounded
+//! to whole picoseconds, so event times stay integers. The next completion comes from a
+//! re-prioritised set (`priority-queue`): the engine holds one wake-up event for the model at
+//! a time, renewed (with a new generation number) when the earliest completion moves.
+//!
+//! Closed forms (tested): a lone message takes `lat + H*hop + S/bw`; `n` equal flows starting
+//! together on one link each get `bw/n`; with flows of unequal bottlenecks, max-min shares
+//! (e.g. 1/3 on a link of three flows, 2/3 for the flow that shares only the other link).
+
+use crate::{Delivery, Driving, MessageInfo, NetIo, NetStats, NetworkModel};
+use priority_queue::PriorityQueue;
+use sim_core::{Bandwidth, SimDuration, SimTime};
+use std::cmp::Reverse;
+
+/// Parameters of the `flow` model (the same keys as `hops`).
+pub type FlowParams = crate::Hops;
+
+/// Event ids: a flow's start (`START | slot`), or a wake-up (generation, below `START`).
+const START: u32 = 1 << 31;
+
+#[derive(Debug, Default, Clone)]
+struct Flow {
+    token: u32,
+    links: Vec<u64>,
+    remaining: f64,
+    rate: f64,
+    /// When `remaining` was last brought up to date (ps).
+    at_ps: u64,
+    depart_ps: u64,
+    /// Wire time alone (`lat + H*hop + S/bw`), for the queueing figure.
+    alone_ps: u64,
+    live: bool,
+}
+
+/// The `flow` model at run time.
+#[derive(Debug)]
+pub struct FlowModel {
+    p: FlowParams,
+    /// Per directed link: the active flows on it.
+    on_link: Vec<Vec<u32>>,
+    flows: Vec<Flow>,
+    free: Vec<u32>,
+    next: PriorityQueue<u32, Reverse<u64>>,
+    /// The generation of the one wake-up event that counts, and its time.
+    generation: u32,
+    wake_ps: u64,
+    // Scratch for recomputation.
+    comp_links: Vec<u64>,
+    comp_flows: Vec<u32>,
+    mark_link: Vec<u32>,
+    mark_flow: Vec<u32>,
+    stamp: u32,
+    messages: u64,
+}
+
+impl FlowParams {
+    /// The `flow` model with no flow active.
+    pub fn flow_model(self) -> FlowModel {
+        FlowModel {
+            p: self,
+            on_link: Vec::new(),
+            flows: Vec::new(),
+            free: Vec::new(),
+            next: PriorityQueue::new(),
+            generation: 0,
+            wake_ps: u64::MAX,
+            comp_links: Vec::new(),
+            comp_flows: Vec::new(),
+            mark_link: Vec::new(),
+            mark_flow: Vec::new(),
+            stamp: 0,
+            messages: 0,
+        }
+    }
+}
+
+impl FlowModel {
+    fn bw(&self) -> f64 {
+        self.p.bandwidth.bytes_per_s() as f64
+    }
+
+    /// Brings every flow of the component of `seeds` (links) up to `now`, recomputes their
+    /// max-min rates and their predicted completions.
+    fn recompute(&mut self, now: u64, seeds: &[u64]) {
+        self.stamp = self.stamp.wrapping_add(1);
+        if self.stamp == 0 {
+            self.mark_link.iter_mut().for_each(|m| *m = 0);
+            self.mark_flow.iter_mut().for_each(|m| *m = 0);
+            self.stamp = 1;
+        }
+        let st = self.stamp;
+        self.comp_links.clear();
+        self.comp_flows.clear();
+        let mut stack: Vec<u64> = Vec::new();
+        for &l in seeds {
+            if self.mark_link[l as usize] != st {
+                self.mark_link[l as usize] = st;
+                stack.push(l);
+            }
+        }
+        while let Some(l) = stack.pop() {
+            self.comp_links.push(l);
+            for &f in &self.on_link[l as usize] {
+                if self.mark_flow[f as usize] != st {
+                    self.mark_flow[f as usize] = st;
+                    self.comp_flows.push(f);
+                    for &l2 in &self.flows[f as usize].links {
+                        if self.mark_link[l2 as usize] != st {
+                            self.mark_link[l2 as usize] = st;
+                            stack.push(l2);
+                        }
+                    }
+                }
+            }
+        }
+        self.comp_links.sort_unstable();
+        self.comp_flows.sort_unstable();
+        // Bytes sent since the last update, at the old rates.
+        for &f in &self.comp_flows {
+            let fl = &mut self.flows[f as usize];
+            let dt = now.saturating_sub(fl.at_ps) as f64 / 1e12;
+            fl.remaining = (fl.remaining - fl.rate * dt).max(0.0);
+            fl.at_ps = now;
+            fl.rate = -1.0; // unfixed
+        }
+        // Progressive filling.
+        let bw = self.bw();
+        let mut cap: Vec<f64> = vec![bw; self.comp_links.len()];
+        let mut unfixed: Vec<u32> = self
+            .comp_links
+            .iter()
+            .map(|&l| self.on_link[l as usize].len() as u32)
+            .collect();
+        loop {
+            let mut best: Option<(f64, usize)> = None;
+            for (i, &n) in unfixed.iter().enumerate() {
+                if n > 0 {
+                    let share = cap[i] / n as f64;
+                    if best.is_none_or(|(b, _)| share < b) {
+                        best = Some((share, i));
+                    }
+                }
+            }
+            let Some((share, i)) = best else { break };
+            let l = self.comp_links[i];
+            let flows: Vec<u32> = self.on_link[l as usize].clone();
+            for f in flows {
+                if self.flows[f as usize].rate >= 0.0 {
+                    continue;
+                }
+                self.flows[f as usize].rate = share;
+                for &l2 in &self.flows[f as usize].links {
+                    let j = self
+                        .comp_links
+                        .binary_search(&l2)
+                        .expect("in the component");
+                    cap[j] = (cap[j] - share).max(0.0);
+                    unfixed[j] -= 1;
+                }
+            }
+        }
+        for &f in &self.comp_flows {
+            let fl = &self.flows[f as usize];
+            let left_ps = if fl.rate > 0.0 {
+                (fl.remaining / fl.rate * 1e12).round() as u64
+            } else {
+                u64::MAX / 4
+            };
+            self.next.push(f, Reverse(now.saturating_add(left_ps)));
+        }
+    }
+
+    /// Makes sure the engine will wake the model at the earliest predicted completion.
+    fn arm(&mut self, io: &mut NetIo) {
+        if let Some((_, Reverse(t))) = self.next.peek()
+            && *t != self.wake_ps
+        {
+            self.generation = (self.generation + 1) % START;
+            self.wake_ps = *t;
+            io.events.push((SimTime::from_ps(*t), self.generation));
+        }
+    }
+
+    fn link_slot(&mut self, l: u64) {
+        let need = l as usize + 1;
+        if self.on_link.len() < need {
+            self.on_link.resize_with(need, Vec::new);
+            self.mark_link.resize(need, 0);
+        }
+    }
+}
+
+impl NetworkModel for FlowModel {
+    fn wire_time(&mut self, _msg: &MessageInfo, _depart: SimTime) -> SimDuration {
+        unreachable!("the flow model is event-driven")
+    }
+    fn driving(&self) -> Driving {
+        Driving::EventDriven
+    }
+    fn check_pes(&self, pes: u32) -> Result<(), String> {
+        crate::hops::check_fit(&self.p.topology, self.p.pes_per_node, pes)
+    }
+    fn start_message(&mut self, now: SimTime, msg: &MessageInfo, token: u32, io: &mut NetIo) {
+        let ppn = self.p.pes_per_node.max(1);
+        let (a, b) = ((msg.src_pe / ppn) as u64, (msg.dst_pe / ppn) as u64);
+        if a == b {
+            let wire = self
+                .p
+                .intra_latency
+                .saturating_add(self.p.intra_bandwidth.transfer_time(msg.bytes));
+            io.deliveries.push(Delivery {
+                at: now.saturating_add(wire),
+                token,
+                wire,
+                queueing: SimDuration::ZERO,
+            });
+            return;
+        }
+        self.messages += 1;
+        let slot = match self.free.pop() {
+            Some(s) => s,
+            None => {
+                self.flows.push(Flow::default());
+                self.mark_flow.push(0);
+                (self.flows.len() - 1) as u32
+            }
+        };
+        let mut links = std::mem::take(&mut self.flows[slot as usize].links);
+        links.clear();
+        let mut cur = a;
+        while let Some((l, next)) = self.p.topology.next_hop(cur, b) {
+            links.push(l.0);
+            cur = next;
+        }
+        let hops = links.len() as u64;
+        let startup = self
+            .p
+            .latency
+            .as_ps()
+            .saturating_add(hops.saturating_mul(self.p.per_hop.as_ps()));
+        let alone =
+            startup.saturating_add(Bandwidth::transfer_time(self.p.bandwidth, msg.bytes).as_ps());
+        self.flows[slot as usize] = Flow {
+            token,
+            links,
+            remaining: msg.bytes as f64,
+            rate: 0.0,
+            at_ps: 0,
+            depart_ps: now.as_ps(),
+            alone_ps: alone,
+            live: false,
+        };
+        io.events.push((
+            now.saturating_add(SimDuration::from_ps(startup)),
+            START | slot,
+        ));
+    }
+    fn handle_event(&mut self, now: SimTime, event: u32, io: &mut NetIo) {
+        let t = now.as_ps();
+        if event & START != 0 {
+            let f = event & !START;
+            let links = std::mem::take(&mut self.flows[f as usize].links);
+            for &l in &links {
+                self.link_slot(l);
+                self.on_link[l as usize].push(f);
+            }
+            {
+                let fl = &mut self.flows[f as usize];
+                fl.links = links;
+                fl.at_ps = t;
+                fl.live = true;
+            }
+            if self.flows[f as usize].links.is_empty() || self.flows[f as usize].remaining == 0.0 {
+                self.finish(f, t, io);
+            } else {
+                let seeds = self.flows[f as usize].links.clone();
+                self.recompute(t, &seeds);
+            }
+            self.arm(io);
+            return;
+        }
+        if event != self.generation || t != self.wake_ps {
+            return; // superseded
+        }
+        self.wake_ps = u64::MAX;
+        let mut seeds: Vec<u64> = Vec::new();
+        while let Some((_, Reverse(at))) = self.next.peek() {
+            if *at > t {
+                break;
+            }
+            let (f, _) = self.next.pop().expect("peeked");
+            for &l in &self.flows[f as usize].links {
+                seeds.push(l);
+            }
+            self.finish(f, t, io);
+        }
+        seeds.sort_unstable();
+        seeds.dedup();
+        seeds.retain(|&l| !self.on_link[l as usize].is_empty());
+        if !seeds.is_empty() {
+            self.recompute(t, &seeds);
+        }
+        self.arm(io);
+    }
+    fn stats(&self) -> Option<NetStats> {
+        Some(NetStats {
+            messages: self.messages,
+            ..NetStats::default()
+        })
+    }
+}
+
+impl FlowModel {
+    /// Flow `f` has delivered its last byte at `t`.
+    fn finish(&mut self, f: u32, t: u64, io: &mut NetIo) {
+        let links = std::mem::take(&mut self.flows[f as usize].links);
+        for &l in &links {
+            let v = &mut self.on_link[l as usize];
+            if let Some(i) = v.iter().position(|&x| x == f) {
+                v.swap_remove(i);
+            }
+        }
+        let fl = &mut self.flows[f as usize];
+        fl.links = links;
+        fl.live = false;
+        fl.remaining = 0.0;
+        self.next.remove(&f);
+        let wire = t.saturating_sub(fl.depart_ps);
+        io.deliveries.push(Delivery {
+            at: SimTime::from_ps(t),
+            token: fl.token,
+            wire: SimDuration::from_ps(wire),
+            queueing: SimDuration::from_ps(wire.saturating_sub(fl.alone_ps)),
+        });
+        self.free.push(f);
+    }
+}
