@@ -217,16 +217,14 @@ impl NetworkModel for FlowModel {
         let ppn = self.p.pes_per_node.max(1);
         let (a, b) = ((msg.src_pe / ppn) as u64, (msg.dst_pe / ppn) as u64);
         if a == b {
-            let wire = self
-                .p
-                .intra_latency
-                .saturating_add(self.p.intra_bandwidth.transfer_time(msg.bytes));
-            io.deliveries.push(Delivery {
-                at: now.saturating_add(wire),
+            crate::deliver_within_node(
+                self.p.intra_latency,
+                self.p.intra_bandwidth,
+                now,
+                msg.bytes,
                 token,
-                wire,
-                queueing: SimDuration::ZERO,
-            });
+                io,
+            );
             return;
         }
         self.messages += 1;

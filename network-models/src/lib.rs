@@ -191,6 +191,25 @@ pub trait NetworkModel: std::fmt::Debug {
     }
 }
 
+/// Delivers a message between two PEs of one node (`lat_intra + ceil(S / bw_intra)`, no
+/// sharing): the topology models' intra-node path.
+pub(crate) fn deliver_within_node(
+    latency: SimDuration,
+    bandwidth: sim_core::Bandwidth,
+    now: SimTime,
+    bytes: u64,
+    token: u32,
+    io: &mut NetIo,
+) {
+    let wire = latency.saturating_add(bandwidth.transfer_time(bytes));
+    io.deliveries.push(Delivery {
+        at: now.saturating_add(wire),
+        token,
+        wire,
+        queueing: SimDuration::ZERO,
+    });
+}
+
 /// What one link or NIC carried.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct LinkStats {
