@@ -373,19 +373,17 @@ impl NetworkModel for Contention {
     }
 
     fn start_message(&mut self, now: SimTime, msg: &MessageInfo, token: u32, io: &mut NetIo) {
-        let ppn = self.p.pes_per_node.max(1);
-        let (a, b) = ((msg.src_pe / ppn) as u64, (msg.dst_pe / ppn) as u64);
-        if a == b {
-            crate::deliver_within_node(
-                self.p.intra_latency,
-                self.p.intra_bandwidth,
-                now,
-                msg.bytes,
-                token,
-                io,
-            );
+        let Some((a, b)) = crate::nodes_or_deliver(
+            self.p.pes_per_node,
+            self.p.intra_latency,
+            self.p.intra_bandwidth,
+            now,
+            msg,
+            token,
+            io,
+        ) else {
             return;
-        }
+        };
         let hops = self.p.topology.hops(a, b);
         self.messages += 1;
         self.hop_bytes = self

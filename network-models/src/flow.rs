@@ -60,6 +60,10 @@ pub struct FlowModel {
     // Scratch for recomputation.
     comp_links: Vec<u64>,
     comp_flows: Vec<u32>,
+    stack: Vec<u64>,
+    cap: Vec<f64>,
+    unfixed: Vec<u32>,
+    seeds: Vec<u64>,
     mark_link: Vec<u32>,
     mark_flow: Vec<u32>,
     stamp: u32,
@@ -79,6 +83,10 @@ impl FlowParams {
             wake_ps: u64::MAX,
             comp_links: Vec::new(),
             comp_flows: Vec::new(),
+            stack: Vec::new(),
+            cap: Vec::new(),
+            unfixed: Vec::new(),
+            seeds: Vec::new(),
             mark_link: Vec::new(),
             mark_flow: Vec::new(),
             stamp: 0,
@@ -92,9 +100,10 @@ impl FlowModel {
         self.p.bandwidth.bytes_per_s() as f64
     }
 
-    /// Brings every flow of the component of `seeds` (links) up to `now`, recomputes their
-    /// max-min rates and their predicted completions.
-    fn recompute(&mut self, now: u64, seeds: &[u64]) {
+    /// Brings every flow of the component of the links in `self.seeds` up to `now`,
+    /// recomputes their max-min rates and their predicted completions. Scratch buffers live in
+    /// the model: no allocation once warm.
+    fn recompute(&mut self, now: u64) {
         self.stamp = self.stamp.wrapping_add(1);
         if self.stamp == 0 {
             self.mark_link.iter_mut().for_each(|m| *m = 0);
@@ -104,8 +113,9 @@ impl FlowModel {
         let st = self.stamp;
         self.comp_links.clear();
         self.comp_flows.clear();
-        let mut stack: Vec<u64> = Vec::new();
-        for &l in seeds {
+        let mut stack = std::mem::take(&mut self.stack);
+        stack.clear();
+        for &l in &self.seeds {
             if self.mark_link[l as usize] != st {
                 self.mark_link[l as usize] = st;
                 stack.push(l);
@@ -126,6 +136,7 @@ impl FlowModel {
                 }
             }
         }
+        self.stack = stack;
         self.comp_links.sort_unstable();
         self.comp_flows.sort_unstable();
         // Bytes sent since the last update, at the old rates.
@@ -138,12 +149,18 @@ impl FlowModel {
         }
         // Progressive filling.
         let bw = self.bw();
-        let mut cap: Vec<f64> = vec![bw; self.comp_links.len()];
-        let mut unfixed: Vec<u32> = self
-            .comp_links
-            .iter()
-            .map(|&l| self.on_link[l as usize].len() as u32)
-            .collect();
+        let (mut cap, mut unfixed) = (
+            std::mem::take(&mut self.cap),
+            std::mem::take(&mut self.unfixed),
+        );
+        cap.clear();
+        cap.resize(self.comp_links.len(), bw);
+        unfixed.clear();
+        unfixed.extend(
+            self.comp_links
+                .iter()
+                .map(|&l| self.on_link[l as usize].len() as u32),
+        );
         loop {
             let mut best: Option<(f64, usize)> = None;
             for (i, &n) in unfixed.iter().enumerate() {
@@ -156,8 +173,8 @@ impl FlowModel {
             }
             let Some((share, i)) = best else { break };
             let l = self.comp_links[i];
-            let flows: Vec<u32> = self.on_link[l as usize].clone();
-            for f in flows {
+            for k in 0..self.on_link[l as usize].len() {
+                let f = self.on_link[l as usize][k];
                 if self.flows[f as usize].rate >= 0.0 {
                     continue;
                 }
@@ -181,6 +198,8 @@ impl FlowModel {
             };
             self.next.push(f, Reverse(now.saturating_add(left_ps)));
         }
+        self.cap = cap;
+        self.unfixed = unfixed;
     }
 
     /// Makes sure the engine will wake the model at the earliest predicted completion.
@@ -214,19 +233,17 @@ impl NetworkModel for FlowModel {
         crate::hops::check_fit(&self.p.topology, self.p.pes_per_node, pes)
     }
     fn start_message(&mut self, now: SimTime, msg: &MessageInfo, token: u32, io: &mut NetIo) {
-        let ppn = self.p.pes_per_node.max(1);
-        let (a, b) = ((msg.src_pe / ppn) as u64, (msg.dst_pe / ppn) as u64);
-        if a == b {
-            crate::deliver_within_node(
-                self.p.intra_latency,
-                self.p.intra_bandwidth,
-                now,
-                msg.bytes,
-                token,
-                io,
-            );
+        let Some((a, b)) = crate::nodes_or_deliver(
+            self.p.pes_per_node,
+            self.p.intra_latency,
+            self.p.intra_bandwidth,
+            now,
+            msg,
+            token,
+            io,
+        ) else {
             return;
-        }
+        };
         self.messages += 1;
         let slot = match self.free.pop() {
             Some(s) => s,
@@ -284,8 +301,9 @@ impl NetworkModel for FlowModel {
             if self.flows[f as usize].links.is_empty() || self.flows[f as usize].remaining == 0.0 {
                 self.finish(f, t, io);
             } else {
-                let seeds = self.flows[f as usize].links.clone();
-                self.recompute(t, &seeds);
+                self.seeds.clear();
+                self.seeds.extend_from_slice(&self.flows[f as usize].links);
+                self.recompute(t);
             }
             self.arm(io);
             return;
@@ -294,7 +312,8 @@ impl NetworkModel for FlowModel {
             return; // superseded
         }
         self.wake_ps = u64::MAX;
-        let mut seeds: Vec<u64> = Vec::new();
+        let mut seeds = std::mem::take(&mut self.seeds);
+        seeds.clear();
         while let Some((_, Reverse(at))) = self.next.peek() {
             if *at > t {
                 break;
@@ -308,8 +327,10 @@ impl NetworkModel for FlowModel {
         seeds.sort_unstable();
         seeds.dedup();
         seeds.retain(|&l| !self.on_link[l as usize].is_empty());
-        if !seeds.is_empty() {
-            self.recompute(t, &seeds);
+        let any = !seeds.is_empty();
+        self.seeds = seeds;
+        if any {
+            self.recompute(t);
         }
         self.arm(io);
     }

@@ -191,23 +191,31 @@ pub trait NetworkModel: std::fmt::Debug {
     }
 }
 
-/// Delivers a message between two PEs of one node (`lat_intra + ceil(S / bw_intra)`, no
-/// sharing): the topology models' intra-node path.
-pub(crate) fn deliver_within_node(
-    latency: SimDuration,
-    bandwidth: sim_core::Bandwidth,
+/// The source and destination nodes of `msg` (PE `p` is on node `p / ppn`), or `None` after
+/// delivering it when both PEs share a node (`lat_intra + ceil(S / bw_intra)`, no sharing):
+/// the topology models' first step for every message.
+pub(crate) fn nodes_or_deliver(
+    ppn: u32,
+    intra_latency: SimDuration,
+    intra_bandwidth: sim_core::Bandwidth,
     now: SimTime,
-    bytes: u64,
+    msg: &MessageInfo,
     token: u32,
     io: &mut NetIo,
-) {
-    let wire = latency.saturating_add(bandwidth.transfer_time(bytes));
+) -> Option<(u64, u64)> {
+    let ppn = ppn.max(1);
+    let (a, b) = ((msg.src_pe / ppn) as u64, (msg.dst_pe / ppn) as u64);
+    if a != b {
+        return Some((a, b));
+    }
+    let wire = intra_latency.saturating_add(intra_bandwidth.transfer_time(msg.bytes));
     io.deliveries.push(Delivery {
         at: now.saturating_add(wire),
         token,
         wire,
         queueing: SimDuration::ZERO,
     });
+    None
 }
 
 /// What one link or NIC carried.

@@ -1,6 +1,6 @@
 //! The command-line tool, end to end.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 pub fn whatif(args: &[&str]) -> Output {
@@ -14,6 +14,42 @@ pub fn tmpdir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("whatif-it-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&d).unwrap();
     d
+}
+
+/// `whatif gen ARGS --out PATH -q`, which must succeed.
+pub fn gen_trace(path: &Path, args: &[&str]) {
+    let mut a = vec!["gen"];
+    a.extend_from_slice(args);
+    a.extend_from_slice(&["--out", path.to_str().unwrap(), "-q"]);
+    let o = whatif(&a);
+    assert!(o.status.success(), "whatif {}: {}", a.join(" "), stderr(&o));
+}
+
+/// `makespan_ps` of `whatif ARGS --json -q`, which must succeed.
+pub fn makespan_ps(args: &[&str]) -> u64 {
+    let mut a = args.to_vec();
+    a.extend_from_slice(&["--json", "-q"]);
+    let o = whatif(&a);
+    assert!(o.status.success(), "whatif {}: {}", a.join(" "), stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    v["makespan_ps"].as_u64().expect("makespan_ps")
+}
+
+/// Runs the built-in study `scenarios/studies/NAME` into a new folder and returns the folder.
+pub fn sweep_builtin(name: &str) -> PathBuf {
+    let study = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("scenarios/studies")
+        .join(name);
+    let out = tmpdir(&format!("study-{name}")).join("out");
+    let o = whatif(&[
+        "sweep",
+        study.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "-q",
+    ]);
+    assert!(o.status.success(), "{name}: {}", stderr(&o));
+    out
 }
 
 fn stdout(o: &Output) -> String {

@@ -2,7 +2,7 @@
 //! input, one-line errors with exit status 2 for bad input. Each case is a reproduction from
 //! the issue; the binary must refuse it quickly (before the allocation it would need).
 
-use crate::cli::{stderr, tmpdir, whatif};
+use crate::cli::{gen_trace, stderr, tmpdir, whatif};
 use std::path::Path;
 use std::process::Output;
 
@@ -21,18 +21,10 @@ fn refused(o: &Output, needles: &[&str]) {
 
 fn ring(dir: &Path, objects: u32) -> String {
     let p = dir.join(format!("ring{objects}.trace"));
-    let o = whatif(&[
-        "gen",
-        "ring",
-        "--ranks",
-        &objects.to_string(),
-        "--iters",
-        "3",
-        "--out",
-        p.to_str().unwrap(),
-        "-q",
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    gen_trace(
+        &p,
+        &["ring", "--ranks", &objects.to_string(), "--iters", "3"],
+    );
     p.to_str().unwrap().to_string()
 }
 
@@ -236,18 +228,7 @@ fn kill_9_during_replay_out_leaves_the_previous_output_or_no_marker() {
     use std::time::Instant;
     let dir = tmpdir("hard-kill");
     let h = dir.join("h.trace");
-    let o = whatif(&[
-        "gen",
-        "halo3d",
-        "--dims",
-        "12x12x12",
-        "--iters",
-        "10",
-        "--out",
-        h.to_str().unwrap(),
-        "-q",
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    gen_trace(&h, &["halo3d", "--dims", "12x12x12", "--iters", "10"]);
     let out = dir.join("out");
     let args = [
         "replay",
@@ -424,18 +405,7 @@ fn huge_packet_counts_and_studies_are_refused() {
     let dir = tmpdir("hard-packets");
     // One 1e13-byte message under `contention` would queue 2.4e9 packets at once.
     let p = dir.join("big.trace");
-    let o = whatif(&[
-        "gen",
-        "pingpong",
-        "--bytes",
-        "10TB",
-        "--iters",
-        "1",
-        "--out",
-        p.to_str().unwrap(),
-        "-q",
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    gen_trace(&p, &["pingpong", "--bytes", "10TB", "--iters", "1"]);
     let o = whatif(&[
         "replay",
         p.to_str().unwrap(),

@@ -9,7 +9,7 @@
 //! whatif export goal` (deterministic), four hand-written generators below, and the two GOAL
 //! files in `../shared/data/goal`.
 
-use crate::cli::{stderr, tmpdir, whatif};
+use crate::cli::{gen_trace, makespan_ps, stderr, tmpdir, whatif};
 use network_models::LogGopsParams;
 use sim_core::SimDuration;
 use std::fmt::Write as _;
@@ -148,11 +148,7 @@ fn irequires_mix() -> String {
 
 fn export(dir: &Path, name: &str, args: &[&str]) {
     let t = dir.join(format!("{name}.trace"));
-    let mut a = vec!["gen"];
-    a.extend_from_slice(args);
-    a.extend_from_slice(&["--out", t.to_str().unwrap(), "-q"]);
-    let o = whatif(&a);
-    assert!(o.status.success(), "{}", stderr(&o));
+    gen_trace(&t, args);
     let g = dir.join(format!("{name}.goal"));
     let o = whatif(&[
         "export",
@@ -293,14 +289,9 @@ fn loggops_on_goal_equals_loggopsim_to_the_nanosecond() {
             "goal",
             "--net",
             "loggops:S=100000",
-            "--json",
-            "-q",
         ];
         a.extend_from_slice(extra);
-        let o = whatif(&a);
-        assert!(o.status.success(), "{}", stderr(&o));
-        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-        v["makespan_ps"].as_u64().unwrap()
+        makespan_ps(&a)
     };
     assert_eq!(
         run(&[]),

@@ -251,18 +251,7 @@ fn noise_is_deterministic_by_seed_and_thread_free() {
 /// with a phase per PE cost far more on a bulk-synchronous stencil.
 #[test]
 fn unsynchronised_noise_costs_more_than_its_cpu_share() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let out = crate::cli::tmpdir("noise-study").join("out");
-    let o = crate::cli::whatif(&[
-        "sweep",
-        root.join("scenarios/studies/stencil-noise.toml")
-            .to_str()
-            .unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-        "-q",
-    ]);
-    assert!(o.status.success(), "{}", crate::cli::stderr(&o));
+    let out = crate::cli::sweep_builtin("stencil-noise.toml");
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
     let it = |noise: &str| -> f64 {

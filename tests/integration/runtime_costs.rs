@@ -100,19 +100,7 @@ fn block_and_local_message_costs_are_closed_forms() {
 /// time is flat in the virtualisation factor; with a block cost it rises at every step.
 #[test]
 fn the_vf_effect_appears_with_runtime_costs() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let dir = crate::cli::tmpdir("vf-overhead");
-    let out = dir.join("out");
-    let o = crate::cli::whatif(&[
-        "sweep",
-        root.join("scenarios/studies/stencil-vf-overhead.toml")
-            .to_str()
-            .unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-        "-q",
-    ]);
-    assert!(o.status.success(), "{}", crate::cli::stderr(&o));
+    let out = crate::cli::sweep_builtin("stencil-vf-overhead.toml");
     let csv = std::fs::read_to_string(out.join("results.csv")).unwrap();
     let mut lines = csv.lines();
     let head: Vec<&str> = lines.next().unwrap().split(',').collect();
@@ -155,9 +143,9 @@ fn the_vf_effect_appears_with_runtime_costs() {
 /// the run is shorter, as they should make it.
 #[test]
 fn stencil_priorities_matter_when_iterations_overlap() {
-    use crate::cli::{stderr, tmpdir, whatif};
-    let dir = tmpdir("prio");
-    let t = dir.join("sp.trace");
+    use crate::cli::{makespan_ps, stderr, tmpdir, whatif};
+    let t = tmpdir("prio").join("sp.trace");
+    let tp = t.to_str().unwrap();
     let o = whatif(&[
         "emulate",
         "stencil3d",
@@ -170,24 +158,14 @@ fn stencil_priorities_matter_when_iterations_overlap() {
         "--set",
         "block=8x8x8",
         "--out",
-        t.to_str().unwrap(),
+        tp,
         "-q",
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let makespan = |extra: &[&str]| -> u64 {
-        let mut a = vec![
-            "replay",
-            t.to_str().unwrap(),
-            "--net",
-            "latency:lat=200us",
-            "--json",
-            "-q",
-        ];
+        let mut a = vec!["replay", tp, "--net", "latency:lat=200us"];
         a.extend_from_slice(extra);
-        let o = whatif(&a);
-        assert!(o.status.success(), "{}", stderr(&o));
-        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-        v["makespan_ps"].as_u64().unwrap()
+        makespan_ps(&a)
     };
     assert_eq!(
         makespan(&[]),
