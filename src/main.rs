@@ -19,7 +19,7 @@ mod sweep_cmd;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result, anyhow, bail};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use network_models::{NET_HELP, NetSpec};
 use replay::{CpuScale, Mapping, ReplayConfig, ReplayError, SchedPolicy};
@@ -67,6 +67,11 @@ enum Cmd {
     Import(ImportArgs),
     /// Write a whatif trace in another tool's format (GOAL, for LogGOPSim and its successors).
     Export(ExportArgs),
+    /// Write the machine of a `flow` network as a SimGrid platform (platform.xml, hostfile) and
+    /// print the `smpirun -replay` command that runs a SimGrid trace on it, to check whatif's
+    /// predictions against SimGrid's.
+    #[command(after_help = PLATFORM_HELP)]
+    Platform(PlatformArgs),
     /// Run a built-in message-driven program on V virtual PEs in simulated time and record its
     /// trace (BigSim-style emulation).
     #[command(after_help = emulate_cmd::programs_help())]
@@ -126,6 +131,38 @@ struct ExportArgs {
     out: PathBuf,
 }
 
+#[derive(Args)]
+struct PlatformArgs {
+    /// A `flow` network spec, e.g. `flow:topo=torus:4x4x4,hop=1us,bw=10GB/s,sharing=cm02`.
+    #[arg(long)]
+    net: NetSpec,
+    /// Number of ranks (PEs); at most 1024, as every pair gets a route.
+    #[arg(long)]
+    pes: u32,
+    /// Host speed for SimGrid `compute` actions (pass the same to `whatif replay`).
+    #[arg(long, default_value_t = 1e9, value_parser = parse_flops)]
+    flops_per_s: f64,
+    /// Output folder (platform.xml, hostfile).
+    #[arg(long)]
+    out: PathBuf,
+    /// Replace a non-empty folder that is not a previous whatif output.
+    #[arg(long)]
+    force: bool,
+}
+
+const PLATFORM_HELP: &str = "\
+The platform mirrors the flow model: one host per rank, one SimGrid link per directed link of
+the topology (latency hop, bandwidth bw), the start-up latency lat on a FATPIPE link per node,
+and a Full routing zone with the model's route for every pair. With the printed --cfg options
+(CM02, no cross-traffic, TCP-gamma 0, the spec's factors and weight-S) SimGrid shares links as
+`flow` does with sharing=cm02 (or lv08). Messages start when both sides have posted them in
+SimGrid, when the send is issued in whatif: compare on traces whose receives are posted first.
+
+Example:
+  whatif platform --net flow:topo=torus:4x4,hop=1us,bw=1GB/s,sharing=cm02 --pes 16 --out plat
+  smpirun -np 16 -platform plat/platform.xml -hostfile plat/hostfile -replay index.txt <cfg...>
+  whatif replay index.txt --format simgrid --net flow:topo=torus:4x4,hop=1us,bw=1GB/s,sharing=cm02";
+
 const IMPORT_HELP: &str = "\
 Examples:
   whatif import bgtrace ../shared/data/bigsim-jacobi2d/traceJ0 --out j0.trace
@@ -165,6 +202,11 @@ struct ImportOpts {
     /// them (rendezvous) [default: the S of a `loggops` --net, else 65535].
     #[arg(long, value_parser = parse_bytes)]
     eager_limit: Option<u64>,
+    /// How SimGrid collectives become messages: `classic` (whatif's: dissemination barrier,
+    /// binomial reduce, pairwise all-to-all) or `smpi` (SimGrid 3.32's defaults, mostly
+    /// linear: use it to compare with `smpirun -replay`).
+    #[arg(long, default_value = "classic")]
+    collectives: importers::simgrid::Collectives,
 }
 
 fn parse_flops(s: &str) -> Result<f64, String> {
@@ -311,7 +353,8 @@ struct MachineArgs {
     /// Stop with an error if simulated time passes this, e.g. 10s.
     #[arg(long, value_parser = parse_duration)]
     max_time: Option<SimDuration>,
-    /// Root random seed (recorded in the results; no model in this release draws from it).
+    /// Root random seed: --noise draws its per-PE phases and jitter from sub-seeds of it, so a
+    /// run is reproduced by its seed (recorded in the results).
     #[arg(long, default_value_t = SeedTree::DEFAULT_ROOT)]
     seed: u64,
     /// Refuse a replay estimated to need more memory than this, e.g. `32GiB` [default: 3/4
@@ -459,6 +502,7 @@ fn dispatch(cli: Cli) -> Result<()> {
         Cmd::Inspect(a) => inspect(a),
         Cmd::Import(a) => import_cmd(a),
         Cmd::Export(a) => export_cmd(a),
+        Cmd::Platform(a) => platform_cmd(a),
         Cmd::Replay(a) => {
             let inputs = match a.format {
                 Some(f) => {
@@ -572,6 +616,7 @@ fn import_options(
             Some(NetSpec::LogGops(p)) => p.eager_limit,
             _ => d.eager_limit,
         }),
+        collectives: o.collectives,
     }
 }
 
@@ -623,6 +668,35 @@ fn export_cmd(a: ExportArgs) -> Result<()> {
         a.out.display(),
         t.objects.len(),
         t.num_blocks()
+    );
+    Ok(())
+}
+
+fn platform_cmd(a: PlatformArgs) -> Result<()> {
+    let NetSpec::Flow(p) = &a.net else {
+        bail!(
+            "--net {}: a SimGrid platform is written for the `flow` model (SimGrid's own model), e.g. flow:topo=torus:4x4,hop=1us,bw=1GB/s,sharing=cm02",
+            a.net
+        );
+    };
+    let xml = network_models::simgrid::platform_xml(p, a.pes, a.flops_per_s)
+        .map_err(|e| anyhow!("--pes {}: {e}", a.pes))?;
+    files::check_outputs(&[], &[("--out", &a.out)], a.force)?;
+    let dir = files::begin_dir(&a.out, a.force)?;
+    files::write_text(&dir.path().join("platform.xml"), &xml)?;
+    files::write_text(
+        &dir.path().join("hostfile"),
+        &network_models::simgrid::hostfile(a.pes),
+    )?;
+    files::finish_dir(dir)?;
+    let out = a.out.display();
+    println!(
+        "wrote {out}/platform.xml and {out}/hostfile ({} hosts)\nreplay a SimGrid trace (index file TI) on it with:\n  smpirun -np {} -platform {out}/platform.xml -hostfile {out}/hostfile -replay TI {}\nand compare with:\n  whatif replay TI --format simgrid --flops-per-s {} --net {}",
+        a.pes,
+        a.pes,
+        network_models::simgrid::smpirun_cfg(p).join(" "),
+        a.flops_per_s,
+        a.net
     );
     Ok(())
 }

@@ -118,6 +118,8 @@ pub struct ImportOptions {
     /// memory than this ([`ImportError::TooLarge`]); collectives expanded into messages can
     /// turn a small file into a huge trace.
     pub max_memory_bytes: u64,
+    /// How SimGrid collectives are expanded (whatif's algorithms or SimGrid's defaults).
+    pub collectives: simgrid::Collectives,
 }
 
 /// Estimated bytes of the converted trace per block while it is built (block record,
@@ -155,6 +157,7 @@ impl Default for ImportOptions {
             eager_limit: 65535,
             parallel: true,
             max_memory_bytes: u64::MAX,
+            collectives: simgrid::Collectives::Classic,
         }
     }
 }
@@ -200,9 +203,7 @@ pub fn import_with(
     match format {
         Format::BgTrace => bgtrace::import(input),
         Format::Goal => goal::import_with(input, opts.eager_limit, opts.parallel, progress),
-        Format::SimGrid => {
-            simgrid::import_with_progress(input, opts.flops_per_s, opts.max_memory_bytes, progress)
-        }
+        Format::SimGrid => simgrid::import_with_progress(input, opts, progress),
         Format::Projections => projections::import(input),
     }
 }

@@ -49,6 +49,16 @@
 //! | `allgather n m` | ring: P-1 steps, each sends `n` to `r + 1` and waits for `r - 1` |
 //! | `allgatherv n c_0..c_{P-1}` | ring; step s forwards block `r - s` (`c_{r-s}` elements) |
 //! | `reducescatter c_0..c_{P-1} f` | `reduce` of `sum c` to rank 0, linear `scatterv` of `c_i`; then `f` flops |
+//!
+//! **`Collectives::Smpi`** (`--collectives smpi`) expands them as SimGrid 3.32's default
+//! selector does when it replays the trace, so that whatif and `smpirun -replay` run the same
+//! messages: `barrier` linear (every rank sends 0 bytes to rank 0 and waits for its reply; rank
+//! 0 waits for all, then answers all), `reduce` linear (every rank sends to the root, which
+//! waits for all), `allreduce` = that reduce to rank 0 + the binomial `bcast`, `alltoall`,
+//! `alltoallv`, `allgather(v)` linear (every rank posts all its sends at once; `alltoall`
+//! always linear, where Open MPI's size table would pick Bruck or pairwise for some sizes),
+//! `bcast`, `gather(v)`, `scatter(v)` as above. Blocking sends above SimGrid's detached
+//! threshold (64 KiB) do not block here (SimGrid holds the sender until the transfer ends).
 
 use crate::error::read_text;
 use crate::lines::{self, Lines};
@@ -250,8 +260,9 @@ fn expansion(kind: &str, p: u64) -> (u64, u64) {
         "send" | "isend" => (0, 1),
         "recv" | "sendrecv" => (2, 1),
         "irecv" | "wait" | "waitall" => (1, 0),
-        "barrier" => (2 * log, log),
-        "bcast" | "reduce" | "allreduce" | "reducescatter" => (4 * log + 2, 2 * log + p),
+        // Either algorithm (classic or SMPI's linear ones, whose root handles every rank).
+        "barrier" => (2 * log + p + 1, log + p),
+        "bcast" | "reduce" | "allreduce" | "reducescatter" => (4 * log + p + 3, 2 * log + p),
         "alltoall" | "alltoallv" | "allgather" | "allgatherv" => (2 * p, p),
         "gather" | "gatherv" | "scatter" | "scatterv" => (p + 1, p),
         _ => (0, 0),
@@ -542,6 +553,7 @@ impl Labels {
 }
 
 struct Ctx<'a> {
+    collectives: Collectives,
     b: TraceBuilder,
     labels: Labels,
     e_msg: EntryId,
@@ -697,36 +709,70 @@ fn coll_tag(c: u64, step: u64) -> i64 {
     -1 - ((c << 20) | step) as i64
 }
 
-/// Imports a SimGrid TI trace (index file or single trace file).
-pub fn import(input: &Path, flops_per_s: f64) -> Result<Imported, ImportError> {
-    import_with_progress(input, flops_per_s, u64::MAX, &mut sim_core::NoProgress)
+/// How collectives become point-to-point messages.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Collectives {
+    /// whatif's algorithms (dissemination barrier, binomial reduce, pairwise all-to-all).
+    #[default]
+    Classic,
+    /// SimGrid 3.32's default selector, as `smpirun -replay` runs them (mostly linear).
+    Smpi,
 }
 
-/// [`import`], reporting the ranks read to `progress`, refusing (before building it) a trace
-/// estimated above `max_memory_bytes` ([`ImportError::TooLarge`]).
+impl std::str::FromStr for Collectives {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim() {
+            "classic" => Ok(Collectives::Classic),
+            "smpi" => Ok(Collectives::Smpi),
+            o => Err(format!(
+                "`{o}` is not a collective set; use classic (whatif's) or smpi (SimGrid's defaults)"
+            )),
+        }
+    }
+}
+
+impl std::fmt::Display for Collectives {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Collectives::Classic => "classic",
+            Collectives::Smpi => "smpi",
+        })
+    }
+}
+
+/// Imports a SimGrid TI trace (index file or single trace file).
+pub fn import(input: &Path, flops_per_s: f64) -> Result<Imported, ImportError> {
+    let opts = crate::ImportOptions {
+        flops_per_s,
+        ..Default::default()
+    };
+    import_with_progress(input, &opts, &mut sim_core::NoProgress)
+}
+
+/// [`import`] with options (speed, collectives), reporting the ranks read to `progress`,
+/// refusing (before building it) a trace estimated above `opts.max_memory_bytes`
+/// ([`ImportError::TooLarge`]).
 pub fn import_with_progress(
     input: &Path,
-    flops_per_s: f64,
-    max_memory_bytes: u64,
+    opts: &crate::ImportOptions,
     progress: &mut dyn sim_core::Progress,
 ) -> Result<Imported, ImportError> {
     let files = trace_files(input)?;
-    let limit = crate::ImportOptions {
-        max_memory_bytes,
-        ..Default::default()
-    };
+    let flops_per_s = opts.flops_per_s;
+    let limit = opts;
     // The usual layout, an index of one file per rank in rank order, is read in one pass; any
     // surprise (another layout, or an error to report) falls back to scanning first.
     if files.len() > 1 {
-        match import_with(input, &files, flops_per_s, None, &limit, progress) {
+        match import_with(input, &files, flops_per_s, None, limit, progress) {
             Ok(Some(imp)) => return Ok(imp),
             Err(e @ ImportError::TooLarge { .. }) => return Err(e),
             _ => {}
         }
     }
     let sc = scan(&files, input)?;
-    crate::check_size(&input.display().to_string(), sc.blocks, sc.sends, &limit)?;
-    import_with(input, &files, flops_per_s, Some(sc), &limit, progress)?.ok_or_else(|| {
+    crate::check_size(&input.display().to_string(), sc.blocks, sc.sends, limit)?;
+    import_with(input, &files, flops_per_s, Some(sc), limit, progress)?.ok_or_else(|| {
         ImportError::inconsistent(
             &input.display().to_string(),
             "internal error: the scanned trace changed while it was read",
@@ -790,6 +836,7 @@ fn import_with(
         b.object(format!("rank{r}"), PeId(r));
     }
     let mut cx = Ctx {
+        collectives: limit.collectives,
         b,
         labels: Labels::default(),
         e_msg,
@@ -1072,6 +1119,23 @@ fn collective(
     };
     let mut root = 0;
     match name {
+        "barrier" if cx.collectives == Collectives::Smpi => {
+            // Open MPI's basic linear barrier (SimGrid's default).
+            let (up, down) = (next_tag(), next_tag());
+            if r == 0 {
+                let ids: Vec<BlockId> = (1..p).map(|q| cx.post_recv(s, q, up)).collect();
+                if !ids.is_empty() {
+                    cx.wait_for(s, &ids, name);
+                }
+                for q in 1..p {
+                    cx.send(s, q, down, 0);
+                }
+            } else {
+                cx.send(s, 0, up, 0);
+                let id = cx.post_recv(s, 0, down);
+                cx.wait_for(s, &[id], name);
+            }
+        }
         "barrier" => {
             let mut k = 1u32;
             while k < p {
@@ -1093,7 +1157,11 @@ fn collective(
             if name == "reduce" {
                 root = x.opt_rank(2, p)?;
             }
-            reduce(cx, s, p, root, n, next_tag(), name);
+            if cx.collectives == Collectives::Smpi {
+                reduce_linear(cx, s, p, root, n, next_tag(), name);
+            } else {
+                reduce(cx, s, p, root, n, next_tag(), name);
+            }
             if name == "allreduce" {
                 bcast(cx, s, p, 0, n, next_tag(), name);
             }
@@ -1111,6 +1179,11 @@ fn collective(
             if name == "alltoallv" {
                 x.counts(p as usize + 2, p, "receive counts")?;
             }
+            if cx.collectives == Collectives::Smpi {
+                let tag = next_tag();
+                linear_exchange(cx, s, p, tag, name, |dst| sizes[dst as usize]);
+                return Ok(root);
+            }
             for k in 1..p {
                 let tag = next_tag();
                 let dst = (r + k) % p;
@@ -1127,18 +1200,8 @@ fn collective(
                 x.counts(1, p, "receive counts")?;
                 x.opt_rank(1 + p as usize, p)?
             };
-            let tag = next_tag();
-            if r == root {
-                let ids: Vec<BlockId> = (0..p)
-                    .filter(|&q| q != root)
-                    .map(|q| cx.post_recv(s, q, tag))
-                    .collect();
-                if !ids.is_empty() {
-                    cx.wait_for(s, &ids, name);
-                }
-            } else {
-                cx.send(s, root, tag, n);
-            }
+            // Linear: every rank sends to the root (as a linear reduce).
+            reduce_linear(cx, s, p, root, n, next_tag(), name);
         }
         "scatter" | "scatterv" => {
             let sizes: Vec<u64> = if name == "scatter" {
@@ -1171,6 +1234,12 @@ fn collective(
                     .map(|v| v * elem)
                     .collect()
             };
+            if cx.collectives == Collectives::Smpi {
+                let tag = next_tag();
+                let mine = sizes[r as usize];
+                linear_exchange(cx, s, p, tag, name, |_| mine);
+                return Ok(root);
+            }
             for k in 0..p.saturating_sub(1) {
                 let tag = next_tag();
                 let block = ((r + p - k) % p) as usize;
@@ -1187,7 +1256,11 @@ fn collective(
                 .collect();
             let f = x.num(p as usize, "flops")?;
             let total: u64 = counts.iter().sum();
-            reduce(cx, s, p, 0, total, next_tag(), name);
+            if cx.collectives == Collectives::Smpi {
+                reduce_linear(cx, s, p, 0, total, next_tag(), name);
+            } else {
+                reduce(cx, s, p, 0, total, next_tag(), name);
+            }
             let tag = next_tag();
             if r == 0 {
                 for q in 1..p {
@@ -1223,6 +1296,43 @@ fn bcast(cx: &mut Ctx, s: &mut Seg, p: u32, root: u32, n: u64, tag: i64, name: &
             cx.send(s, (vr + mask + root) % p, tag, n);
         }
         mask >>= 1;
+    }
+}
+
+/// Linear reduction or gather (SimGrid's `ireduce`, `igather`): every rank sends to `root`,
+/// which waits for all.
+fn reduce_linear(cx: &mut Ctx, s: &mut Seg, p: u32, root: u32, n: u64, tag: i64, name: &str) {
+    if s.rank == root {
+        let ids: Vec<BlockId> = (0..p)
+            .filter(|&q| q != root)
+            .map(|q| cx.post_recv(s, q, tag))
+            .collect();
+        if !ids.is_empty() {
+            cx.wait_for(s, &ids, name);
+        }
+    } else {
+        cx.send(s, root, tag, n);
+    }
+}
+
+/// Linear all-to-all (Open MPI's basic linear, SimGrid's `ialltoallv`): receives from every
+/// other rank posted, every send issued at once (to `r-1, r-2, ...`), then one wait for all.
+fn linear_exchange(
+    cx: &mut Ctx,
+    s: &mut Seg,
+    p: u32,
+    tag: i64,
+    name: &str,
+    size_to: impl Fn(u32) -> u64,
+) {
+    let r = s.rank;
+    let ids: Vec<BlockId> = (1..p).map(|k| cx.post_recv(s, (r + k) % p, tag)).collect();
+    for k in 1..p {
+        let dst = (r + p - k) % p;
+        cx.send(s, dst, tag, size_to(dst));
+    }
+    if !ids.is_empty() {
+        cx.wait_for(s, &ids, name);
     }
 }
 

@@ -1,5 +1,5 @@
 //! The `flow` model: messages as flows sharing link bandwidth by max-min fairness (the
-//! fluid model of SimGrid's CM02 family, without its latency and bandwidth factors).
+//! fluid model of SimGrid's CM02 family).
 //!
 //! A remote message between nodes `a != b` waits `lat + hops * hop` (its start-up), then
 //! becomes a flow of `S` bytes over the directed links of the topology's route
@@ -16,6 +16,16 @@
 //! re-prioritised set (`priority-queue`): the engine holds one wake-up event for the model at
 //! a time, renewed (with a new generation number) when the earliest completion moves.
 //!
+//! **SimGrid's sharing** (`sharing=cm02` or `lv08`). SimGrid's CM02/LV08 models weight each
+//! flow's share by the inverse of a *penalty* (TCP's RTT unfairness): the route's latency
+//! `lat + H*hop` (before any factor) plus `weight_s / bw` per link crossed, or 1 when the
+//! route has no latency. On a link, rates are proportional to 1/penalty. `lat_factor`
+//! multiplies the start-up, `bw_factor` the rate at which a flow's bytes cross (its share of
+//! the links is computed at full bandwidth, as SimGrid does). `cm02` uses factors 1 and
+//! `weight_s = 0`; `lv08` uses 13.01, 0.97 and 20537 B. Either matches SimGrid with
+//! `network/crosstraffic:0` and `network/TCP-gamma:0`, on the platform
+//! [`crate::simgrid::platform_xml`] writes for the same machine.
+//!
 //! Closed forms (tested): a lone message takes `lat + H*hop + S/bw`; `n` equal flows starting
 //! together on one link each get `bw/n`; with flows of unequal bottlenecks, max-min shares
 //! (e.g. 1/3 on a link of three flows, 2/3 for the flow that shares only the other link).
@@ -25,8 +35,80 @@ use priority_queue::PriorityQueue;
 use sim_core::{Bandwidth, SimDuration, SimTime};
 use std::cmp::Reverse;
 
-/// Parameters of the `flow` model (the same keys as `hops`).
-pub type FlowParams = crate::Hops;
+/// How flows on a link share it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum Sharing {
+    /// Plain max-min fairness: equal shares on a bottleneck.
+    #[default]
+    MaxMin,
+    /// SimGrid's CM02: shares weighted by 1/penalty (route latency + `weight_s`/bw per link).
+    Cm02,
+    /// SimGrid's LV08: CM02 weighting with its default factors (13.01, 0.97, 20537 B).
+    Lv08,
+}
+
+impl std::fmt::Display for Sharing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Sharing::MaxMin => "maxmin",
+            Sharing::Cm02 => "cm02",
+            Sharing::Lv08 => "lv08",
+        })
+    }
+}
+
+impl std::str::FromStr for Sharing {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim() {
+            "maxmin" => Ok(Sharing::MaxMin),
+            "cm02" => Ok(Sharing::Cm02),
+            "lv08" => Ok(Sharing::Lv08),
+            other => Err(format!(
+                "`{other}` is not a sharing rule; use maxmin (plain max-min), cm02 or lv08 (SimGrid's models)"
+            )),
+        }
+    }
+}
+
+/// One million: factors are held in millionths, so specs stay exact and comparable.
+pub const PPM: u64 = 1_000_000;
+
+/// Parameters of the `flow` model: the `hops` keys, the sharing rule and SimGrid's factors.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FlowParams {
+    /// Topology, latencies, bandwidths, PEs per node (as `hops`).
+    pub net: crate::Hops,
+    /// How a link's bandwidth is divided.
+    pub sharing: Sharing,
+    /// Factor on the start-up latency, in millionths (13.01 = 13_010_000).
+    pub lat_factor_ppm: u64,
+    /// Factor on the rate a flow's bytes cross at, in millionths (0.97 = 970_000).
+    pub bw_factor_ppm: u64,
+    /// SimGrid's `weight-S` in bytes: adds `weight_s / bw` per link to a flow's penalty.
+    pub weight_s_bytes: u64,
+}
+
+impl FlowParams {
+    /// Plain max-min flows on `net`, no factors.
+    pub fn new(net: crate::Hops) -> FlowParams {
+        FlowParams {
+            net,
+            sharing: Sharing::MaxMin,
+            lat_factor_ppm: PPM,
+            bw_factor_ppm: PPM,
+            weight_s_bytes: 0,
+        }
+    }
+
+    /// The defaults of a sharing rule: (lat_factor, bw_factor, weight_s).
+    pub fn defaults(sharing: Sharing) -> (u64, u64, u64) {
+        match sharing {
+            Sharing::MaxMin | Sharing::Cm02 => (PPM, PPM, 0),
+            Sharing::Lv08 => (13_010_000, 970_000, 20537),
+        }
+    }
+}
 
 /// Event ids: a flow's start (`START | slot`), or a wake-up (generation, below `START`).
 const START: u32 = 1 << 31;
@@ -42,6 +124,8 @@ struct Flow {
     depart_ps: u64,
     /// Wire time alone (`lat + H*hop + S/bw`), for the queueing figure.
     alone_ps: u64,
+    /// Sharing weight: 1 / penalty (1 under plain max-min).
+    weight: f64,
     live: bool,
 }
 
@@ -63,6 +147,7 @@ pub struct FlowModel {
     stack: Vec<u64>,
     cap: Vec<f64>,
     unfixed: Vec<u32>,
+    wsum: Vec<f64>,
     seeds: Vec<u64>,
     mark_link: Vec<u32>,
     mark_flow: Vec<u32>,
@@ -86,6 +171,7 @@ impl FlowParams {
             stack: Vec::new(),
             cap: Vec::new(),
             unfixed: Vec::new(),
+            wsum: Vec::new(),
             seeds: Vec::new(),
             mark_link: Vec::new(),
             mark_flow: Vec::new(),
@@ -97,7 +183,7 @@ impl FlowParams {
 
 impl FlowModel {
     fn bw(&self) -> f64 {
-        self.p.bandwidth.bytes_per_s() as f64
+        self.p.net.bandwidth.bytes_per_s() as f64
     }
 
     /// Brings every flow of the component of the links in `self.seeds` up to `now`,
@@ -147,25 +233,29 @@ impl FlowModel {
             fl.at_ps = now;
             fl.rate = -1.0; // unfixed
         }
-        // Progressive filling.
+        // Progressive filling, weighted: on each link the unfixed flows share what is left in
+        // proportion to their weights; the link with the smallest share per unit of weight
+        // fixes its flows first (ties: lowest link id).
         let bw = self.bw();
-        let (mut cap, mut unfixed) = (
+        let (mut cap, mut unfixed, mut wsum) = (
             std::mem::take(&mut self.cap),
             std::mem::take(&mut self.unfixed),
+            std::mem::take(&mut self.wsum),
         );
         cap.clear();
         cap.resize(self.comp_links.len(), bw);
         unfixed.clear();
-        unfixed.extend(
-            self.comp_links
-                .iter()
-                .map(|&l| self.on_link[l as usize].len() as u32),
-        );
+        wsum.clear();
+        for &l in &self.comp_links {
+            let on = &self.on_link[l as usize];
+            unfixed.push(on.len() as u32);
+            wsum.push(on.iter().map(|&f| self.flows[f as usize].weight).sum());
+        }
         loop {
             let mut best: Option<(f64, usize)> = None;
             for (i, &n) in unfixed.iter().enumerate() {
                 if n > 0 {
-                    let share = cap[i] / n as f64;
+                    let share = cap[i] / wsum[i];
                     if best.is_none_or(|(b, _)| share < b) {
                         best = Some((share, i));
                     }
@@ -178,15 +268,25 @@ impl FlowModel {
                 if self.flows[f as usize].rate >= 0.0 {
                     continue;
                 }
-                self.flows[f as usize].rate = share;
+                let w = self.flows[f as usize].weight;
+                let rate = share * w;
+                self.flows[f as usize].rate = rate;
                 for &l2 in &self.flows[f as usize].links {
                     let j = self
                         .comp_links
                         .binary_search(&l2)
                         .expect("in the component");
-                    cap[j] = (cap[j] - share).max(0.0);
+                    cap[j] = (cap[j] - rate).max(0.0);
                     unfixed[j] -= 1;
+                    wsum[j] = if unfixed[j] == 0 { 0.0 } else { wsum[j] - w };
                 }
+            }
+        }
+        // Bytes cross at the allocation times the bandwidth factor.
+        let factor = self.p.bw_factor_ppm as f64 / PPM as f64;
+        if self.p.bw_factor_ppm != PPM {
+            for &f in &self.comp_flows {
+                self.flows[f as usize].rate *= factor;
             }
         }
         for &f in &self.comp_flows {
@@ -200,6 +300,7 @@ impl FlowModel {
         }
         self.cap = cap;
         self.unfixed = unfixed;
+        self.wsum = wsum;
     }
 
     /// Makes sure the engine will wake the model at the earliest predicted completion.
@@ -230,13 +331,13 @@ impl NetworkModel for FlowModel {
         Driving::EventDriven
     }
     fn check_pes(&self, pes: u32) -> Result<(), String> {
-        crate::hops::check_fit(&self.p.topology, self.p.pes_per_node, pes)
+        crate::hops::check_fit(&self.p.net.topology, self.p.net.pes_per_node, pes)
     }
     fn start_message(&mut self, now: SimTime, msg: &MessageInfo, token: u32, io: &mut NetIo) {
         let Some((a, b)) = crate::nodes_or_deliver(
-            self.p.pes_per_node,
-            self.p.intra_latency,
-            self.p.intra_bandwidth,
+            self.p.net.pes_per_node,
+            self.p.net.intra_latency,
+            self.p.net.intra_bandwidth,
             now,
             msg,
             token,
@@ -256,18 +357,39 @@ impl NetworkModel for FlowModel {
         let mut links = std::mem::take(&mut self.flows[slot as usize].links);
         links.clear();
         let mut cur = a;
-        while let Some((l, next)) = self.p.topology.next_hop(cur, b) {
+        while let Some((l, next)) = self.p.net.topology.next_hop(cur, b) {
             links.push(l.0);
             cur = next;
         }
         let hops = links.len() as u64;
-        let startup = self
-            .p
+        let net = &self.p.net;
+        let route_ps = net
             .latency
             .as_ps()
-            .saturating_add(hops.saturating_mul(self.p.per_hop.as_ps()));
-        let alone =
-            startup.saturating_add(Bandwidth::transfer_time(self.p.bandwidth, msg.bytes).as_ps());
+            .saturating_add(hops.saturating_mul(net.per_hop.as_ps()));
+        let startup = scale_ppm(route_ps, self.p.lat_factor_ppm);
+        let bw = self.bw();
+        let weight = match self.p.sharing {
+            Sharing::MaxMin => 1.0,
+            // SimGrid: penalty = route latency + weight_S / bw per link; a route without
+            // latency keeps penalty 1.
+            Sharing::Cm02 | Sharing::Lv08 => {
+                if route_ps == 0 {
+                    1.0
+                } else {
+                    let penalty =
+                        route_ps as f64 / 1e12 + hops as f64 * self.p.weight_s_bytes as f64 / bw;
+                    1.0 / penalty
+                }
+            }
+        };
+        let cross_ps = if self.p.bw_factor_ppm == PPM {
+            Bandwidth::transfer_time(net.bandwidth, msg.bytes).as_ps()
+        } else {
+            (msg.bytes as f64 / (bw * self.p.bw_factor_ppm as f64 / PPM as f64) * 1e12).round()
+                as u64
+        };
+        let alone = startup.saturating_add(cross_ps);
         self.flows[slot as usize] = Flow {
             token,
             links,
@@ -276,6 +398,7 @@ impl NetworkModel for FlowModel {
             at_ps: 0,
             depart_ps: now.as_ps(),
             alone_ps: alone,
+            weight,
             live: false,
         };
         io.events.push((
@@ -340,6 +463,15 @@ impl NetworkModel for FlowModel {
             ..NetStats::default()
         })
     }
+}
+
+/// `ps * ppm / 10^6`, rounded to the nearest picosecond, saturating.
+fn scale_ppm(ps: u64, ppm: u64) -> u64 {
+    if ppm == PPM {
+        return ps;
+    }
+    let v = (ps as u128 * ppm as u128 + PPM as u128 / 2) / PPM as u128;
+    v.min(u64::MAX as u128) as u64
 }
 
 impl FlowModel {

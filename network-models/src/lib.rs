@@ -44,6 +44,7 @@ pub mod contention;
 pub mod flow;
 mod hops;
 pub mod loggops;
+pub mod simgrid;
 mod spec;
 pub mod topology;
 

@@ -1,8 +1,9 @@
 //! One-line network specs: `model[:key=value,key=value...]`.
 
+use crate::flow::{PPM, Sharing};
 use crate::{
-    AlphaBeta, ContentionParams, Hops, Ideal, Latency, LogGops, LogGopsParams, NetworkModel,
-    Recorded, Switching, Topology,
+    AlphaBeta, ContentionParams, FlowParams, Hops, Ideal, Latency, LogGops, LogGopsParams,
+    NetworkModel, Recorded, Switching, Topology,
 };
 use sim_core::units::{parse_bytes, parse_duration};
 use sim_core::{Bandwidth, SimDuration};
@@ -48,8 +49,9 @@ pub enum NetSpec {
     LogGops(LogGopsParams),
     /// `contention:topo=T,lat=D,hop=D,bw=B,packet=BYTES,switching=vct|saf,nic_bw=B|off[,...]`.
     Contention(ContentionParams),
-    /// `flow:topo=T,lat=D,hop=D,bw=B[,ppn=N,lat_intra=D,bw_intra=B]`: max-min fair flows.
-    Flow(Hops),
+    /// `flow:topo=T,lat=D,hop=D,bw=B[,ppn=N,lat_intra=D,bw_intra=B,sharing=S,lat_factor=X,
+    /// bw_factor=X,weight_s=BYTES]`: flows sharing links (max-min or SimGrid's weighting).
+    Flow(FlowParams),
 }
 
 /// Help text listing every model and parameter (used by `whatif replay --help`).
@@ -90,11 +92,17 @@ Network models (--net MODEL[:key=value,...]; durations take ps|ns|us|ms|s, bandw
                                           ejection NIC is a shared resource of that bandwidth (off:
                                           no NIC limit). Defaults: lat=0, hop=0, packet=4KiB,
                                           switching=vct, nic_bw=off, ppn=1, lat_intra=0, bw_intra=bw
-  flow:topo=T,lat=D,hop=D,bw=B[,ppn=N,lat_intra=D,bw_intra=B]
+  flow:topo=T,lat=D,hop=D,bw=B[,ppn=N,lat_intra=D,bw_intra=B,sharing=S,lat_factor=X,
+       bw_factor=X,weight_s=BYTES]
                                           messages are flows: after lat + hops*hop they share
-                                          each link's bw with the other flows on it by max-min
-                                          fairness (recomputed when a flow starts or ends).
-                                          Same defaults as hops. Not yet checked against SimGrid
+                                          each link's bw with the other flows on it (recomputed
+                                          when a flow starts or ends). sharing: maxmin (equal
+                                          shares, default), cm02 or lv08 (SimGrid's: shares
+                                          weighted by 1/(route latency + weight_s/bw per link)).
+                                          lat_factor scales the start-up, bw_factor the rate;
+                                          lv08 defaults them to 13.01 and 0.97, weight_s=20537.
+                                          Checked against SimGrid 3.32 (see `whatif platform`).
+                                          Other defaults as hops
 Messages between objects on the same PE arrive when sent and pay no overheads.";
 
 impl NetSpec {
@@ -102,7 +110,9 @@ impl NetSpec {
     /// `contention`).
     pub fn topology(&self) -> Option<(&Topology, u32)> {
         match self {
-            NetSpec::Hops(h) | NetSpec::Flow(h) => Some((&h.topology, h.pes_per_node.max(1))),
+            NetSpec::Hops(h) | NetSpec::Flow(FlowParams { net: h, .. }) => {
+                Some((&h.topology, h.pes_per_node.max(1)))
+            }
             NetSpec::Contention(c) => Some((&c.topology, c.pes_per_node.max(1))),
             _ => None,
         }
@@ -123,9 +133,65 @@ impl NetSpec {
             NetSpec::Hops(ref h) => Box::new(h.clone().model()),
             NetSpec::LogGops(p) => Box::new(LogGops::new(p)),
             NetSpec::Contention(ref c) => Box::new(c.clone().model()),
-            NetSpec::Flow(ref h) => Box::new(h.clone().flow_model()),
+            NetSpec::Flow(ref p) => Box::new(p.clone().flow_model()),
         }
     }
+}
+
+/// The `hops` keys of a topology model, in canonical order.
+struct HopsKeys<'a>(&'a Hops);
+
+impl fmt::Display for HopsKeys<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let h = self.0;
+        write!(
+            f,
+            "topo={},lat={},hop={},bw={},ppn={},lat_intra={},bw_intra={}",
+            h.topology,
+            fmt_dur(h.latency),
+            fmt_dur(h.per_hop),
+            h.bandwidth,
+            h.pes_per_node,
+            fmt_dur(h.intra_latency),
+            h.intra_bandwidth
+        )
+    }
+}
+
+/// A factor held in millionths, as the shortest decimal (13010000 -> 13.01).
+fn fmt_ppm(ppm: u64) -> String {
+    let (int, frac) = (ppm / PPM, ppm % PPM);
+    if frac == 0 {
+        return int.to_string();
+    }
+    let digits = format!("{frac:06}");
+    format!("{int}.{}", digits.trim_end_matches('0'))
+}
+
+/// A positive decimal factor with at most six decimals, in millionths.
+fn parse_ppm(v: &str) -> Result<u64, String> {
+    let bad = || format!("`{v}` is not a positive number with at most 6 decimals (e.g. 0.97)");
+    let t = v.trim();
+    let (int, frac) = t.split_once('.').unwrap_or((t, ""));
+    if int.is_empty() && frac.is_empty()
+        || frac.len() > 6
+        || !int.chars().all(|c| c.is_ascii_digit())
+        || !frac.chars().all(|c| c.is_ascii_digit())
+    {
+        return Err(bad());
+    }
+    let int: u64 = if int.is_empty() {
+        0
+    } else {
+        int.parse().map_err(|_| bad())?
+    };
+    let frac: u64 = format!("{frac:0<6}").parse().map_err(|_| bad())?;
+    let ppm = int
+        .checked_mul(PPM)
+        .and_then(|i| i.checked_add(frac))
+        .filter(|p| *p > 0 && *p <= 1_000_000 * PPM)
+        .ok_or_else(|| format!("`{v}` must be above 0 and at most 1000000"))?;
+    Ok(ppm)
 }
 
 /// Parameters shared by the topology models.
@@ -158,22 +224,22 @@ impl fmt::Display for NetSpec {
                 fmt_dur(*o_send),
                 fmt_dur(*o_recv)
             ),
-            NetSpec::Hops(h) | NetSpec::Flow(h) => write!(
-                f,
-                "{}:topo={},lat={},hop={},bw={},ppn={},lat_intra={},bw_intra={}",
-                if matches!(self, NetSpec::Flow(_)) {
-                    "flow"
-                } else {
-                    "hops"
-                },
-                h.topology,
-                fmt_dur(h.latency),
-                fmt_dur(h.per_hop),
-                h.bandwidth,
-                h.pes_per_node,
-                fmt_dur(h.intra_latency),
-                h.intra_bandwidth
-            ),
+            NetSpec::Hops(h) => write!(f, "hops:{}", HopsKeys(h)),
+            NetSpec::Flow(p) => {
+                write!(f, "flow:{},sharing={}", HopsKeys(&p.net), p.sharing)?;
+                if (p.lat_factor_ppm, p.bw_factor_ppm, p.weight_s_bytes)
+                    != FlowParams::defaults(p.sharing)
+                {
+                    write!(
+                        f,
+                        ",lat_factor={},bw_factor={},weight_s={}",
+                        fmt_ppm(p.lat_factor_ppm),
+                        fmt_ppm(p.bw_factor_ppm),
+                        p.weight_s_bytes
+                    )?;
+                }
+                Ok(())
+            }
             NetSpec::LogGops(p) => write!(
                 f,
                 "loggops:L={},o={},g={},G={},O={},S={}",
@@ -245,7 +311,20 @@ impl FromStr for NetSpec {
             "ideal" | "recorded" => &[],
             "latency" => &["lat"],
             "alphabeta" => &["lat", "bw", "o_send", "o_recv"],
-            "hops" | "flow" => &["topo", "lat", "hop", "bw", "ppn", "lat_intra", "bw_intra"],
+            "hops" => &["topo", "lat", "hop", "bw", "ppn", "lat_intra", "bw_intra"],
+            "flow" => &[
+                "topo",
+                "lat",
+                "hop",
+                "bw",
+                "ppn",
+                "lat_intra",
+                "bw_intra",
+                "sharing",
+                "lat_factor",
+                "bw_factor",
+                "weight_s",
+            ],
             "loggops" => &["L", "o", "g", "G", "O", "S"],
             "contention" => &[
                 "topo",
@@ -329,7 +408,36 @@ impl FromStr for NetSpec {
                     intra_bandwidth: t.intra_bandwidth,
                 };
                 if model == "flow" {
-                    NetSpec::Flow(h)
+                    let sharing = match get("sharing") {
+                        Some(v) => v
+                            .parse::<Sharing>()
+                            .map_err(|e| fail(format!("sharing: {e}")))?,
+                        None => Sharing::MaxMin,
+                    };
+                    let (lat_f, bw_f, ws) = FlowParams::defaults(sharing);
+                    let factor = |k: &str, def: u64| -> Result<u64, SpecError> {
+                        match get(k) {
+                            Some(v) => parse_ppm(v).map_err(|e| fail(format!("{k}: {e}"))),
+                            None => Ok(def),
+                        }
+                    };
+                    let weight_s_bytes = match get("weight_s") {
+                        Some(v) => parse_bytes(v).map_err(|e| fail(format!("weight_s: {e}")))?,
+                        None => ws,
+                    };
+                    if weight_s_bytes != 0 && sharing == Sharing::MaxMin {
+                        return Err(fail(
+                            "weight_s weights shares as SimGrid does; it needs sharing=cm02 or lv08"
+                                .into(),
+                        ));
+                    }
+                    NetSpec::Flow(FlowParams {
+                        net: h,
+                        sharing,
+                        lat_factor_ppm: factor("lat_factor", lat_f)?,
+                        bw_factor_ppm: factor("bw_factor", bw_f)?,
+                        weight_s_bytes,
+                    })
                 } else {
                     NetSpec::Hops(h)
                 }
@@ -512,6 +620,9 @@ mod tests {
             "hops:topo=fattree:k=4,levels=3,lat=1us,hop=100ns,bw=10GB/s",
             "hops:lat=1us,topo=fattree:levels=2,k=8,bw=1GB/s,ppn=2",
             "contention:topo=dragonfly:groups=9,routers=4,hosts=2,global=2,bw=10GB/s,lat=1us",
+            "flow:topo=torus:4x4,hop=1us,bw=1GB/s",
+            "flow:topo=torus:4x4,hop=1us,bw=1GB/s,sharing=lv08",
+            "flow:topo=torus:4x4,hop=1us,bw=1GB/s,sharing=cm02,lat_factor=1.5,bw_factor=.92,weight_s=8KiB",
         ] {
             let spec: NetSpec = s.parse().unwrap();
             let canon = spec.to_string();
@@ -528,6 +639,38 @@ mod tests {
                 up: 4
             })
         );
+        // Flow factors are exact millionths; lv08 brings SimGrid's defaults.
+        let NetSpec::Flow(f) = "flow:topo=full:4,bw=1GB/s,sharing=lv08".parse().unwrap() else {
+            panic!("flow")
+        };
+        assert_eq!(
+            (f.lat_factor_ppm, f.bw_factor_ppm, f.weight_s_bytes),
+            (13_010_000, 970_000, 20537)
+        );
+        assert_eq!(fmt_ppm(970_000), "0.97");
+        assert_eq!(parse_ppm("13.01"), Ok(13_010_000));
+        for (bad, why) in [
+            (
+                "flow:topo=full:4,bw=1GB/s,weight_s=1000",
+                "needs sharing=cm02 or lv08",
+            ),
+            ("flow:topo=full:4,bw=1GB/s,bw_factor=0", "above 0"),
+            (
+                "flow:topo=full:4,bw=1GB/s,lat_factor=1.0000001",
+                "at most 6 decimals",
+            ),
+            (
+                "flow:topo=full:4,bw=1GB/s,sharing=tcp",
+                "not a sharing rule",
+            ),
+            (
+                "hops:topo=full:4,bw=1GB/s,sharing=cm02",
+                "has no parameter `sharing`",
+            ),
+        ] {
+            let e = bad.parse::<NetSpec>().unwrap_err().to_string();
+            assert!(e.contains(why), "{bad}: {e}");
+        }
         // A TOML table keeps the topology's commas inside its value, in any key order.
         let from_table = NetSpec::from_table([
             ("bw", "1GB/s".to_string()),

@@ -652,6 +652,33 @@ fn simgrid_hand_written_closed_forms() {
         let r = run_with(&t, net, &ReplayConfig::default());
         assert_eq!(r.makespan, SimTime::from_ps(want_ps), "{body}");
     }
+    // SimGrid's default algorithms (--collectives smpi): linear barrier = 2 lat (up to rank 0,
+    // back); linear reduce = T, so allreduce = T + binomial bcast 2T; linear all-to-all and
+    // allgather post every send at once: T without contention.
+    let smpi = ImportOptions {
+        collectives: importers::simgrid::Collectives::Smpi,
+        ..ImportOptions::default()
+    };
+    for (body, want_ps) in [
+        ("bcast 1000", 4_000_000u64),
+        ("barrier", 2_000_000),
+        ("allreduce 1000 1e6", 6_000_000 + 1_000_000_000),
+        ("reduce 1000 0 3", 2_000_000),
+        ("alltoall 1000 1000", 2_000_000),
+        (
+            "alltoallv 4000 1000 1000 1000 1000 4000 1000 1000 1000 1000",
+            2_000_000,
+        ),
+        ("allgather 1000 1000", 2_000_000),
+        ("gather 1000 1000 2", 2_000_000),
+    ] {
+        let text: String = (0..4).map(|r| format!("{r} {body}\n")).collect();
+        let t = import(Format::SimGrid, &ti_file("coll-smpi.txt", &text), &smpi)
+            .unwrap()
+            .trace;
+        let r = run_with(&t, net, &ReplayConfig::default());
+        assert_eq!(r.makespan, SimTime::from_ps(want_ps), "smpi {body}");
+    }
     // init with an argument: sizes count 8-byte doubles.
     let t = imp(
         Format::SimGrid,

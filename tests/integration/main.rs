@@ -14,6 +14,7 @@ mod noise;
 mod outputs;
 mod repeated;
 mod runtime_costs;
+mod simgrid;
 mod sweep;
 mod text_import;
 

@@ -717,3 +717,51 @@ fn flow_model_closed_forms() {
     );
     assert_eq!(a.makespan, bq.makespan);
 }
+
+#[test]
+fn flow_simgrid_sharing_and_factors() {
+    let cfg = ReplayConfig {
+        timeline: true,
+        ..Default::default()
+    };
+    let ends = |net: &str| -> Vec<u64> {
+        // Line 0 - 1 - 2: A = 0->2 (2 hops) and B = 1->2 (1 hop) share link 1->2.
+        let t = pairs(3, &[(0, 2), (1, 2)], 3000);
+        let mut e: Vec<u64> = run_with(&t, net, &cfg)
+            .timeline
+            .unwrap()
+            .iter()
+            .filter(|x| x.block % 2 == 1)
+            .map(|x| x.start.as_ps())
+            .collect();
+        e.sort_unstable();
+        e
+    };
+    // 1 GB/s = 1 byte/ns, hop = 1 us: B starts at 1 us and sends 1000 B alone; A starts at
+    // 2 us. Max-min: 1/2 each, B's 2000 B end at 6 us, A's last 1000 B at 7 us. SimGrid's
+    // CM02 weights shares by 1/route latency (1/2 us vs 1/1 us): B gets 2/3, ends at 5 us; A
+    // has sent 1000 B by then and ends at 7 us.
+    let base = "flow:topo=mesh:3,hop=1us,bw=1GB/s";
+    assert_eq!(ends(base), vec![6_000_000, 7_000_000]);
+    assert_eq!(
+        ends(&format!("{base},sharing=cm02")),
+        vec![5_000_000, 7_000_000]
+    );
+    // weight_s adds weight_s/bw per link: 1000 B at 1 GB/s = 1 us per link, so the
+    // penalties become 4 us and 2 us: the same 2:1 ratio.
+    assert_eq!(
+        ends(&format!("{base},sharing=cm02,weight_s=1000")),
+        vec![5_000_000, 7_000_000]
+    );
+    // Factors: a lone message takes lat_factor * (lat + H*hop) + S / (bw_factor * bw).
+    let t = pairs(4, &[(0, 3)], 3000);
+    let r = run(
+        &t,
+        "flow:topo=mesh:4,lat=1us,hop=1us,bw=1GB/s,sharing=cm02,lat_factor=2.5,bw_factor=0.75",
+    );
+    assert_eq!(r.makespan.as_ps(), 10_000_000 + 4_000_000);
+    // lv08 = CM02 with 13.01 and 0.97: 13.01 * 4 us + 3000 B / 0.97 GB/s.
+    let r = run(&t, "flow:topo=mesh:4,lat=1us,hop=1us,bw=1GB/s,sharing=lv08");
+    let want = 52_040_000 + (3000.0 / 0.97e9 * 1e12f64).round() as u64;
+    assert_eq!(r.makespan.as_ps(), want);
+}
