@@ -90,17 +90,6 @@ pub struct FlowParams {
 }
 
 impl FlowParams {
-    /// Plain max-min flows on `net`, no factors.
-    pub fn new(net: crate::Hops) -> FlowParams {
-        FlowParams {
-            net,
-            sharing: Sharing::MaxMin,
-            lat_factor_ppm: PPM,
-            bw_factor_ppm: PPM,
-            weight_s_bytes: 0,
-        }
-    }
-
     /// The defaults of a sharing rule: (lat_factor, bw_factor, weight_s).
     pub fn defaults(sharing: Sharing) -> (u64, u64, u64) {
         match sharing {
