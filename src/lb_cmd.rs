@@ -140,7 +140,7 @@ pub(crate) fn lb(a: LbArgs) -> Result<()> {
     let trace = trace::read_trace_file(&a.trace)?;
     let spec = net_for(&trace, &a.machine)?;
     let cpu = cpu_scale_for(&trace, &a.machine)?;
-    let base_cfg = machine_config(&a.machine, &trace, cpu, false);
+    let base_cfg = machine_config(&a.machine, &trace, cpu, false)?;
     let pes = base_cfg.pes.unwrap_or(trace.meta.recorded_pes);
     crate::limits::check_pes(pes as u64, trace.objects.len() as u64, a.machine.force)?;
     {

@@ -326,9 +326,12 @@ struct MachineArgs {
     #[arg(long, default_value = "0", value_parser = parse_duration)]
     local_msg_cost: SimDuration,
     /// OS noise on the CPUs, repeatable: `detour:every=1ms,lose=25us[,phase=aligned|random]`
-    /// (each PE loses `lose` of every `every`; random phase per PE by default) and
-    /// `jitter:max=5us` (every working block takes an extra U[0, max] of CPU). Draws and
-    /// phases come from --seed.
+    /// (each PE loses `lose` of every `every`; random phase per PE by default),
+    /// `trace:file=noise.txt[,phase=aligned|random]` (detours from a LogGOPSim noise trace:
+    /// `<start-ns> <duration-ns>` lines, repeated, each PE from its own offset),
+    /// `jitter:max=5us` (every working block takes an extra U[0, max] of CPU) and
+    /// `jitter:cv=0.1` (every working block's duration times a log-normal factor of mean 1 and
+    /// that coefficient of variation). Draws and phases come from --seed.
     #[arg(long, value_name = "SPEC", value_parser = parse_noise)]
     noise: Vec<String>,
     /// Run ready blocks by their priority (smaller first) instead of FIFO.
@@ -909,8 +912,8 @@ fn machine_config(
     trace: &Trace,
     cpu_scale: Ratio,
     timeline: bool,
-) -> ReplayConfig {
-    ReplayConfig {
+) -> Result<ReplayConfig> {
+    Ok(ReplayConfig {
         pes: m.pes.map(|p| p.resolve(trace)),
         mapping: match (m.pes, &m.map) {
             // One PE per object means each object on its own PE.
@@ -942,21 +945,21 @@ fn machine_config(
         },
         block_overhead: m.block_overhead,
         local_msg_cost: m.local_msg_cost,
-        noise: noise_of(&m.noise, m.seed),
-    }
+        noise: noise_of(&m.noise, m.seed)?,
+    })
 }
 
 /// The noise of `--noise` specs (checked by clap's parser first), seeded from `--seed`.
-fn noise_of(specs: &[String], seed: u64) -> replay::Noise {
+fn noise_of(specs: &[String], seed: u64) -> Result<replay::Noise> {
     let mut n = replay::Noise {
         seed: sim_core::rng::derive_seed(seed, "noise"),
         ..Default::default()
     };
     for s in specs {
-        // Validated at parse time (parse_noise).
-        let _ = n.add(s);
+        // Checked at parse time (parse_noise), but a noise trace is read again here.
+        n.add(s).map_err(|e| anyhow::anyhow!("--noise: {e}"))?;
     }
-    n
+    Ok(n)
 }
 
 fn parse_noise(s: &str) -> Result<String, String> {
@@ -1002,7 +1005,7 @@ fn replay_and_report(input: Repeated, m: &MachineArgs, o: &OutputArgs) -> Result
     };
     let spec = net_for(input.body(), m)?;
     let cpu_scale = cpu_scale_for(input.body(), m)?;
-    let cfg = machine_config(m, input.body(), cpu_scale, per_block);
+    let cfg = machine_config(m, input.body(), cpu_scale, per_block)?;
     let pes = cfg.pes.unwrap_or(input.body().meta.recorded_pes);
     let objects = input.body().objects.len();
     limits::check_pes(pes as u64, objects as u64, m.force)?;
@@ -1065,7 +1068,7 @@ fn replay_and_report(input: Repeated, m: &MachineArgs, o: &OutputArgs) -> Result
         cpu_costs: (
             m.block_overhead.as_ps(),
             m.local_msg_cost.as_ps(),
-            noise_of(&m.noise, m.seed).to_string(),
+            cfg.noise.to_string(),
         ),
     };
     if o.json {

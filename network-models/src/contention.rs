@@ -214,11 +214,15 @@ const MEMO: usize = 8;
 const STAGE_INJECT: u8 = 0;
 const STAGE_NET: u8 = 1;
 const STAGE_EJECT: u8 = 2;
+/// `Msg::via` of a route without a waypoint.
+const NO_WAYPOINT: u64 = u64::MAX;
 
 #[derive(Clone, Copy, Debug)]
 struct Packet {
     msg: u32,
     stage: u8,
+    /// Whether the packet has passed its message's waypoint (or it has none).
+    past_waypoint: bool,
     node: u64,
     tail_ps: u64,
     bytes: u64,
@@ -231,6 +235,8 @@ struct Msg {
     token: u32,
     left: u64,
     dst: u64,
+    /// [`Topology::waypoint`] of the route, `NO_WAYPOINT` for none.
+    via: u64,
     sent_ps: u64,
     done_ps: u64,
     bytes: u64,
@@ -391,10 +397,12 @@ impl NetworkModel for Contention {
             .saturating_add((hops as u64).saturating_mul(msg.bytes));
         let (k, full, last) = self.p.split(msg.bytes);
         self.packets_total += k;
+        let via = self.p.topology.waypoint(a, b);
         let m = Msg {
             token,
             left: k,
             dst: b,
+            via: via.unwrap_or(NO_WAYPOINT),
             sent_ps: now.as_ps(),
             done_ps: 0,
             bytes: msg.bytes,
@@ -418,6 +426,7 @@ impl NetworkModel for Contention {
             let pk = Packet {
                 msg: mi,
                 stage,
+                past_waypoint: via.is_none(),
                 node: a,
                 tail_ps: t0,
                 bytes,
@@ -432,7 +441,10 @@ impl NetworkModel for Contention {
     fn handle_event(&mut self, now: SimTime, event: u32, io: &mut NetIo) {
         let now = now.as_ps();
         let mut pk = self.packets.items[event as usize];
-        let dst = self.msgs.items[pk.msg as usize].dst;
+        let (dst, via) = {
+            let m = &self.msgs.items[pk.msg as usize];
+            (m.dst, m.via)
+        };
         let nic = self.p.nic_bandwidth.is_some();
         // The resource this packet is at, and where it goes after it.
         let (idx, ser, hop, next_stage, next_node, last) = match pk.stage {
@@ -453,11 +465,15 @@ impl NetworkModel for Contention {
                 true,
             ),
             _ => {
+                let target = if pk.past_waypoint { dst } else { via };
                 let (link, next) = self
                     .p
                     .topology
-                    .next_hop(pk.node, dst)
-                    .expect("a packet in the network is never at its destination");
+                    .next_hop(pk.node, target)
+                    .expect("a packet in the network is never at its destination or waypoint");
+                if next == via {
+                    pk.past_waypoint = true;
+                }
                 self.packet_hops += 1;
                 let port = link.0 % self.ports.max(1);
                 let arrived = next == dst;

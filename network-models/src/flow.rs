@@ -345,8 +345,15 @@ impl NetworkModel for FlowModel {
         };
         let mut links = std::mem::take(&mut self.flows[slot as usize].links);
         links.clear();
+        let topo = &self.p.net.topology;
         let mut cur = a;
-        while let Some((l, next)) = self.p.net.topology.next_hop(cur, b) {
+        if let Some(w) = topo.waypoint(a, b) {
+            while let Some((l, next)) = topo.next_hop(cur, w) {
+                links.push(l.0);
+                cur = next;
+            }
+        }
+        while let Some((l, next)) = topo.next_hop(cur, b) {
             links.push(l.0);
             cur = next;
         }

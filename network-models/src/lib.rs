@@ -53,7 +53,7 @@ pub use flow::{FlowModel, FlowParams};
 pub use hops::{Hops, HopsModel};
 pub use loggops::{LogGops, LogGopsParams};
 pub use sim_core::Bandwidth;
-pub use spec::{NET_HELP, NetSpec, SpecError, TOPOLOGY_KEYS};
+pub use spec::{NET_HELP, NetSpec, SpecError, TOPOLOGY_KEYS, fmt_ppm, parse_ppm};
 pub use topology::{LinkId, Topology};
 
 use sim_core::{SimDuration, SimTime};

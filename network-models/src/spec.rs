@@ -75,7 +75,9 @@ Network models (--net MODEL[:key=value,...]; durations take ps|ns|us|ms|s, bandw
                                           fattree:k=K,levels=N[,up=U] (k-ary n-tree, K^N hosts,
                                           D-mod-k up/down routing; up < K tapers it),
                                           dragonfly:groups=G,routers=A,hosts=P,
-                                          global=H (minimal routing). On fat-trees and dragonflies
+                                          global=H[,routing=minimal|valiant] (Valiant: through
+                                          an intermediate group hashed from the host pair). On
+                                          fat-trees and dragonflies
                                           the host links count as hops.
   loggops:L=D,o=D,g=D,G=D,O=D,S=BYTES     LogGOPS as in LogGOPSim: first byte arrives o+L after the
                                           send starts; sender and receiver NICs busy g+(s-1)*G per
@@ -159,7 +161,7 @@ impl fmt::Display for HopsKeys<'_> {
 }
 
 /// A factor held in millionths, as the shortest decimal (13010000 -> 13.01).
-fn fmt_ppm(ppm: u64) -> String {
+pub fn fmt_ppm(ppm: u64) -> String {
     let (int, frac) = (ppm / PPM, ppm % PPM);
     if frac == 0 {
         return int.to_string();
@@ -169,7 +171,7 @@ fn fmt_ppm(ppm: u64) -> String {
 }
 
 /// A positive decimal factor with at most six decimals, in millionths.
-fn parse_ppm(v: &str) -> Result<u64, String> {
+pub fn parse_ppm(v: &str) -> Result<u64, String> {
     let bad = || format!("`{v}` is not a positive number with at most 6 decimals (e.g. 0.97)");
     let t = v.trim();
     let (int, frac) = t.split_once('.').unwrap_or((t, ""));
@@ -516,7 +518,9 @@ impl FromStr for NetSpec {
 
 /// Keys of the topologies written `kind:key=value,...` (fat-tree, dragonfly): in a `--net`
 /// spec they follow `topo=fattree:...` and belong to the topology's value.
-pub const TOPOLOGY_KEYS: &[&str] = &["k", "levels", "up", "groups", "routers", "hosts", "global"];
+pub const TOPOLOGY_KEYS: &[&str] = &[
+    "k", "levels", "up", "groups", "routers", "hosts", "global", "routing",
+];
 
 /// A value in a model table: strings are taken as written, numbers as their decimal form.
 #[derive(serde::Deserialize)]

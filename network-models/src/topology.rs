@@ -40,9 +40,16 @@
 //!   `t` of group `i` (`t = router * H + port`, `t < G-1`) leads to group `(i + t + 1) mod G`,
 //!   arriving on its global link `G - 2 - t` (needs `A*H >= G-1`; one link per group pair).
 //!   Router ports: `0..P` hosts, `P..P+A-1` the other routers of the group in order, then the
-//!   `H` global links. **Minimal routing**: to the destination's router if in the same group;
-//!   else to the router holding the global link to the destination group, across it, then to
-//!   the destination router: 2 to 5 hops between hosts.
+//!   `H` global links. **Minimal routing** (the default, `routing=minimal`): to the
+//!   destination's router if in the same group; else to the router holding the global link to
+//!   the destination group, across it, then to the destination router: 2 to 5 hops between
+//!   hosts. **Valiant routing** (`routing=valiant`): between two groups (when there is a third),
+//!   minimally to an intermediate group `I` first, arriving on the router where the global
+//!   link from the source group lands ([`Topology::waypoint`]), then minimally to the
+//!   destination: 2 to 7 hops. `I` is one of the `G - 2` other groups, chosen by a hash of
+//!   (source host, destination host): every message of a pair takes the same route (so a
+//!   model needs no random state and results need no seed), and the pairs of an adversarial
+//!   pattern (group `i` to group `i+1`) spread over all groups. Within a group, minimal.
 
 use std::fmt;
 use std::str::FromStr;
@@ -84,7 +91,7 @@ pub enum Topology {
         /// `k / up` at every level).
         up: u32,
     },
-    /// A dragonfly with minimal routing.
+    /// A dragonfly with minimal or Valiant routing.
     Dragonfly {
         /// Groups.
         groups: u32,
@@ -94,6 +101,8 @@ pub enum Topology {
         hosts: u32,
         /// Global links per router.
         global: u32,
+        /// Valiant routing (through an intermediate group) instead of minimal.
+        valiant: bool,
     },
 }
 
@@ -165,18 +174,10 @@ impl Topology {
                 }
                 2 * (m + 1)
             }
-            Topology::Dragonfly { .. } => {
-                if a == b {
-                    return 0;
-                }
-                let mut n = 0;
-                let mut cur = a;
-                while let Some((_, next)) = self.next_hop(cur, b) {
-                    cur = next;
-                    n += 1;
-                }
-                n
-            }
+            Topology::Dragonfly { .. } => match self.waypoint(a, b) {
+                Some(w) => self.minimal_hops(a, w) + self.minimal_hops(w, b),
+                None => self.minimal_hops(a, b),
+            },
             Topology::FullyConnected { .. } => (a != b) as u32,
             Topology::Hypercube { .. } => (a ^ b).count_ones(),
             Topology::Mesh { dims } | Topology::Torus { dims } => {
@@ -193,13 +194,60 @@ impl Topology {
         }
     }
 
-    /// Appends the links of the route from `a` to `b` to `out`, in traversal order.
+    /// Hops of the minimal route between two vertices, by walking it.
+    fn minimal_hops(&self, a: u64, b: u64) -> u32 {
+        let (mut n, mut cur) = (0, a);
+        while let Some((_, next)) = self.next_hop(cur, b) {
+            cur = next;
+            n += 1;
+        }
+        n
+    }
+
+    /// Appends the links of the route from `a` to `b` to `out`, in traversal order (through
+    /// [`Topology::waypoint`] when there is one).
     pub fn route(&self, a: u64, b: u64, out: &mut Vec<LinkId>) {
         let mut cur = a;
+        if let Some(w) = self.waypoint(a, b) {
+            while let Some((link, next)) = self.next_hop(cur, w) {
+                out.push(link);
+                cur = next;
+            }
+        }
         while let Some((link, next)) = self.next_hop(cur, b) {
             out.push(link);
             cur = next;
         }
+    }
+
+    /// The vertex a route from host `a` to host `b` passes through before it heads for `b`,
+    /// or `None` when it goes straight there: with Valiant routing on a dragonfly, the router
+    /// of the intermediate group where the global link from `a`'s group arrives (see the
+    /// module docs). Routes are [`Topology::next_hop`] walks to the waypoint, then to `b`.
+    #[inline]
+    pub fn waypoint(&self, a: u64, b: u64) -> Option<u64> {
+        let Topology::Dragonfly { valiant: true, .. } = self else {
+            return None;
+        };
+        let (ra, p, h, g) = self.df();
+        let hosts = self.nodes();
+        if a >= hosts || b >= hosts || g < 3 {
+            return None;
+        }
+        let (sg, dg) = (a / p / ra, b / p / ra);
+        if sg == dg {
+            return None;
+        }
+        // The i-th of the other groups, skipping the source and destination groups.
+        let mut i = sim_core::rng::mix64(a.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ b) % (g - 2);
+        for skip in [sg.min(dg), sg.max(dg)] {
+            if i >= skip {
+                i += 1;
+            }
+        }
+        // Global link t of the source group leads to group i and lands on its link g - 2 - t.
+        let t = (i + g - sg - 1) % g;
+        Some(hosts + i * ra + (g - 2 - t) / h)
     }
 
     /// The node a link leads to.
@@ -236,6 +284,7 @@ impl Topology {
                 routers,
                 hosts,
                 global,
+                ..
             } => (
                 *routers as u64,
                 *hosts as u64,
@@ -276,9 +325,10 @@ impl Topology {
         hosts + to_group * a + back / h
     }
 
-    /// The first link of the route from `cur` to `dst` and the node it leads to, or `None`
-    /// when `cur == dst`. Routing is a function of `(cur, dst)` only, so a packet needs no
-    /// stored route: the contention model calls this once per hop.
+    /// The first link of the minimal route from vertex `cur` to vertex `dst` and the vertex it
+    /// leads to, or `None` when `cur == dst`. Routing is a function of `(cur, dst)` only, so
+    /// a packet needs no stored route beyond its [`Topology::waypoint`]: the contention model
+    /// calls this once per hop.
     #[inline]
     pub fn next_hop(&self, cur: u64, dst: u64) -> Option<(LinkId, u64)> {
         if cur == dst {
@@ -307,7 +357,8 @@ impl Topology {
                     return Some((LinkId(cur * ports), hosts + cur / p));
                 }
                 let r = cur - hosts;
-                let dr = dst / p;
+                // The destination's router (a waypoint is a router itself).
+                let dr = if dst < hosts { dst / p } else { dst - hosts };
                 let port = if r == dr {
                     dst % p
                 } else if r / a == dr / a {
@@ -475,10 +526,17 @@ impl fmt::Display for Topology {
                 routers,
                 hosts,
                 global,
-            } => write!(
-                f,
-                "dragonfly:groups={groups},routers={routers},hosts={hosts},global={global}"
-            ),
+                valiant,
+            } => {
+                write!(
+                    f,
+                    "dragonfly:groups={groups},routers={routers},hosts={hosts},global={global}"
+                )?;
+                if *valiant {
+                    f.write_str(",routing=valiant")?;
+                }
+                Ok(())
+            }
         }
     }
 }
@@ -486,9 +544,9 @@ impl fmt::Display for Topology {
 impl FromStr for Topology {
     type Err = String;
     /// `full:N`, `hypercube:D`, `mesh:AxB[xC...]`, `torus:AxB[xC...]`, `fattree:k=K,levels=N`,
-    /// `dragonfly:groups=G,routers=A,hosts=P,global=H`.
+    /// `dragonfly:groups=G,routers=A,hosts=P,global=H[,routing=minimal|valiant]`.
     fn from_str(s: &str) -> Result<Self, String> {
-        let usage = "expected full:N, hypercube:D, mesh:AxBxC, torus:AxBxC (e.g. torus:8x8x8), fattree:k=K,levels=N or dragonfly:groups=G,routers=A,hosts=P,global=H";
+        let usage = "expected full:N, hypercube:D, mesh:AxBxC, torus:AxBxC (e.g. torus:8x8x8), fattree:k=K,levels=N[,up=U] or dragonfly:groups=G,routers=A,hosts=P,global=H[,routing=minimal|valiant]";
         let (kind, arg) = s
             .split_once(':')
             .ok_or_else(|| format!("topology `{s}`: {usage}"))?;
@@ -520,9 +578,10 @@ impl FromStr for Topology {
                 let keys: &[&str] = if kind == "fattree" {
                     &["k", "levels", "up"]
                 } else {
-                    &["groups", "routers", "hosts", "global"]
+                    &["groups", "routers", "hosts", "global", "routing"]
                 };
                 let mut vals = vec![None; keys.len()];
+                let mut valiant = false;
                 for part in arg.split(',').map(str::trim).filter(|p| !p.is_empty()) {
                     let (key, v) = part.split_once('=').ok_or_else(|| {
                         format!("topology `{s}`: `{part}` is not key=value; {usage}")
@@ -534,6 +593,18 @@ impl FromStr for Topology {
                             keys.join(", ")
                         )
                     })?;
+                    if keys[i] == "routing" {
+                        valiant = match v.trim() {
+                            "minimal" => false,
+                            "valiant" => true,
+                            other => {
+                                return Err(format!(
+                                    "topology `{s}`: routing={other}; expected minimal or valiant"
+                                ));
+                            }
+                        };
+                        continue;
+                    }
                     vals[i] = Some(num(v)?);
                 }
                 let get = |i: usize| {
@@ -581,6 +652,7 @@ impl FromStr for Topology {
                         routers,
                         hosts,
                         global,
+                        valiant,
                     }
                 }
             }
@@ -729,6 +801,7 @@ mod tests {
                 routers,
                 hosts: p,
                 global,
+                ..
             } => {
                 let (g, a, p, h) = (groups as u64, routers as u64, p as u64, global as u64);
                 for x in 0..hosts {
@@ -882,6 +955,87 @@ mod tests {
                 assert!(t.hops(a, b) <= 5);
             }
         }
+    }
+
+    #[test]
+    fn valiant_routes_pass_through_a_third_group() {
+        for s in [
+            "dragonfly:groups=5,routers=2,hosts=2,global=2,routing=valiant",
+            "dragonfly:groups=9,routers=4,hosts=2,global=2,routing=valiant",
+            "dragonfly:groups=2,routers=2,hosts=1,global=1,routing=valiant",
+            "dragonfly:groups=4,routers=1,hosts=3,global=3,routing=valiant",
+        ] {
+            let t: Topology = s.parse().unwrap();
+            assert_eq!(t.to_string(), s);
+            check_indirect(&t);
+        }
+        let t: Topology = "dragonfly:groups=9,routers=4,hosts=2,global=2,routing=valiant"
+            .parse()
+            .unwrap();
+        let min: Topology = "dragonfly:groups=9,routers=4,hosts=2,global=2"
+            .parse()
+            .unwrap();
+        let (hosts, per_group) = (72u64, 8u64);
+        let group_of = |v: u64| {
+            if v < hosts {
+                v / per_group
+            } else {
+                (v - hosts) / 4
+            }
+        };
+        let mut longest = 0;
+        let mut seen = std::collections::BTreeSet::new();
+        let mut links = Vec::new();
+        for a in 0..hosts {
+            for b in 0..hosts {
+                let (ga, gb) = (group_of(a), group_of(b));
+                let w = t.waypoint(a, b);
+                if ga == gb {
+                    // Within a group: minimal, no waypoint.
+                    assert_eq!(w, None);
+                    assert_eq!(t.hops(a, b), min.hops(a, b));
+                    continue;
+                }
+                let w = w.expect("a waypoint between groups");
+                let gi = group_of(w);
+                assert!(w >= hosts && gi != ga && gi != gb, "{a}->{b} via {w}");
+                // Two minimal legs: the first ends by crossing one global link (so at most
+                // 3 hops: host, local, global); two global links in all, 2 to 7 hops.
+                let h = t.hops(a, b);
+                assert!((2..=7).contains(&h), "{a}->{b}: {h}");
+                assert!(min.hops(a, w) <= 3, "{a}->{w}");
+                assert_eq!(h, min.hops(a, w) + min.hops(w, b));
+                links.clear();
+                t.route(a, b, &mut links);
+                let globals = links
+                    .iter()
+                    .filter(|l| {
+                        let (v, port) = (l.0 / t.ports(), l.0 % t.ports());
+                        v >= hosts && port >= 2 + 3
+                    })
+                    .count();
+                assert_eq!(globals, 2, "{a}->{b}");
+                longest = longest.max(h);
+                if ga == 0 && gb == 1 {
+                    seen.insert(gi);
+                }
+            }
+        }
+        assert_eq!(
+            longest, 7,
+            "local, global, local, global, local plus the host links"
+        );
+        // The adversarial pattern group 0 -> group 1 spreads over all 7 other groups.
+        assert_eq!(seen, (2..9).collect());
+        // With two groups there is no third one: minimal.
+        let two: Topology = "dragonfly:groups=2,routers=2,hosts=1,global=1,routing=valiant"
+            .parse()
+            .unwrap();
+        assert_eq!(two.waypoint(0, 3), None);
+        let e = "dragonfly:groups=3,routers=2,hosts=2,global=1,routing=ugal"
+            .parse::<Topology>()
+            .unwrap_err();
+        assert!(e.contains("minimal or valiant"), "{e}");
     }
 
     #[test]

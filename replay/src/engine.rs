@@ -184,7 +184,7 @@ impl<'a, Q: EventQueue<u64>> Engine<'a, Q> {
                 div: Div::new(b),
             },
             pes: (0..plan.pes).map(|_| Pe::default()).collect(),
-            jitter_draws: if plan.noise.jitter_max > SimDuration::ZERO {
+            jitter_draws: if plan.noise.has_jitter() {
                 vec![0; plan.pes as usize]
             } else {
                 Vec::new()
@@ -547,20 +547,26 @@ impl<'a, Q: EventQueue<u64>> Engine<'a, Q> {
         let mut recv_oh = plan.recv_oh.get(i as usize).copied().unwrap_or(0);
         let mut send_oh = 0u64;
         let v = plan.var.of(i as usize);
-        let (dur, raw) = if v == NIL {
+        let (mut dur, raw) = if v == NIL {
             (h.dur_ps, 0)
         } else {
             plan.var.duration(k, v, pe)
         };
-        // Noise: jitter is extra CPU before a working block; detours stretch the block's work
-        // (`noisy` maps CPU done since `t` to the time it is done).
+        // Noise: uniform jitter is extra CPU before a working block, log-normal jitter scales
+        // its duration and send offsets; detours stretch the block's work (`noisy` maps CPU
+        // done since `t` to the time it is done).
         let noise = &plan.noise;
+        let mut factor = 1.0;
         if dur > 0 && !self.jitter_draws.is_empty() {
             let n = &mut self.jitter_draws[pe as usize];
             recv_oh = recv_oh.saturating_add(noise.jitter(pe, *n));
+            factor = noise.jitter_factor(pe, *n);
             *n += 1;
+            if factor != 1.0 {
+                dur = scale_ps(dur, factor);
+            }
         }
-        let detours = noise.detour.is_some();
+        let detours = noise.has_detours();
         let t0 = t.as_ps();
         let noisy = |cpu: u64| -> u64 {
             if detours {
@@ -594,6 +600,12 @@ impl<'a, Q: EventQueue<u64>> Engine<'a, Q> {
                     send += 1;
                 }
             }
+            // (`off` stays raw: a varying block's sends share it over several slots.)
+            let off = if factor != 1.0 {
+                scale_ps(off, factor)
+            } else {
+                off
+            };
             let ready = if detours {
                 noisy(recv_oh.saturating_add(off).saturating_add(send_oh))
             } else {
@@ -774,4 +786,10 @@ impl<'a, Q: EventQueue<u64>> Engine<'a, Q> {
         }
         crate::stuck::diagnose(plan, self.completed, self.win.hi, &pending)
     }
+}
+
+/// `ps` scaled by a jitter factor, rounded to the nearest picosecond.
+fn scale_ps(ps: u64, factor: f64) -> u64 {
+    // `as` saturates at u64::MAX for huge products.
+    (ps as f64 * factor).round() as u64
 }

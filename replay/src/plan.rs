@@ -491,7 +491,7 @@ impl Plan {
             }
         }
         Ok(Plan {
-            noise: cfg.noise,
+            noise: cfg.noise.clone(),
             pes,
             blocks: n as u32,
             reps,

@@ -91,6 +91,12 @@ fn a_lone_message_takes_the_documented_closed_form_on_every_topology() {
             72,
             vec![(0, 1), (0, 2), (0, 14), (0, 8), (2, 8)],
         ),
+        // Valiant: packets walk to the waypoint, then on; hops counts both legs.
+        (
+            "dragonfly:groups=9,routers=4,hosts=2,global=2,routing=valiant",
+            72,
+            vec![(0, 1), (0, 14), (0, 8), (2, 8), (7, 70), (33, 41)],
+        ),
     ] {
         let topology: network_models::Topology = topo.parse().unwrap();
         for (a, b) in pairs {
@@ -165,6 +171,57 @@ fn fat_tree_and_dragonfly_hop_counts_are_the_textbook_ones() {
         ],
         [2, 3, 3, 4, 5]
     );
+}
+
+/// Valiant routing on a dragonfly: the adversarial pattern, every host of group 0 sending to
+/// group 1, all crosses group 0's one global link to group 1 when routed minimally; through
+/// intermediate groups it spreads, and the makespan is set by the most loaded link.
+#[test]
+fn valiant_routing_spreads_an_adversarial_pattern_over_the_groups() {
+    let base = "dragonfly:groups=9,routers=4,hosts=2,global=2";
+    let (bytes, bw) = (1_000_000u64, 1_000_000_000u64);
+    let ps: Vec<(u32, u32)> = (0..8).map(|i| (i, 8 + i)).collect();
+    let t = pairs(72, &ps, bytes);
+    // Minimal: 8 flows share one global link; max-min gives each 1/8 of it.
+    let min = makespan(&t, &format!("flow:topo={base},bw=1GB/s"));
+    assert_eq!(min, 8 * bytes * 1_000_000_000_000 / bw);
+    let valiant: network_models::Topology = format!("{base},routing=valiant").parse().unwrap();
+    // The most loaded link under Valiant, from the routes themselves.
+    let mut load = std::collections::BTreeMap::new();
+    let mut links = Vec::new();
+    for &(a, b) in &ps {
+        links.clear();
+        valiant.route(a as u64, b as u64, &mut links);
+        for l in &links {
+            *load.entry(*l).or_insert(0u64) += 1;
+        }
+    }
+    let busiest = *load.values().max().unwrap();
+    assert!(busiest < 8, "the routes spread: {busiest}");
+    let val = makespan(&t, &format!("flow:topo={base},routing=valiant,bw=1GB/s"));
+    // Set by its busiest link (the flows there share it to the end), far below minimal.
+    assert_eq!(val, busiest * bytes * 1_000_000_000_000 / bw);
+    assert!(val * 2 <= min, "valiant {val} vs minimal {min}");
+    // The packet model agrees on the ranking.
+    let net = |r: &str| format!("contention:topo={base}{r},bw=1GB/s,packet=64KiB");
+    let (cmin, cval) = (
+        makespan(&t, &net("")),
+        makespan(&t, &net(",routing=valiant")),
+    );
+    assert!(
+        cval * 2 <= cmin,
+        "contention: valiant {cval} vs minimal {cmin}"
+    );
+    // Uncontended, Valiant costs hops: on all pairs the mean route is longer.
+    let minimal: network_models::Topology = base.parse().unwrap();
+    let (mut hm, mut hv) = (0u64, 0u64);
+    for a in 0..72 {
+        for b in 0..72 {
+            hm += minimal.hops(a, b) as u64;
+            hv += valiant.hops(a, b) as u64;
+        }
+    }
+    assert!(hv > hm, "valiant {hv} vs minimal {hm} hops in all");
 }
 
 /// Two independent senders (`pairs[i].0 -> pairs[i].1`, PEs), `bytes` each, at time 0.

@@ -178,17 +178,20 @@ fn bsp(p: u32, k: usize, c: SimDuration) -> Trace {
     b.finish().unwrap()
 }
 
+/// The test's own generator (SplitMix64), independent of the simulator's hashing.
+fn splitmix64(s: &mut u64) -> u64 {
+    *s = s.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *s;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
 /// The mean over `k` iterations of the maximum of `p` draws, drawn with this test's own
 /// generator (SplitMix64), uniform on whole picoseconds in [0, max].
 fn monte_carlo(p: u32, k: usize, max: u64, seed: u64) -> f64 {
     let mut s = seed;
-    let mut next = || {
-        s = s.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = s;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    };
+    let mut next = || splitmix64(&mut s);
     let total: u64 = (0..k)
         .map(|_| (0..p).map(|_| next() % (max + 1)).max().unwrap())
         .sum();
@@ -226,10 +229,90 @@ fn jitter_on_a_bulk_synchronous_run_costs_the_expected_maximum_of_p_draws() {
     );
 }
 
+/// The mean over `k` iterations of the maximum of `p` log-normal factors of mean 1 and
+/// coefficient of variation `cv`, drawn with this test's own generator (SplitMix64 and
+/// Box-Muller).
+fn monte_carlo_log_normal(p: u32, k: usize, cv: f64, seed: u64) -> f64 {
+    let mut s = seed;
+    let mut uniform = || (splitmix64(&mut s) >> 11) as f64 / (1u64 << 53) as f64;
+    let sigma2 = (1.0 + cv * cv).ln();
+    let total: f64 = (0..k)
+        .map(|_| {
+            (0..p)
+                .map(|_| {
+                    let (u1, u2) = (1.0 - uniform(), uniform());
+                    let z = (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
+                    (sigma2.sqrt() * z - sigma2 / 2.0).exp()
+                })
+                .fold(0.0, f64::max)
+        })
+        .sum();
+    total / k as f64
+}
+
+#[test]
+fn log_normal_jitter_costs_the_expected_maximum_of_p_factors() {
+    let (k, c, cv) = (400usize, SimDuration::from_us(100), 0.2);
+    let mut last = 0.0;
+    for p in [2u32, 8, 32] {
+        let t = bsp(p, k, c);
+        let r = run_with(&t, "latency:lat=0", &noisy("jitter:cv=0.2", 11));
+        // Every iteration lasts c times the largest of p factors (sends leave at the end of
+        // the stretched block).
+        let per_iter = r.makespan.as_ps() as f64 / k as f64 / c.as_ps() as f64;
+        let mc = monte_carlo_log_normal(p, 20_000, cv, 5);
+        assert!(
+            (per_iter - mc).abs() < 0.02,
+            "P={p}: simulated {per_iter} c per iteration vs Monte Carlo {mc}"
+        );
+        assert!(per_iter > last, "grows with P");
+        last = per_iter;
+    }
+    assert!(last > 1.3, "32 PEs wait for a factor well above 1: {last}");
+}
+
+#[test]
+fn a_loggopsim_noise_trace_is_read_as_detours() {
+    // The same machine twice: a periodic detour, and a LogGOPSim noise-trace file of it
+    // (the last detour's start is the period).
+    let dir = crate::cli::tmpdir("noise-trace");
+    let file = dir.join("noise.txt");
+    std::fs::write(&file, "# start_ns\tduration_ns\n0\t30000\n1000000\t30000\n").unwrap();
+    let t = bsp(16, 50, SimDuration::from_us(100));
+    for phase in ["aligned", "random"] {
+        let det = run_with(
+            &t,
+            "latency:lat=1us",
+            &noisy(&format!("detour:every=1ms,lose=30us,phase={phase}"), 4),
+        );
+        let tr = run_with(
+            &t,
+            "latency:lat=1us",
+            &noisy(&format!("trace:file={},phase={phase}", file.display()), 4),
+        );
+        assert_eq!(det.makespan, tr.makespan, "{phase}");
+        assert_eq!(det.pe_busy_ps, tr.pe_busy_ps, "{phase}");
+        let plain = run_with(&t, "latency:lat=1us", &ReplayConfig::default());
+        assert!(tr.makespan > plain.makespan, "{phase}: detours cost time");
+    }
+    // From the command line, and a clear error for a bad file.
+    let tf = dir.join("t.json");
+    crate::cli::gen_trace(&tf, &["halo2d", "--dims", "4x4", "--iters", "3"]);
+    let spec = format!("trace:file={}", file.display());
+    let with = crate::cli::makespan_ps(&["replay", tf.to_str().unwrap(), "--noise", &spec]);
+    let without = crate::cli::makespan_ps(&["replay", tf.to_str().unwrap()]);
+    assert!(with > without, "{with} vs {without}");
+    std::fs::write(&file, "0 10\n100 x\n").unwrap();
+    let o = crate::cli::whatif(&["replay", tf.to_str().unwrap(), "--noise", &spec]);
+    assert!(!o.status.success());
+    let e = crate::cli::stderr(&o);
+    assert!(e.contains("noise.txt:2: duration `x`"), "{e}");
+}
+
 #[test]
 fn noise_is_deterministic_by_seed_and_thread_free() {
     let t = bsp(16, 50, SimDuration::from_us(100));
-    let spec = "detour:every=1ms,lose=30us;jitter:max=10us";
+    let spec = "detour:every=1ms,lose=30us;jitter:max=10us,cv=0.1";
     let a = run_with(&t, "latency:lat=1us", &noisy(spec, 5));
     let b = run_with(&t, "latency:lat=1us", &noisy(spec, 5));
     let c = run_with(&t, "latency:lat=1us", &noisy(spec, 6));

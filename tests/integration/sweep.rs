@@ -195,9 +195,9 @@ fn builtin_studies_are_valid() {
         ("stencil-latency-large.toml", 105),
         ("stencil-latency-small.toml", 108),
         ("simple-imbalance-lb.toml", 7),
-        ("topology-compare.toml", 25),
+        ("topology-compare.toml", 30),
         ("stencil-vf-overhead.toml", 16),
-        ("stencil-noise.toml", 4),
+        ("stencil-noise.toml", 5),
     ] {
         let s = scenarios::study::Study::from_file(&root.join(f))
             .unwrap_or_else(|e| panic!("{f}: {e}"));
