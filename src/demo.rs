@@ -118,7 +118,7 @@ pub(crate) fn demo(a: DemoArgs) -> Result<()> {
     };
     std::fs::create_dir_all(w.join("replay"))
         .with_context(|| format!("cannot create {}", w.join("replay").display()))?;
-    outputs::write_all(&w.join("replay"), &info, &r, Ratio::ONE, false)?;
+    outputs::write_all(&w.join("replay"), &info, &r, Ratio::ONE, false, false)?;
 
     if !a.quiet {
         eprintln!("3/3 report");

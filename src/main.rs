@@ -385,6 +385,11 @@ struct OutputArgs {
     /// With --out: also write the HTML report (DIR/report.html).
     #[arg(long, requires = "out")]
     report: bool,
+    /// With --out: write trace.json and the Projections logs gzip-compressed, as
+    /// trace.json.gz (Perfetto opens it) and predicted.<pe>.log.gz (Projections and
+    /// `whatif import projections` read them); the CSV files stay plain.
+    #[arg(long, requires = "out")]
+    compress: bool,
     /// Write the predicted timeline (one row per block) to this CSV file.
     #[arg(long)]
     timeline: Option<PathBuf>,
@@ -1082,7 +1087,7 @@ fn replay_and_report(input: Repeated, m: &MachineArgs, o: &OutputArgs) -> Result
     if let Some(dir) = &o.out {
         let t0 = Instant::now();
         let staged = files::begin_dir(dir, m.force)?;
-        let notes = outputs::write_all(staged.path(), &info, &r, cpu_scale, m.force)?;
+        let notes = outputs::write_all(staged.path(), &info, &r, cpu_scale, m.force, o.compress)?;
         if o.report {
             html_report::write_titled(staged.path(), None, dir)?;
         }
@@ -1095,8 +1100,13 @@ fn replay_and_report(input: Repeated, m: &MachineArgs, o: &OutputArgs) -> Result
                 eprintln!("wrote {}", dir.join("report.html").display());
             }
             eprintln!(
-                "wrote {} (trace.json, projections/, CSV summaries) in {:.2} s",
+                "wrote {} ({}, projections/, CSV summaries) in {:.2} s",
                 dir.display(),
+                if o.compress {
+                    "trace.json.gz"
+                } else {
+                    "trace.json"
+                },
                 t0.elapsed().as_secs_f64()
             );
         }

@@ -12,6 +12,10 @@
 //! | `entries.csv` | per entry method: blocks, total / mean / max time, share of busy time, remote messages and their network cost |
 //! | `iterations.csv` | per iteration label: end time and duration |
 //! | `links.csv` | per link and NIC traffic (topology models; header only otherwise) |
+//!
+//! With `--compress`, `trace.json` and the Projections logs are written gzip-compressed as
+//! `trace.json.gz` (Perfetto opens it as is) and `predicted.<pe>.log.gz` (as Charm++ writes
+//! them with zlib; Projections and `whatif import projections` read them).
 
 use crate::report::{self, RunInfo};
 use anyhow::{Context, Result};
@@ -33,6 +37,7 @@ pub fn write_all(
     r: &ReplayReport,
     cpu_scale: Ratio,
     force: bool,
+    compress: bool,
 ) -> Result<Vec<String>> {
     let mut notes = Vec::new();
     let t = info.trace;
@@ -49,7 +54,14 @@ pub fn write_all(
     write_entries_csv(&dir.join("entries.csv"), t, r, tl)?;
     write_iterations_csv(&dir.join("iterations.csv"), r)?;
     let deliveries = Deliveries::of(t);
-    write_chrome(&dir.join("trace.json"), t, tl, cpu_scale, &deliveries)?;
+    write_chrome(
+        &dir.join("trace.json"),
+        t,
+        tl,
+        cpu_scale,
+        &deliveries,
+        compress,
+    )?;
     if r.pes <= MAX_PROJECTIONS_PES || force {
         write_projections(
             &dir.join("projections"),
@@ -58,6 +70,7 @@ pub fn write_all(
             &deliveries,
             r,
             cpu_scale,
+            compress,
         )?;
     } else {
         notes.push(format!(
@@ -72,6 +85,50 @@ fn create(path: &Path) -> Result<BufWriter<File>> {
     Ok(BufWriter::new(File::create(path).with_context(|| {
         format!("cannot write {}", path.display())
     })?))
+}
+
+/// An output file, plain or gzip-compressed (then named `<path>.gz`).
+enum Out {
+    Plain(BufWriter<File>),
+    Gz(flate2::write::GzEncoder<BufWriter<File>>),
+}
+
+impl Out {
+    fn create(path: &Path, compress: bool) -> Result<Out> {
+        if !compress {
+            return Ok(Out::Plain(create(path)?));
+        }
+        let mut name = path.as_os_str().to_owned();
+        name.push(".gz");
+        Ok(Out::Gz(flate2::write::GzEncoder::new(
+            create(Path::new(&name))?,
+            flate2::Compression::default(),
+        )))
+    }
+
+    /// Completes the file (the gzip trailer) and flushes it.
+    fn finish(self) -> Result<()> {
+        match self {
+            Out::Plain(mut w) => w.flush()?,
+            Out::Gz(g) => g.finish()?.flush()?,
+        }
+        Ok(())
+    }
+}
+
+impl Write for Out {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Out::Plain(w) => w.write(buf),
+            Out::Gz(g) => g.write(buf),
+        }
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Out::Plain(w) => w.flush(),
+            Out::Gz(g) => g.flush(),
+        }
+    }
 }
 
 fn csv_writer(path: &Path) -> Result<csv::Writer<File>> {
@@ -200,8 +257,9 @@ fn write_chrome(
     tl: &[TimelineRecord],
     cpu_scale: Ratio,
     d: &Deliveries,
+    compress: bool,
 ) -> Result<()> {
-    let mut w = create(path)?;
+    let mut w = Out::create(path, compress)?;
     let pes = tl.iter().map(|r| r.pe + 1).max().unwrap_or(0);
     let q = |x: &str| serde_json::to_string(x).expect("strings serialise");
     writeln!(w, "{{\"displayTimeUnit\":\"ns\",\"traceEvents\":[")?;
@@ -275,8 +333,7 @@ fn write_chrome(
         }
     }
     writeln!(w, "]}}")?;
-    w.flush()?;
-    Ok(())
+    w.finish()
 }
 
 /// Whole microseconds (Projections' time unit), rounded down.
@@ -291,6 +348,7 @@ fn write_projections(
     d: &Deliveries,
     r: &ReplayReport,
     scale: Ratio,
+    compress: bool,
 ) -> Result<()> {
     let t = info.trace;
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
@@ -393,12 +451,12 @@ fn write_projections(
         }
         lines.push(format!("7 {end_us}"));
         let path = dir.join(format!("predicted.{pe}.log"));
-        let mut w = create(&path)?;
+        let mut w = Out::create(&path, compress)?;
         writeln!(w, "PROJECTIONS-RECORD {}", lines.len())?;
         for l in &lines {
             writeln!(w, "{l}")?;
         }
-        w.flush()?;
+        w.finish()?;
     }
     Ok(())
 }

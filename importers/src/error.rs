@@ -135,3 +135,68 @@ pub(crate) fn read_text(path: &std::path::Path) -> Result<String, ImportError> {
         found: "a byte sequence that is not UTF-8".into(),
     })
 }
+
+/// Largest text a gzip-compressed input may expand to (a bound against decompression bombs).
+pub const MAX_GZIP_TEXT_BYTES: u64 = 8 << 30;
+
+/// Reads a gzip-compressed text file (all members, as `zcat` does), at most
+/// [`MAX_GZIP_TEXT_BYTES`] once expanded. Corrupt data is reported with the offset in the
+/// compressed file where decoding stopped.
+pub(crate) fn read_gzip_text(path: &std::path::Path) -> Result<String, ImportError> {
+    read_gzip_text_limited(path, MAX_GZIP_TEXT_BYTES)
+}
+
+pub(crate) fn read_gzip_text_limited(
+    path: &std::path::Path,
+    limit: u64,
+) -> Result<String, ImportError> {
+    use std::io::Read;
+    let file = path.display().to_string();
+    let compressed = read_file(path)?;
+    let mut counted = Counted {
+        inner: &compressed[..],
+        read: 0,
+    };
+    let mut out = Vec::new();
+    let res = {
+        let dec = flate2::read::MultiGzDecoder::new(&mut counted);
+        dec.take(limit + 1).read_to_end(&mut out)
+    };
+    if let Err(e) = res {
+        return Err(ImportError::Binary {
+            file,
+            offset: counted.read,
+            expected: "gzip-compressed data".into(),
+            found: format!("data that does not decompress ({e})"),
+        });
+    }
+    if out.len() as u64 > limit {
+        return Err(ImportError::inconsistent(
+            &file,
+            format!(
+                "expands to more than {} bytes of text, the limit for a compressed input",
+                limit
+            ),
+        ));
+    }
+    String::from_utf8(out).map_err(|e| ImportError::Binary {
+        file: format!("{file} (decompressed)"),
+        offset: e.utf8_error().valid_up_to() as u64,
+        expected: "UTF-8 text".into(),
+        found: "a byte sequence that is not UTF-8".into(),
+    })
+}
+
+/// A reader that counts the bytes taken from it.
+struct Counted<'a> {
+    inner: &'a [u8],
+    read: u64,
+}
+
+impl std::io::Read for Counted<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.read += n as u64;
+        Ok(n)
+    }
+}

@@ -78,7 +78,7 @@ impl Format {
                 "SimGrid time-independent MPI trace: an index file listing per-rank files (relative to the index), or one file; compute in flops (--flops-per-s)"
             }
             Format::Projections => {
-                "Charm++ Projections logs, VERSION 3.0 or 11.0: the .sts file, with <stem>.<pe>.log next to it"
+                "Charm++ Projections logs, VERSION 3.0 or 11.0: the .sts file, with <stem>.<pe>.log (or .log.gz, as Charm++ with zlib writes them) next to it"
             }
         }
     }

@@ -1,9 +1,10 @@
 //! Charm++ Projections event logs (`<prog>.sts` + `<prog>.<pe>.log`) to execution blocks.
 //!
 //! Accepted versions: **3.0** (the `VERSION 3.0` logs of older Charm++, fields below) and
-//! **11.0** (today's layout); any other `VERSION` is refused. Compressed (`.log.gz`) logs are
-//! not read. Input: the `.sts` file; the logs are `<stem>.<pe>.log` next to it, one per
-//! `PROCESSORS`.
+//! **11.0** (today's layout); any other `VERSION` is refused. Input: the `.sts` file; the logs
+//! are `<stem>.<pe>.log` next to it, one per `PROCESSORS`, or `<stem>.<pe>.log.gz` as Charm++
+//! writes them when built with zlib (read transparently; a plain `.log` is preferred when both
+//! exist; at most [`crate::error::MAX_GZIP_TEXT_BYTES`] of text per log).
 //!
 //! Records used (type code, then fields; times in microseconds):
 //!
@@ -25,11 +26,13 @@
 //! | `BEGIN_PROCESSING` .. `END_PROCESSING` | a block of entry `Chare::entry` (from the `.sts`), duration end - begin, `recorded_start` = begin |
 //! | `CREATION` inside a block | a send at offset `time - begin` of `msglen` bytes, label (pe, event) |
 //! | `CREATION` outside any block | a send of a `(runtime)` block spanning each run of such records |
-//! | `BEGIN_PROCESSING` `(srcPe, event)` | trigger = the creation with that pe and event number; `recorded_arrival` = `recvTime` (11.0) or the begin time (3.0) |
+//! | `BEGIN_PROCESSING` `(srcPe, event)` | trigger = the creation with that pe and event number; `recorded_arrival` = `recvTime` (11.0, when above 0) or the begin time |
 //!
 //! A message consumed by several blocks (broadcasts) is addressed to a group of their objects.
-//! When one PE consumes the same message more than once, only the first consumption keeps it
-//! as trigger; unmatched `END_PROCESSING` records and triggers whose creation is not in the
+//! When one PE consumes the same message more than once (a `[threaded]` entry whose thread
+//! suspends and resumes: Charm++ logs each resumption as a new `BEGIN_PROCESSING` of the same
+//! message), only the first consumption keeps it as trigger and each later piece depends on the
+//! previous one; unmatched `END_PROCESSING` records and triggers whose creation is not in the
 //! logs are dropped. All such adjustments are counted in the import notes.
 
 use crate::error::read_text;
@@ -158,8 +161,8 @@ struct Blk {
     sends: Vec<(u32, i64)>,
 }
 
-/// The per-PE logs `<stem>.<pe>.log` next to the `.sts` file.
-/// Produced one at a time: a `.sts` may claim millions of PEs, and the first missing log
+/// The per-PE logs `<stem>.<pe>.log` (or `.log.gz` when only that exists) next to the `.sts`
+/// file. Produced one at a time: a `.sts` may claim millions of PEs, and the first missing log
 /// stops the import before the claim costs memory.
 fn log_paths(sts_path: &Path, pes: u32) -> impl Iterator<Item = PathBuf> {
     let name = sts_path
@@ -168,7 +171,24 @@ fn log_paths(sts_path: &Path, pes: u32) -> impl Iterator<Item = PathBuf> {
         .unwrap_or_default();
     let stem = name.strip_suffix(".sts").unwrap_or(&name).to_string();
     let dir = sts_path.parent().unwrap_or(Path::new(".")).to_path_buf();
-    (0..pes).map(move |pe| dir.join(format!("{stem}.{pe}.log")))
+    (0..pes).map(move |pe| {
+        let plain = dir.join(format!("{stem}.{pe}.log"));
+        let gz = dir.join(format!("{stem}.{pe}.log.gz"));
+        if plain.exists() || !gz.exists() {
+            plain
+        } else {
+            gz
+        }
+    })
+}
+
+/// A log's text, decompressed when it is a `.gz`.
+fn read_log(path: &Path) -> Result<String, ImportError> {
+    if path.extension().is_some_and(|e| e == "gz") {
+        crate::error::read_gzip_text(path)
+    } else {
+        read_text(path)
+    }
 }
 
 /// Every file a log set consists of, the `.sts` first.
@@ -190,7 +210,7 @@ fn missing_log(e: ImportError, sts: &str, pes: u32, pe: u32) -> ImportError {
             ImportError::inconsistent(
                 sts,
                 format!(
-                    "PROCESSORS {pes} asks for one log per PE, but the log of PE {pe} ({}) does not exist",
+                    "PROCESSORS {pes} asks for one log per PE, but the log of PE {pe} ({} or .gz) does not exist",
                     path.display()
                 ),
             )
@@ -217,7 +237,7 @@ pub fn import(sts_path: &Path) -> Result<Imported, ImportError> {
     for (pe, path) in log_paths(sts_path, sts.pes).enumerate() {
         let pe = pe as u32;
         let file = path.display().to_string();
-        let text = read_text(&path).map_err(|e| missing_log(e, &sts_name, sts.pes, pe))?;
+        let text = read_log(&path).map_err(|e| missing_log(e, &sts_name, sts.pes, pe))?;
         let mut open: Option<usize> = None;
         let mut runtime: Option<usize> = None;
         let mut records = 0usize;
@@ -288,20 +308,16 @@ pub fn import(sts_path: &Path) -> Result<Imported, ImportError> {
                         },
                     };
                     let offset_ps = at.saturating_sub(blocks[b].begin_ps);
-                    if creations
-                        .insert(
-                            (pe, event),
-                            Creation {
+                    match creations.entry((pe, event)) {
+                        std::collections::hash_map::Entry::Occupied(_) => dup_events += 1,
+                        std::collections::hash_map::Entry::Vacant(slot) => {
+                            slot.insert(Creation {
                                 block: b,
                                 offset_ps,
                                 bytes,
-                            },
-                        )
-                        .is_some()
-                    {
-                        dup_events += 1;
-                    } else {
-                        blocks[b].sends.push((pe, event));
+                            });
+                            blocks[b].sends.push((pe, event));
+                        }
                     }
                 }
                 2 => {
@@ -310,11 +326,13 @@ pub fn import(sts_path: &Path) -> Result<Imported, ImportError> {
                     let event = num(4, "event number")? as i64;
                     let src = num(5, "source PE")? as i64;
                     num(6, "message length")?;
-                    let arrival = if sts.version == Version::V11 {
-                        num(7, "receive time")?
-                    } else {
-                        time
-                    };
+                    // 11.0 logs write 0 when the receive time was not recorded (Charm++ 7
+                    // does so for every message): the begin time stands in, as in 3.0.
+                    let arrival = match sts.version {
+                        Version::V11 => Some(num(7, "receive time")?).filter(|r| *r > 0.0),
+                        Version::V3 => None,
+                    }
+                    .unwrap_or(time);
                     if let Some(b) = open.take() {
                         unterminated += 1;
                         blocks[b].end_ps = us(time.max(0.0)).max(blocks[b].begin_ps);
@@ -367,7 +385,9 @@ pub fn import(sts_path: &Path) -> Result<Imported, ImportError> {
         let b = &mut blocks[c.block];
         b.end_ps = b.end_ps.max(b.begin_ps + c.offset_ps);
     }
-    // Consumers of each message; duplicates on one PE lose their trigger.
+    // Consumers of each message; a repeated consumption on one PE is the same entry resumed
+    // (a [threaded] entry's thread suspends and resumes under the same message): it loses the
+    // trigger and continues the previous piece instead.
     let mut consumers: HashMap<(u32, i64), Vec<usize>> = HashMap::new();
     let mut dropped = 0usize;
     let mut dup_consumed = 0usize;
@@ -393,12 +413,18 @@ pub fn import(sts_path: &Path) -> Result<Imported, ImportError> {
             }
         });
     }
+    // Block index -> the earlier piece of the same message on the same PE it continues.
+    let mut continues: HashMap<usize, usize> = HashMap::new();
+    let mut last_piece: HashMap<(u32, (u32, i64)), usize> = HashMap::new();
     for (i, b) in blocks.iter_mut().enumerate() {
-        if let Some(key) = b.trigger
-            && !consumers[&key].contains(&i)
-        {
-            b.trigger = None;
-            dup_consumed += 1;
+        if let Some(key) = b.trigger {
+            if let Some(prev) = last_piece.insert((b.pe, key), i) {
+                continues.insert(i, prev);
+            }
+            if !consumers[&key].contains(&i) {
+                b.trigger = None;
+                dup_consumed += 1;
+            }
         }
     }
 
@@ -440,7 +466,8 @@ pub fn import(sts_path: &Path) -> Result<Imported, ImportError> {
         }
     }
     let mut sends = Vec::new();
-    for b in &blocks {
+    let mut ids: Vec<trace::BlockId> = Vec::with_capacity(blocks.len());
+    for (i, b) in blocks.iter().enumerate() {
         sends.clear();
         for key in &b.sends {
             let c = &creations[key];
@@ -473,7 +500,12 @@ pub fn import(sts_path: &Path) -> Result<Imported, ImportError> {
         blk.trigger = b.trigger.map(label);
         blk.recorded_start = Some(SimTime::from_ps(b.begin_ps));
         blk.recorded_arrival = b.trigger.and(b.arrival_ps).map(SimTime::from_ps);
-        tb.block(blk, &[], &sends);
+        let deps: &[trace::BlockId] = match continues.get(&i) {
+            Some(&prev) => std::slice::from_ref(&ids[prev]),
+            None => &[],
+        };
+        let id = tb.block(blk, deps, &sends);
+        ids.push(id);
     }
     // Clock skew: messages that arrive before they were created.
     let (mut skewed, mut worst) = (0usize, 0u64);
@@ -521,7 +553,7 @@ pub fn import(sts_path: &Path) -> Result<Imported, ImportError> {
         (dropped, "triggers name a creation not in the logs; dropped"),
         (
             dup_consumed,
-            "repeated consumptions of one message on one PE; only the first keeps it as trigger",
+            "repeated consumptions of one message on one PE (a threaded entry resumed); each continues the previous piece",
         ),
         (
             dup_events,

@@ -823,6 +823,129 @@ fn projections_v11_hand_made_closed_forms() {
     assert_eq!(r.makespan, SimTime::from_ps(600_000_000));
 }
 
+fn gzip(path: &Path) {
+    use std::io::Write;
+    let text = std::fs::read(path).unwrap();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(&text).unwrap();
+    let mut name = path.as_os_str().to_owned();
+    name.push(".gz");
+    std::fs::write(&name, gz.finish().unwrap()).unwrap();
+    std::fs::remove_file(path).unwrap();
+}
+
+#[test]
+fn projections_gzip_logs_read_as_the_plain_ones() {
+    let dir = tmpdir("proj-gz");
+    let sts = projections_v11(&dir);
+    let plain = imp(Format::Projections, &sts);
+    gzip(&dir.join("pp.0.log"));
+    gzip(&dir.join("pp.1.log"));
+    let gz = imp(Format::Projections, &sts);
+    let bytes = |t: &trace::Trace| {
+        let mut v = Vec::new();
+        trace::binary::write_binary(t, &mut v).unwrap();
+        v
+    };
+    assert_eq!(bytes(&gz.trace), bytes(&plain.trace));
+    assert!(
+        gz.notes
+            .iter()
+            .any(|n| n.ends_with("pp.1.log.gz: 3 records")),
+        "{:?}",
+        gz.notes
+    );
+    // A plain log wins over a .gz next to it (here a corrupt one).
+    projections_v11(&dir);
+    std::fs::write(dir.join("pp.0.log.gz"), b"\x1f\x8b\x08\0garbage").unwrap();
+    let again = imp(Format::Projections, &sts);
+    assert_eq!(again.trace.num_blocks(), plain.trace.num_blocks());
+    // Only the corrupt .gz: a clear error naming it, not a panic.
+    std::fs::remove_file(dir.join("pp.0.log")).unwrap();
+    let e = import(Format::Projections, &sts, &ImportOptions::default()).unwrap_err();
+    let msg = e.to_string();
+    assert!(
+        msg.contains("pp.0.log.gz") && msg.contains("gzip-compressed data"),
+        "{msg}"
+    );
+    // Neither: the message names both.
+    std::fs::remove_file(dir.join("pp.0.log.gz")).unwrap();
+    let e = import(Format::Projections, &sts, &ImportOptions::default()).unwrap_err();
+    assert!(
+        e.to_string().contains("pp.0.log or .gz) does not exist"),
+        "{e}"
+    );
+}
+
+/// A real Charm++ 7.0 run (the pipit project's ping-pong test data): 2 PEs, gzip-compressed
+/// logs, a `[threaded]` entry whose thread suspends and resumes under one message.
+#[test]
+fn projections_pingpong_real_gzip_run_imports_and_replays() {
+    let Some(dir) = shared_data("projections-pingpong") else {
+        return;
+    };
+    let imported = imp(Format::Projections, &dir.join("pingpong.prj.sts"));
+    let t = &imported.trace;
+    assert_eq!(
+        (t.objects.len(), t.num_blocks(), t.num_sends()),
+        (2, 325, 180)
+    );
+    for want in [
+        "pingpong.prj.0.log.gz: 985 records",
+        "pingpong.prj.1.log.gz: 947 records",
+        "137 repeated consumptions of one message on one PE (a threaded entry resumed)",
+    ] {
+        assert!(
+            imported.notes.iter().any(|n| n.contains(want)),
+            "{want}: {:?}",
+            imported.notes
+        );
+    }
+    // Receive times are 0 (not recorded) in these logs: no clock skew is invented from them.
+    assert!(
+        !imported.notes.iter().any(|n| n.contains("clock skew")),
+        "{:?}",
+        imported.notes
+    );
+    let s = trace::TraceSummary::of(t);
+    let trecv = s
+        .entry_table
+        .iter()
+        .find(|e| e.name.contains("trecv"))
+        .expect("the threaded entry");
+    assert_eq!(
+        trecv.blocks,
+        60 + 54,
+        "its BEGIN_PROCESSING records on PE 0 and PE 1"
+    );
+    // The recorded schedule comes back exactly: the run's last END_PROCESSING at 82,953 us.
+    let cfg = ReplayConfig {
+        recorded_order: true,
+        ..ReplayConfig::default()
+    };
+    let r = run_with(t, "recorded", &cfg);
+    assert_eq!(r.makespan, imported.recorded_end.unwrap());
+    assert_eq!(r.makespan, SimTime::from_ps(82_953_000_000));
+    // A latency what-if: every remote message on the chain pays it, so the makespan grows
+    // by at most (remote messages) x the added latency, and by at least the ping-pong's
+    // round trips (the 40 timed `recv` exchanges).
+    let at = |lat_us: u64| {
+        run_with(
+            t,
+            &format!("latency:lat={lat_us}us"),
+            &ReplayConfig::default(),
+        )
+        .makespan
+        .as_ps()
+    };
+    let (a, b) = (at(2), at(4));
+    let r4 = run_with(t, "latency:lat=4us", &ReplayConfig::default());
+    let remote = r4.messages.remote;
+    assert!(b > a);
+    assert!(b - a <= remote * 2_000_000, "{a} -> {b}, {remote} remote");
+    assert!(b - a >= 40 * 2_000_000, "{a} -> {b}");
+}
+
 #[test]
 fn projections_message_from_a_pe_that_does_not_exist_is_noted() {
     let dir = tmpdir("proj-badsrc");
@@ -942,7 +1065,7 @@ fn projections_errors() {
     assert!(
         matches!(e, ImportError::Inconsistent { .. })
             && e.to_string().contains("log of PE 1 (")
-            && e.to_string().contains("pp.1.log) does not exist"),
+            && e.to_string().contains("pp.1.log or .gz) does not exist"),
         "{e}"
     );
 }
@@ -978,6 +1101,10 @@ fn importers_survive_mutated_inputs() {
     ];
     if let Some(d) = shared_data("projections-hello") {
         inputs.push((Format::Projections, d.join("hello.sts")));
+    }
+    // Gzip-compressed logs: mutated compressed bytes go through the decoder.
+    if let Some(d) = shared_data("projections-pingpong") {
+        inputs.push((Format::Projections, d.join("pingpong.prj.sts")));
     }
     for (i, (format, input)) in inputs.into_iter().enumerate() {
         // The input itself is valid.

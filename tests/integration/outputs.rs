@@ -116,6 +116,67 @@ fn chrome_trace_has_every_block_once_with_its_pe_and_duration() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
+/// `--compress`: trace.json.gz and predicted.<pe>.log.gz hold exactly the plain outputs, and
+/// the compressed logs import back like the plain ones.
+#[test]
+fn compressed_outputs_decompress_to_the_plain_ones() {
+    use std::io::Read;
+    let dir = tmpdir("out-gz");
+    let plain = replay_out(&dir, "latency:lat=3us");
+    let t = dir.join("s.trace");
+    let gz = dir.join("gz");
+    let o = whatif(&[
+        "replay",
+        t.to_str().unwrap(),
+        "--net",
+        "latency:lat=3us",
+        "--out",
+        gz.to_str().unwrap(),
+        "--compress",
+        "-q",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let gunzip = |p: &Path| {
+        let bytes = std::fs::read(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        assert_eq!(&bytes[..2], b"\x1f\x8b", "{} is gzip", p.display());
+        let mut text = String::new();
+        flate2::read::GzDecoder::new(&bytes[..])
+            .read_to_string(&mut text)
+            .unwrap();
+        text
+    };
+    assert!(!gz.join("trace.json").exists());
+    assert_eq!(
+        gunzip(&gz.join("trace.json.gz")),
+        read(&plain.join("trace.json"))
+    );
+    for pe in 0..6 {
+        assert_eq!(
+            gunzip(&gz.join(format!("projections/predicted.{pe}.log.gz"))),
+            read(&plain.join(format!("projections/predicted.{pe}.log")))
+        );
+    }
+    assert_eq!(
+        read(&gz.join("timeline.csv")),
+        read(&plain.join("timeline.csv"))
+    );
+    let import = |dir: &Path| {
+        importers::import(
+            importers::Format::Projections,
+            &dir.join("projections/predicted.sts"),
+            &importers::ImportOptions::default(),
+        )
+        .unwrap()
+        .trace
+        .num_blocks()
+    };
+    assert_eq!(import(&gz), import(&plain));
+    // --compress needs --out.
+    let o = whatif(&["replay", t.to_str().unwrap(), "--compress"]);
+    assert!(!o.status.success());
+    std::fs::remove_dir_all(&dir).ok();
+}
+
 #[test]
 fn projections_logs_import_back_to_the_predicted_run() {
     let dir = tmpdir("out-proj");
