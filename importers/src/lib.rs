@@ -25,6 +25,7 @@ mod error;
 pub mod fuzz;
 pub mod goal;
 mod lines;
+mod mpi;
 pub mod projections;
 pub mod simgrid;
 

@@ -62,14 +62,12 @@
 
 use crate::error::read_text;
 use crate::lines::{self, Lines};
+pub use crate::mpi::Collectives;
+use crate::mpi::{Coll, Ctx, Labels, Seg};
 use crate::{ImportError, Imported};
-use sim_core::SimDuration;
 use std::collections::{BTreeMap, HashMap};
-use std::hash::{BuildHasherDefault, Hasher};
 use std::path::{Path, PathBuf};
-use trace::{
-    Block, BlockId, Destination, EntryId, MsgId, ObjectId, PeId, Send, TraceBuilder, TraceMeta,
-};
+use trace::{BlockId, PeId, TraceBuilder, TraceMeta};
 
 /// One action being processed: its tokens (as ranges of its line) and where it came from.
 #[derive(Clone, Debug)]
@@ -491,139 +489,6 @@ impl Source {
     }
 }
 
-/// A fast, deterministic hasher for small integer keys (multiply and rotate, as rustc's
-/// FxHash): the channel table is looked up twice per message.
-#[derive(Default)]
-struct FxHasher(u64);
-
-impl Hasher for FxHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(b as u64);
-        }
-    }
-    fn write_u32(&mut self, i: u32) {
-        self.write_u64(i as u64);
-    }
-    fn write_i64(&mut self, i: i64) {
-        self.write_u64(i as u64);
-    }
-    fn write_u64(&mut self, i: u64) {
-        self.0 = (self.0.rotate_left(5) ^ i).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-}
-
-/// Messages of one channel `(source, destination, tag)`.
-#[derive(Clone, Copy, Debug, Default)]
-struct Channel {
-    id: u64,
-    sent: u64,
-    recvd: u64,
-}
-
-/// Message labels: the k-th message of a channel is labelled `channel id * 2^32 + k` by its
-/// sender and its receiver alike.
-#[derive(Default)]
-struct Labels {
-    channels: HashMap<(u32, u32, i64), Channel, BuildHasherDefault<FxHasher>>,
-}
-
-impl Labels {
-    fn channel(&mut self, src: u32, dst: u32, tag: i64) -> &mut Channel {
-        let n = self.channels.len() as u64;
-        self.channels.entry((src, dst, tag)).or_insert(Channel {
-            id: n,
-            sent: 0,
-            recvd: 0,
-        })
-    }
-    fn send(&mut self, src: u32, dst: u32, tag: i64) -> MsgId {
-        let c = self.channel(src, dst, tag);
-        c.sent += 1;
-        MsgId((c.id << 32) | (c.sent - 1))
-    }
-    fn recv(&mut self, src: u32, dst: u32, tag: i64) -> MsgId {
-        let c = self.channel(src, dst, tag);
-        c.recvd += 1;
-        MsgId((c.id << 32) | (c.recvd - 1))
-    }
-}
-
-struct Ctx<'a> {
-    collectives: Collectives,
-    b: TraceBuilder,
-    labels: Labels,
-    e_msg: EntryId,
-    entries: HashMap<String, EntryId>,
-    names: &'a [String],
-    flops_per_s: f64,
-}
-
-/// The open segment of one rank.
-struct Seg {
-    obj: ObjectId,
-    rank: u32,
-    entry: EntryId,
-    dur_ps: u64,
-    deps: Vec<BlockId>,
-    sends: Vec<Send>,
-    irecvs: Vec<((u32, u32, i64), BlockId)>,
-}
-
-impl Ctx<'_> {
-    fn entry(&mut self, name: &str) -> EntryId {
-        if let Some(&e) = self.entries.get(name) {
-            return e;
-        }
-        let e = self.b.entry(name);
-        self.entries.insert(name.to_string(), e);
-        e
-    }
-    fn send(&mut self, s: &mut Seg, dst: u32, tag: i64, bytes: u64) {
-        let msg = self.labels.send(s.rank, dst, tag);
-        s.sends.push(Send {
-            msg,
-            offset: SimDuration::from_ps(s.dur_ps),
-            dest: Destination::Object(ObjectId(dst)),
-            bytes,
-            entry: self.e_msg,
-        });
-    }
-    fn post_recv(&mut self, s: &Seg, src: u32, tag: i64) -> BlockId {
-        let msg = self.labels.recv(src, s.rank, tag);
-        let mut blk = Block::new(s.obj, self.e_msg, SimDuration::ZERO);
-        blk.trigger = Some(msg);
-        self.b.block(blk, &[], &[])
-    }
-    /// Closes the segment; the next one (entry `name`) waits for it and for `wait`.
-    fn wait_for(&mut self, s: &mut Seg, wait: &[BlockId], name: &str) {
-        let blk = Block::new(s.obj, s.entry, SimDuration::from_ps(s.dur_ps));
-        let id = self.b.block(blk, &s.deps, &s.sends);
-        s.sends.clear();
-        s.deps.clear();
-        s.deps.push(id);
-        s.deps.extend_from_slice(wait);
-        s.dur_ps = 0;
-        s.entry = self.entry(name);
-    }
-    fn compute(&self, s: &mut Seg, secs: f64, a: &Action) -> Result<(), ImportError> {
-        let ps = (secs * 1e12).round();
-        if !ps.is_finite() || !(0.0..1.8e19).contains(&ps) {
-            return Err(ImportError::syntax(
-                &self.names[a.file],
-                a.line,
-                "a non-negative amount of work",
-                format!("{} ({secs} s)", a.args_text()),
-            ));
-        }
-        s.dur_ps = s.dur_ps.saturating_add(ps as u64);
-        Ok(())
-    }
-}
-
 struct Args<'a> {
     a: &'a Action<'a>,
     file: &'a str,
@@ -704,41 +569,109 @@ impl Args<'_> {
     }
 }
 
-/// A collective's identity, to check that all ranks call the same one.
-fn coll_tag(c: u64, step: u64) -> i64 {
-    -1 - ((c << 20) | step) as i64
+/// Imports a SimGrid TI trace (index file or single trace file).
+/// Adds `secs` of work to the open segment (a `compute` or `sleep`, or a collective's flops).
+fn compute(cx: &Ctx, s: &mut Seg, secs: f64, x: &Args) -> Result<(), ImportError> {
+    let ps = (secs * 1e12).round();
+    if !ps.is_finite() || !(0.0..1.8e19).contains(&ps) {
+        return Err(x.err(
+            "a non-negative amount of work",
+            format!("{} ({secs} s)", x.a.args_text()),
+        ));
+    }
+    cx.work(s, ps as u64);
+    Ok(())
 }
 
-/// How collectives become point-to-point messages.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Collectives {
-    /// whatif's algorithms (dissemination barrier, binomial reduce, pairwise all-to-all).
-    #[default]
-    Classic,
-    /// SimGrid 3.32's default selector, as `smpirun -replay` runs them (mostly linear).
-    Smpi,
-}
-
-impl std::str::FromStr for Collectives {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s.trim() {
-            "classic" => Ok(Collectives::Classic),
-            "smpi" => Ok(Collectives::Smpi),
-            o => Err(format!(
-                "`{o}` is not a collective set; use classic (whatif's) or smpi (SimGrid's defaults)"
-            )),
+/// A collective action as this rank's [`Coll`] (sizes in bytes: counts times `elem`) and the
+/// flops it computes after the messages.
+fn parse_coll(x: &Args, name: &str, p: u32, elem: u64) -> Result<(Coll, f64), ImportError> {
+    let bytes = |v: Vec<u64>| v.into_iter().map(|c| c * elem).collect::<Vec<u64>>();
+    Ok(match name {
+        "barrier" => (Coll::Barrier, 0.0),
+        "bcast" => (
+            Coll::Bcast {
+                n: x.count(0, "size")? * elem,
+                root: x.opt_rank(1, p)?,
+            },
+            0.0,
+        ),
+        "reduce" | "allreduce" => {
+            let n = x.count(0, "size")? * elem;
+            let f = x.num(1, "flops")?;
+            let all = name == "allreduce";
+            let root = if all { 0 } else { x.opt_rank(2, p)? };
+            (Coll::Reduce { n, root, all }, f)
         }
-    }
-}
-
-impl std::fmt::Display for Collectives {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Collectives::Classic => "classic",
-            Collectives::Smpi => "smpi",
-        })
-    }
+        "alltoall" => (
+            Coll::Alltoall {
+                sizes: vec![x.count(0, "send count")? * elem; p as usize],
+                v: false,
+            },
+            0.0,
+        ),
+        "alltoallv" => {
+            let sizes = bytes(x.counts(1, p, "send counts")?);
+            x.counts(p as usize + 2, p, "receive counts")?;
+            (Coll::Alltoall { sizes, v: true }, 0.0)
+        }
+        "gather" => (
+            Coll::Gather {
+                n: x.count(0, "send count")? * elem,
+                root: x.opt_rank(2, p)?,
+                v: false,
+            },
+            0.0,
+        ),
+        "gatherv" => {
+            let n = x.count(0, "send count")? * elem;
+            x.counts(1, p, "receive counts")?;
+            let root = x.opt_rank(1 + p as usize, p)?;
+            (Coll::Gather { n, root, v: true }, 0.0)
+        }
+        "scatter" => {
+            let root = x.opt_rank(2, p)?;
+            let sizes = vec![x.count(0, "send count")? * elem; p as usize];
+            (
+                Coll::Scatter {
+                    sizes,
+                    root,
+                    v: false,
+                },
+                0.0,
+            )
+        }
+        "scatterv" => {
+            let root = x.opt_rank(1 + p as usize, p)?;
+            let sizes = bytes(x.counts(0, p, "send counts")?);
+            (
+                Coll::Scatter {
+                    sizes,
+                    root,
+                    v: true,
+                },
+                0.0,
+            )
+        }
+        "allgather" => (
+            Coll::Allgather {
+                sizes: vec![x.count(0, "send count")? * elem; p as usize],
+                v: false,
+            },
+            0.0,
+        ),
+        "allgatherv" => {
+            x.count(0, "send count")?;
+            let sizes = bytes(x.counts(1, p, "receive counts")?);
+            (Coll::Allgather { sizes, v: true }, 0.0)
+        }
+        "reducescatter" => {
+            let counts = bytes(x.counts(0, p, "receive counts")?);
+            let f = x.num(p as usize, "flops")?;
+            (Coll::ReduceScatter { counts }, f)
+        }
+        _ => unreachable!("collective names are matched by the caller"),
+    })
 }
 
 /// Imports a SimGrid TI trace (index file or single trace file).
@@ -841,8 +774,6 @@ fn import_with(
         labels: Labels::default(),
         e_msg,
         entries: HashMap::new(),
-        names: &names,
-        flops_per_s,
     };
     let mut src = if optimistic {
         Source::PerFile {
@@ -863,15 +794,7 @@ fn import_with(
             progress.advance_to(r as u64);
         }
         let init = cx.entry("init");
-        let mut s = Seg {
-            obj: ObjectId(r),
-            rank: r,
-            entry: init,
-            dur_ps: 0,
-            deps: Vec::new(),
-            sends: Vec::new(),
-            irecvs: Vec::new(),
-        };
+        let mut s = Seg::new(r, init);
         let mut elem = 1u64;
         let mut n_coll = 0u64;
         let mut coll_size = (0u64, 0u64);
@@ -913,11 +836,11 @@ fn import_with(
                 "finalize" | "comm_size" | "location" | "test" => {}
                 "compute" => {
                     let f = x.num(0, "flops")?;
-                    cx.compute(&mut s, f / cx.flops_per_s, a)?;
+                    compute(&cx, &mut s, f / flops_per_s, &x)?;
                 }
                 "sleep" => {
                     let t = x.num(0, "seconds")?;
-                    cx.compute(&mut s, t, a)?;
+                    compute(&cx, &mut s, t, &x)?;
                 }
                 "send" | "isend" => {
                     let dst = x.rank(0, "destination", p)?;
@@ -984,8 +907,11 @@ fn import_with(
                             limit,
                         )?;
                     }
-                    let root = collective(&mut cx, &mut s, &x, coll, c, p, elem)?;
-                    let coll = known(coll).map_or("?", |k| ACTIONS[k]);
+                    let (cl, flops) = parse_coll(&x, coll, p, elem)?;
+                    crate::mpi::expand(&mut cx, &mut s, &cl, c, p, coll);
+                    compute(&cx, &mut s, flops / flops_per_s, &x)?;
+                    let root = cl.root();
+                    let coll = cl.name();
                     colls[r as usize].push((coll, a.line as usize, root as u64));
                 }
                 other => {
@@ -1000,9 +926,7 @@ fn import_with(
         if !laid_out {
             return Ok(None);
         }
-        // Close the last segment.
-        let blk = Block::new(s.obj, s.entry, SimDuration::from_ps(s.dur_ps));
-        cx.b.block(blk, &s.deps, &s.sends);
+        cx.close(&s);
     }
     // Every rank must call the same collectives in the same order, with the same root.
     for r in 1..p as usize {
@@ -1027,49 +951,7 @@ fn import_with(
             ));
         }
     }
-    // Point-to-point: every send matched by a receive and vice versa (reported in channel
-    // order: source, destination, tag).
-    let mut channels: Vec<((u32, u32, i64), Channel)> = cx.labels.channels.drain().collect();
-    channels.sort_unstable_by_key(|c| c.0);
-    for &((src, dst, tag), c) in &channels {
-        if c.sent > 0 && c.sent != c.recvd {
-            let tagtxt = if tag >= 0 {
-                format!("tag {tag}")
-            } else {
-                "a collective".into()
-            };
-            return Err(ImportError::inconsistent(
-                &input.display().to_string(),
-                format!(
-                    "rank {src} sends {} messages to rank {dst} with {tagtxt}, but rank {dst} receives {}",
-                    c.sent, c.recvd
-                ),
-            ));
-        }
-    }
-    for &((src, dst, tag), c) in &channels {
-        if c.sent == 0 {
-            return Err(ImportError::inconsistent(
-                &input.display().to_string(),
-                format!(
-                    "rank {dst} receives {} messages from rank {src} with tag {tag}, but rank {src} sends none",
-                    c.recvd
-                ),
-            ));
-        }
-    }
-    // Labels `channel << 32 | k` become 0..messages (channel by channel), so that the trace's
-    // message index is an array, not a sorted table.
-    let mut base = vec![0u64; channels.len()];
-    let mut total = 0u64;
-    let mut by_id: Vec<(u64, u64)> = channels.iter().map(|c| (c.1.id, c.1.sent)).collect();
-    drop(channels);
-    by_id.sort_unstable();
-    for (id, sent) in by_id {
-        base[id as usize] = total;
-        total += sent;
-    }
-    cx.b.relabel(|m| base[(m >> 32) as usize] + (m & 0xffff_ffff));
+    crate::mpi::match_messages(&mut cx, &input.display().to_string())?;
     let trace = cx.b.finish().map_err(|source| ImportError::Invalid {
         file: input.display().to_string(),
         source,
@@ -1099,260 +981,6 @@ fn import_with(
         notes,
         recorded_end: None,
     }))
-}
-
-/// Expands one collective call for this rank. Returns its root (0 when it has none).
-fn collective(
-    cx: &mut Ctx,
-    s: &mut Seg,
-    x: &Args,
-    name: &str,
-    c: u64,
-    p: u32,
-    elem: u64,
-) -> Result<u32, ImportError> {
-    let r = s.rank;
-    let mut step = 0u64;
-    let mut next_tag = || {
-        step += 1;
-        coll_tag(c, step - 1)
-    };
-    let mut root = 0;
-    match name {
-        "barrier" if cx.collectives == Collectives::Smpi => {
-            // Open MPI's basic linear barrier (SimGrid's default).
-            let (up, down) = (next_tag(), next_tag());
-            if r == 0 {
-                let ids: Vec<BlockId> = (1..p).map(|q| cx.post_recv(s, q, up)).collect();
-                if !ids.is_empty() {
-                    cx.wait_for(s, &ids, name);
-                }
-                for q in 1..p {
-                    cx.send(s, q, down, 0);
-                }
-            } else {
-                cx.send(s, 0, up, 0);
-                let id = cx.post_recv(s, 0, down);
-                cx.wait_for(s, &[id], name);
-            }
-        }
-        "barrier" => {
-            let mut k = 1u32;
-            while k < p {
-                let tag = next_tag();
-                cx.send(s, (r + k) % p, tag, 0);
-                let id = cx.post_recv(s, (r + p - k) % p, tag);
-                cx.wait_for(s, &[id], name);
-                k = k.saturating_mul(2);
-            }
-        }
-        "bcast" => {
-            let n = x.count(0, "size")? * elem;
-            root = x.opt_rank(1, p)?;
-            bcast(cx, s, p, root, n, next_tag(), name);
-        }
-        "reduce" | "allreduce" => {
-            let n = x.count(0, "size")? * elem;
-            let f = x.num(1, "flops")?;
-            if name == "reduce" {
-                root = x.opt_rank(2, p)?;
-            }
-            if cx.collectives == Collectives::Smpi {
-                reduce_linear(cx, s, p, root, n, next_tag(), name);
-            } else {
-                reduce(cx, s, p, root, n, next_tag(), name);
-            }
-            if name == "allreduce" {
-                bcast(cx, s, p, 0, n, next_tag(), name);
-            }
-            cx.compute(s, f / cx.flops_per_s, x.a)?;
-        }
-        "alltoall" | "alltoallv" => {
-            let sizes: Vec<u64> = if name == "alltoall" {
-                vec![x.count(0, "send count")? * elem; p as usize]
-            } else {
-                x.counts(1, p, "send counts")?
-                    .into_iter()
-                    .map(|v| v * elem)
-                    .collect()
-            };
-            if name == "alltoallv" {
-                x.counts(p as usize + 2, p, "receive counts")?;
-            }
-            if cx.collectives == Collectives::Smpi {
-                let tag = next_tag();
-                linear_exchange(cx, s, p, tag, name, |dst| sizes[dst as usize]);
-                return Ok(root);
-            }
-            for k in 1..p {
-                let tag = next_tag();
-                let dst = (r + k) % p;
-                cx.send(s, dst, tag, sizes[dst as usize]);
-                let id = cx.post_recv(s, (r + p - k) % p, tag);
-                cx.wait_for(s, &[id], name);
-            }
-        }
-        "gather" | "gatherv" => {
-            let n = x.count(0, "send count")? * elem;
-            root = if name == "gather" {
-                x.opt_rank(2, p)?
-            } else {
-                x.counts(1, p, "receive counts")?;
-                x.opt_rank(1 + p as usize, p)?
-            };
-            // Linear: every rank sends to the root (as a linear reduce).
-            reduce_linear(cx, s, p, root, n, next_tag(), name);
-        }
-        "scatter" | "scatterv" => {
-            let sizes: Vec<u64> = if name == "scatter" {
-                root = x.opt_rank(2, p)?;
-                vec![x.count(0, "send count")? * elem; p as usize]
-            } else {
-                root = x.opt_rank(1 + p as usize, p)?;
-                x.counts(0, p, "send counts")?
-                    .into_iter()
-                    .map(|v| v * elem)
-                    .collect()
-            };
-            let tag = next_tag();
-            if r == root {
-                for q in (0..p).filter(|&q| q != root) {
-                    cx.send(s, q, tag, sizes[q as usize]);
-                }
-            } else {
-                let id = cx.post_recv(s, root, tag);
-                cx.wait_for(s, &[id], name);
-            }
-        }
-        "allgather" | "allgatherv" => {
-            let sizes: Vec<u64> = if name == "allgather" {
-                vec![x.count(0, "send count")? * elem; p as usize]
-            } else {
-                x.count(0, "send count")?;
-                x.counts(1, p, "receive counts")?
-                    .into_iter()
-                    .map(|v| v * elem)
-                    .collect()
-            };
-            if cx.collectives == Collectives::Smpi {
-                let tag = next_tag();
-                let mine = sizes[r as usize];
-                linear_exchange(cx, s, p, tag, name, |_| mine);
-                return Ok(root);
-            }
-            for k in 0..p.saturating_sub(1) {
-                let tag = next_tag();
-                let block = ((r + p - k) % p) as usize;
-                cx.send(s, (r + 1) % p, tag, sizes[block]);
-                let id = cx.post_recv(s, (r + p - 1) % p, tag);
-                cx.wait_for(s, &[id], name);
-            }
-        }
-        "reducescatter" => {
-            let counts: Vec<u64> = x
-                .counts(0, p, "receive counts")?
-                .into_iter()
-                .map(|v| v * elem)
-                .collect();
-            let f = x.num(p as usize, "flops")?;
-            let total: u64 = counts.iter().sum();
-            if cx.collectives == Collectives::Smpi {
-                reduce_linear(cx, s, p, 0, total, next_tag(), name);
-            } else {
-                reduce(cx, s, p, 0, total, next_tag(), name);
-            }
-            let tag = next_tag();
-            if r == 0 {
-                for q in 1..p {
-                    cx.send(s, q, tag, counts[q as usize]);
-                }
-            } else {
-                let id = cx.post_recv(s, 0, tag);
-                cx.wait_for(s, &[id], name);
-            }
-            cx.compute(s, f / cx.flops_per_s, x.a)?;
-        }
-        _ => unreachable!("collective names are matched by the caller"),
-    }
-    Ok(root)
-}
-
-/// Binomial broadcast (MPICH): receive from the parent, then send to children.
-fn bcast(cx: &mut Ctx, s: &mut Seg, p: u32, root: u32, n: u64, tag: i64, name: &str) {
-    let vr = (s.rank + p - root) % p;
-    let mut mask = 1u32;
-    while mask < p {
-        if vr & mask != 0 {
-            let src = (vr - mask + root) % p;
-            let id = cx.post_recv(s, src, tag);
-            cx.wait_for(s, &[id], name);
-            break;
-        }
-        mask <<= 1;
-    }
-    mask >>= 1;
-    while mask > 0 {
-        if vr + mask < p {
-            cx.send(s, (vr + mask + root) % p, tag, n);
-        }
-        mask >>= 1;
-    }
-}
-
-/// Linear reduction or gather (SimGrid's `ireduce`, `igather`): every rank sends to `root`,
-/// which waits for all.
-fn reduce_linear(cx: &mut Ctx, s: &mut Seg, p: u32, root: u32, n: u64, tag: i64, name: &str) {
-    if s.rank == root {
-        let ids: Vec<BlockId> = (0..p)
-            .filter(|&q| q != root)
-            .map(|q| cx.post_recv(s, q, tag))
-            .collect();
-        if !ids.is_empty() {
-            cx.wait_for(s, &ids, name);
-        }
-    } else {
-        cx.send(s, root, tag, n);
-    }
-}
-
-/// Linear all-to-all (Open MPI's basic linear, SimGrid's `ialltoallv`): receives from every
-/// other rank posted, every send issued at once (to `r-1, r-2, ...`), then one wait for all.
-fn linear_exchange(
-    cx: &mut Ctx,
-    s: &mut Seg,
-    p: u32,
-    tag: i64,
-    name: &str,
-    size_to: impl Fn(u32) -> u64,
-) {
-    let r = s.rank;
-    let ids: Vec<BlockId> = (1..p).map(|k| cx.post_recv(s, (r + k) % p, tag)).collect();
-    for k in 1..p {
-        let dst = (r + p - k) % p;
-        cx.send(s, dst, tag, size_to(dst));
-    }
-    if !ids.is_empty() {
-        cx.wait_for(s, &ids, name);
-    }
-}
-
-/// Binomial reduction toward `root`.
-fn reduce(cx: &mut Ctx, s: &mut Seg, p: u32, root: u32, n: u64, tag: i64, name: &str) {
-    let vr = (s.rank + p - root) % p;
-    let mut mask = 1u32;
-    while mask < p {
-        if vr & mask == 0 {
-            let child = vr | mask;
-            if child < p {
-                let id = cx.post_recv(s, (child + root) % p, tag);
-                cx.wait_for(s, &[id], name);
-            }
-        } else {
-            cx.send(s, (vr - mask + root) % p, tag, n);
-            break;
-        }
-        mask <<= 1;
-    }
 }
 
 #[cfg(test)]
