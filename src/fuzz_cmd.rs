@@ -32,6 +32,8 @@ pub enum FuzzFormat {
     Bgtrace,
     /// Projections logs (the .sts file).
     Projections,
+    /// OTF2 archive (its traces.otf2; needs a build with the `otf2` feature).
+    Otf2,
     /// SimGrid time-independent trace (index or single file).
     Simgrid,
     /// GOAL schedule.
@@ -49,6 +51,7 @@ impl FuzzFormat {
         Some(match self {
             FuzzFormat::Bgtrace => importers::Format::BgTrace,
             FuzzFormat::Projections => importers::Format::Projections,
+            FuzzFormat::Otf2 => importers::Format::Otf2,
             FuzzFormat::Simgrid => importers::Format::SimGrid,
             FuzzFormat::Goal => importers::Format::Goal,
             _ => return None,
@@ -58,6 +61,7 @@ impl FuzzFormat {
         match self {
             FuzzFormat::Bgtrace => "bgtrace",
             FuzzFormat::Projections => "projections",
+            FuzzFormat::Otf2 => "otf2",
             FuzzFormat::Simgrid => "simgrid",
             FuzzFormat::Goal => "goal",
             FuzzFormat::Trace => "trace",

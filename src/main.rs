@@ -97,7 +97,7 @@ enum Cmd {
     Demo(demo::DemoArgs),
     /// Measure simulator speed (simulated messages per second) on 3-D halo workloads.
     Bench(bench::BenchArgs),
-    /// Developer tool: mutate a valid input again and again (any of the seven formats whatif
+    /// Developer tool: mutate a valid input again and again (any of the eight formats whatif
     /// reads), read and replay each, and check that none panics or goes over its time or
     /// memory budget (every input gives a result or a clear error).
     #[command(after_help = fuzz_cmd::FUZZ_HELP)]

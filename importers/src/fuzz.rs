@@ -113,6 +113,7 @@ pub fn input_set(format: Format, input: &Path) -> Result<(FileSet, PathBuf), Imp
         Format::BgTrace => crate::bgtrace::files(input)?,
         Format::Projections => crate::projections::files(input)?,
         Format::SimGrid => crate::simgrid::files(input)?,
+        Format::Otf2 => crate::input_files(Format::Otf2, input)?,
     };
     let base = paths[0].parent().unwrap_or(Path::new(".")).to_path_buf();
     let mut set = Vec::new();

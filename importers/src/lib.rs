@@ -16,7 +16,8 @@
 //!
 //! Formats: [`bgtrace`] (BigSim logs, version 6), [`goal`] (LogGOPSim schedules; also
 //! written by [`goal::export`]), [`simgrid`] (SimGrid time-independent MPI traces), [`projections`] (Charm++
-//! Projections logs, versions 3.0 and 11.0).
+//! Projections logs, versions 3.0 and 11.0, plain or gzip-compressed), `otf2` (OTF2 archives of
+//! Score-P, through the OTF2 C library; cargo feature `otf2`).
 
 pub mod bgtrace;
 pub mod bgtrace_raw;
@@ -26,6 +27,8 @@ pub mod fuzz;
 pub mod goal;
 mod lines;
 mod mpi;
+#[cfg(feature = "otf2")]
+pub mod otf2;
 pub mod projections;
 pub mod simgrid;
 
@@ -47,13 +50,16 @@ pub enum Format {
     SimGrid,
     /// Charm++ Projections logs (the `.sts` file; logs next to it).
     Projections,
+    /// An OTF2 archive (Score-P): its anchor file `traces.otf2` (needs the `otf2` feature).
+    Otf2,
 }
 
 impl Format {
     /// Every format, in the order `--help` lists them.
-    pub const ALL: [Format; 4] = [
+    pub const ALL: [Format; 5] = [
         Format::BgTrace,
         Format::Projections,
+        Format::Otf2,
         Format::SimGrid,
         Format::Goal,
     ];
@@ -64,6 +70,7 @@ impl Format {
             Format::Goal => "goal",
             Format::SimGrid => "simgrid",
             Format::Projections => "projections",
+            Format::Otf2 => "otf2",
         }
     }
     /// One line on what the input is.
@@ -80,6 +87,13 @@ impl Format {
             }
             Format::Projections => {
                 "Charm++ Projections logs, VERSION 3.0 or 11.0: the .sts file, with <stem>.<pe>.log (or .log.gz, as Charm++ with zlib writes them) next to it"
+            }
+            Format::Otf2 => {
+                if cfg!(feature = "otf2") {
+                    "an OTF2 archive (Score-P, read through the OTF2 library): its anchor file traces.otf2, with traces.def and traces/ next to it"
+                } else {
+                    "an OTF2 archive (Score-P): its anchor file traces.otf2 [this build cannot read it: rebuild with --features otf2, which needs Debian's libopen-trace-format2-dev]"
+                }
             }
         }
     }
@@ -182,6 +196,10 @@ pub fn input_files(format: Format, input: &Path) -> Result<Vec<std::path::PathBu
         Format::Goal => Vec::new(),
         Format::SimGrid => simgrid::files(input)?,
         Format::Projections => projections::files(input)?,
+        #[cfg(feature = "otf2")]
+        Format::Otf2 => otf2::files(input),
+        #[cfg(not(feature = "otf2"))]
+        Format::Otf2 => Vec::new(),
     };
     if !files.iter().any(|f| f == input) {
         files.push(input.to_path_buf());
@@ -206,5 +224,12 @@ pub fn import_with(
         Format::Goal => goal::import_with(input, opts.eager_limit, opts.parallel, progress),
         Format::SimGrid => simgrid::import_with_progress(input, opts, progress),
         Format::Projections => projections::import(input),
+        #[cfg(feature = "otf2")]
+        Format::Otf2 => otf2::import(input, opts),
+        #[cfg(not(feature = "otf2"))]
+        Format::Otf2 => Err(ImportError::Unsupported {
+            file: input.display().to_string(),
+            what: "OTF2: this whatif was built without the `otf2` feature; install Debian's libopen-trace-format2-dev and build with `cargo build --release --features otf2`".into(),
+        }),
     }
 }

@@ -4,7 +4,7 @@
 //! messages ([`Coll`], [`expand`]; the algorithms are listed in the `simgrid` module docs).
 
 use crate::ImportError;
-use sim_core::SimDuration;
+use sim_core::{SimDuration, SimTime};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use trace::{Block, BlockId, Destination, EntryId, MsgId, ObjectId, Send, TraceBuilder};
@@ -76,6 +76,14 @@ pub(crate) struct Ctx {
     pub(crate) labels: Labels,
     pub(crate) e_msg: EntryId,
     pub(crate) entries: HashMap<String, EntryId>,
+    /// Recorded time (ps) stamped on the blocks made now: receive blocks get it as recorded
+    /// start and arrival, segments opened by a wait as recorded start (OTF2; `None` for
+    /// formats without timestamps). Each receive block advances it by 1 ps.
+    pub(crate) stamp: Option<u64>,
+    /// The latest stamp used on the current rank (stamps never go back).
+    pub(crate) last_stamp: u64,
+    /// Waits made so far ([`Ctx::wait_for`] calls).
+    pub(crate) waits: u64,
 }
 
 /// The open segment of one rank.
@@ -87,6 +95,8 @@ pub(crate) struct Seg {
     pub(crate) deps: Vec<BlockId>,
     pub(crate) sends: Vec<Send>,
     pub(crate) irecvs: Vec<((u32, u32, i64), BlockId)>,
+    /// Recorded start of the segment (formats with timestamps).
+    pub(crate) start_ps: Option<u64>,
 }
 
 impl Seg {
@@ -100,6 +110,7 @@ impl Seg {
             deps: Vec::new(),
             sends: Vec::new(),
             irecvs: Vec::new(),
+            start_ps: None,
         }
     }
 }
@@ -127,11 +138,20 @@ impl Ctx {
         let msg = self.labels.recv(src, s.rank, tag);
         let mut blk = Block::new(s.obj, self.e_msg, SimDuration::ZERO);
         blk.trigger = Some(msg);
+        // Each receive one picosecond after the previous one: blocks stamped in one call then
+        // sort (by recorded time, then id) in the order they run, segment before receive.
+        if let Some(t) = &mut self.stamp {
+            *t = (*t).max(self.last_stamp).saturating_add(1);
+            self.last_stamp = *t;
+        }
+        blk.recorded_start = self.stamp.map(SimTime::from_ps);
+        blk.recorded_arrival = blk.recorded_start;
         self.b.block(blk, &[], &[])
     }
     /// Closes the segment; the next one (entry `name`) waits for it and for `wait`.
     pub(crate) fn wait_for(&mut self, s: &mut Seg, wait: &[BlockId], name: &str) {
-        let blk = Block::new(s.obj, s.entry, SimDuration::from_ps(s.dur_ps));
+        let mut blk = Block::new(s.obj, s.entry, SimDuration::from_ps(s.dur_ps));
+        blk.recorded_start = s.start_ps.map(SimTime::from_ps);
         let id = self.b.block(blk, &s.deps, &s.sends);
         s.sends.clear();
         s.deps.clear();
@@ -139,6 +159,11 @@ impl Ctx {
         s.deps.extend_from_slice(wait);
         s.dur_ps = 0;
         s.entry = self.entry(name);
+        s.start_ps = self.stamp.map(|t| t.max(self.last_stamp));
+        if let Some(t) = s.start_ps {
+            self.last_stamp = t;
+        }
+        self.waits += 1;
     }
     /// Adds `ps` of work to the open segment.
     pub(crate) fn work(&self, s: &mut Seg, ps: u64) {
@@ -146,7 +171,8 @@ impl Ctx {
     }
     /// Closes the last segment of a rank.
     pub(crate) fn close(&mut self, s: &Seg) {
-        let blk = Block::new(s.obj, s.entry, SimDuration::from_ps(s.dur_ps));
+        let mut blk = Block::new(s.obj, s.entry, SimDuration::from_ps(s.dur_ps));
+        blk.recorded_start = s.start_ps.map(SimTime::from_ps);
         self.b.block(blk, &s.deps, &s.sends);
     }
 }

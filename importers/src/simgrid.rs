@@ -774,6 +774,9 @@ fn import_with(
         labels: Labels::default(),
         e_msg,
         entries: HashMap::new(),
+        stamp: None,
+        last_stamp: 0,
+        waits: 0,
     };
     let mut src = if optimistic {
         Source::PerFile {

@@ -11,6 +11,7 @@ mod lb;
 mod loggopsim;
 mod network;
 mod noise;
+mod otf2;
 mod outputs;
 mod repeated;
 mod runtime_costs;
