@@ -378,8 +378,9 @@ struct OutputArgs {
     #[arg(long)]
     json: bool,
     /// Write every output into this folder: trace.json (Chrome trace events, opens in
-    /// Perfetto / chrome://tracing), projections/ (Projections 11.0 logs), summary.json,
-    /// timeline.csv, pe.csv, entries.csv, iterations.csv, links.csv.
+    /// Perfetto / chrome://tracing), projections/ (Projections 11.0 logs), otf2/ (an OTF2
+    /// archive for Vampir, in builds with the `otf2` feature), summary.json, timeline.csv,
+    /// pe.csv, entries.csv, iterations.csv, links.csv.
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
     /// With --out: also write the HTML report (DIR/report.html).

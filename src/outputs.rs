@@ -13,6 +13,8 @@
 //! | `iterations.csv` | per iteration label: end time and duration |
 //! | `links.csv` | per link and NIC traffic (topology models; header only otherwise) |
 //!
+//! | `otf2/traces.otf2` (+ `traces.def`, `traces/`) | with the `otf2` feature: the predicted run as an OTF2 archive (Vampir, otf2-print): one location per PE, an Enter/Leave of its entry method's region per block, an MPI send and receive per delivered message (tag = the send's index), times in picoseconds |
+//!
 //! With `--compress`, `trace.json` and the Projections logs are written gzip-compressed as
 //! `trace.json.gz` (Perfetto opens it as is) and `predicted.<pe>.log.gz` (as Charm++ writes
 //! them with zlib; Projections and `whatif import projections` read them).
@@ -75,6 +77,15 @@ pub fn write_all(
     } else {
         notes.push(format!(
             "note: projections/ not written: {} PEs would make {} log files (limit {MAX_PROJECTIONS_PES}; --force writes them)",
+            r.pes, r.pes
+        ));
+    }
+    #[cfg(feature = "otf2")]
+    if r.pes <= MAX_PROJECTIONS_PES || force {
+        write_otf2(&dir.join("otf2"), t, tl, cpu_scale, &deliveries, r.pes)?;
+    } else {
+        notes.push(format!(
+            "note: otf2/ not written: {} PEs would make {} event files (limit {MAX_PROJECTIONS_PES}; --force writes them)",
             r.pes, r.pes
         ));
     }
@@ -334,6 +345,95 @@ fn write_chrome(
     }
     writeln!(w, "]}}")?;
     w.finish()
+}
+
+/// The predicted run as an OTF2 archive `dir/traces.otf2` (see the module docs).
+#[cfg(feature = "otf2")]
+fn write_otf2(
+    dir: &Path,
+    t: &Trace,
+    tl: &[TimelineRecord],
+    cpu_scale: Ratio,
+    d: &Deliveries,
+    pes: u32,
+) -> Result<()> {
+    use otf2_sys::Event;
+    let at = by_block(t, tl);
+    let sends = t.all_sends();
+    // The sends of each block, by sender.
+    let mut by_sender: Vec<Vec<u32>> = vec![Vec::new(); t.num_blocks()];
+    for s in 0..sends.len() {
+        by_sender[d.sender[s] as usize].push(s as u32);
+    }
+    let mut per_pe: Vec<Vec<&TimelineRecord>> = vec![Vec::new(); pes as usize];
+    for rec in tl {
+        if let Some(v) = per_pe.get_mut(rec.pe as usize) {
+            v.push(rec);
+        }
+    }
+    let mut events = Vec::with_capacity(pes as usize);
+    let mut msgs: Vec<(u64, Event)> = Vec::new();
+    for recs in &mut per_pe {
+        recs.sort_by_key(|r| (r.start, r.end, r.block));
+        let mut ev = Vec::with_capacity(recs.len() * 2);
+        for rec in recs.iter() {
+            let (start, end) = (rec.start.as_ps(), rec.end.as_ps());
+            let region = t.block(BlockId(rec.block)).entry.index() as u32;
+            ev.push(Event::Enter {
+                time: start,
+                region,
+            });
+            let ts = d.trigger_send[rec.block as usize];
+            if ts != u32::MAX
+                && let Some(src) = tl.get(at[d.sender[ts as usize] as usize] as usize)
+            {
+                ev.push(Event::Recv {
+                    time: start,
+                    peer: src.pe,
+                    comm: 0,
+                    tag: ts,
+                    bytes: sends[ts as usize].bytes,
+                    request: None,
+                });
+            }
+            msgs.clear();
+            for &s in &by_sender[rec.block as usize] {
+                let sent = start
+                    .saturating_add(cpu_scale.scale(sends[s as usize].offset).as_ps())
+                    .min(end);
+                let (c0, c1) = (
+                    d.start[s as usize] as usize,
+                    d.start[s as usize + 1] as usize,
+                );
+                for &c in &d.consumers[c0..c1] {
+                    if let Some(dst) = tl.get(at[c as usize] as usize) {
+                        msgs.push((
+                            sent,
+                            Event::Send {
+                                time: sent,
+                                peer: dst.pe,
+                                comm: 0,
+                                tag: s,
+                                bytes: sends[s as usize].bytes,
+                                request: None,
+                            },
+                        ));
+                    }
+                }
+            }
+            msgs.sort_by_key(|m| m.0);
+            ev.extend(msgs.iter().map(|m| m.1));
+            ev.push(Event::Leave { time: end, region });
+        }
+        events.push(ev);
+    }
+    let out = otf2_sys::Output {
+        regions: t.entries.iter().map(|e| e.name.clone()).collect(),
+        events,
+        machine: format!("whatif: {}", t.meta.name),
+    };
+    otf2_sys::write(dir, "traces", &out)
+        .with_context(|| format!("cannot write the OTF2 archive {}", dir.display()))
 }
 
 /// Whole microseconds (Projections' time unit), rounded down.
