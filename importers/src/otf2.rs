@@ -45,6 +45,10 @@
 //! destinations); reduce-scatter(block) `counts_q` = bytes rank `q` received / P. Every rank
 //! must record the same collectives with the same root. Collectives on `MPI_COMM_SELF` are
 //! skipped; on other communicators than the world they are refused, as are scans.
+//!
+//! **Clock offsets** between locations are reported, as the Projections importer reports clock
+//! skew: point-to-point messages whose receive completes before their send (count and
+//! largest gap); the recorded network model floors their delay at 0.
 
 use crate::mpi::{Coll, Collectives, Ctx, Labels, Seg};
 use crate::{ImportError, ImportOptions, Imported};
@@ -452,6 +456,9 @@ fn convert(anchor: &Path, a: &Archive, collectives: Collectives) -> Result<Impor
     let (mut first_ps, mut last_ps) = (u64::MAX, 0u64);
     let (mut send_call_ps, mut cpu_ps, mut wait_ps) = (0u64, 0u64, 0u64);
     let mut counts: BTreeMap<&str, u64> = BTreeMap::new();
+    // Point-to-point send and completion times per channel, to report clock offsets.
+    type Times = HashMap<(u32, u32, i64), Vec<u64>>;
+    let (mut sent_at, mut done_at): (Times, Times) = (HashMap::new(), HashMap::new());
     for (r, &li) in rank_locs.iter().enumerate() {
         let r = r as u32;
         let events = &a.events[li];
@@ -519,7 +526,10 @@ fn convert(anchor: &Path, a: &Archive, collectives: Collectives) -> Result<Impor
                         if !recvs.is_empty() {
                             let ids: Vec<trace::BlockId> = recvs
                                 .drain(..)
-                                .map(|(src, tag)| cx.post_recv(&s, src, tag))
+                                .map(|(src, tag)| {
+                                    done_at.entry((src, r, tag)).or_default().push(t);
+                                    cx.post_recv(&s, src, tag)
+                                })
                                 .collect();
                             cx.wait_for(&mut s, &ids, &seg);
                         }
@@ -569,6 +579,7 @@ fn convert(anchor: &Path, a: &Archive, collectives: Collectives) -> Result<Impor
                     cpu_ps = cpu_ps.saturating_add(t - last);
                     last = t;
                     cx.send(&mut s, dst, tag as i64, bytes);
+                    sent_at.entry((r, dst, tag as i64)).or_default().push(t);
                     call_sent = true;
                     *counts.entry("sends").or_insert(0) += 1;
                 }
@@ -583,6 +594,7 @@ fn convert(anchor: &Path, a: &Archive, collectives: Collectives) -> Result<Impor
                         cpu_ps = cpu_ps.saturating_add(t - last);
                         last = t;
                         cx.stamp = Some(t);
+                        done_at.entry((src, r, tag as i64)).or_default().push(t);
                         let id = cx.post_recv(&s, src, tag as i64);
                         let seg = user.last().unwrap_or(&top).clone();
                         cx.wait_for(&mut s, &[id], &seg);
@@ -656,6 +668,29 @@ fn convert(anchor: &Path, a: &Archive, collectives: Collectives) -> Result<Impor
         100.0 * send_call_ps as f64 / total as f64,
         100.0 * wait_ps as f64 / total as f64
     ));
+    // Clock offsets between locations: a message whose receive completed before it was sent.
+    let (mut skewed, mut worst) = (0u64, 0u64);
+    for (ch, done) in &done_at {
+        if let Some(sent) = sent_at.get(ch) {
+            for (&d, &s0) in done.iter().zip(sent) {
+                if d < s0 {
+                    skewed += 1;
+                    worst = worst.max(s0 - d);
+                }
+            }
+        }
+    }
+    if skewed > 0 {
+        notes.push(format!(
+            "{skewed} messages complete their receive before they were sent (clock offsets between locations, up to {}); recorded delays floor them at 0",
+            sim_core::SimDuration::from_ps(worst)
+        ));
+    } else {
+        notes.push(
+            "no message completes before it was sent: no clock offset between locations shows"
+                .to_string(),
+        );
+    }
     let left_out = a.locations.len() - rank_locs.len();
     if left_out > 0 {
         notes.push(format!(

@@ -108,6 +108,11 @@ mod with_library {
     /// Runs the test's writer (`otf2_writer.py`) with the system Python, which has the
     /// `otf2` module of Debian's python3-otf2; `None` (skipped) when it cannot.
     fn write_archive(name: &str, ranks: u32, iters: u32) -> Option<(PathBuf, u64)> {
+        write_skewed(name, ranks, iters, 0)
+    }
+
+    /// [`write_archive`] with every rank's clock but rank 1's `skew_ns` late.
+    fn write_skewed(name: &str, ranks: u32, iters: u32, skew_ns: u64) -> Option<(PathBuf, u64)> {
         let dir = tmpdir(name).join("archive");
         let _ = std::fs::remove_dir_all(&dir);
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/integration/otf2_writer.py");
@@ -116,6 +121,7 @@ mod with_library {
             .arg(&dir)
             .arg(ranks.to_string())
             .arg(iters.to_string())
+            .arg(skew_ns.to_string())
             .output();
         match o {
             Ok(o) if o.status.success() => {
@@ -197,6 +203,33 @@ mod with_library {
             smpi.trace.num_sends() as u64,
             2 * p * k + 2 * (p - 1) * k + (p - 1) + 2 * (p - 1)
         );
+    }
+
+    /// Clock offsets between locations are reported, as the Projections importer reports
+    /// clock skew: with every rank's timer but rank 1's 5 us late, rank 1 completes receives
+    /// "before" their sends.
+    #[test]
+    fn clock_offsets_between_locations_are_reported() {
+        let Some((plain, _)) = write_skewed("otf2-noskew", 4, 2, 0) else {
+            return;
+        };
+        let notes = imp(&plain).notes.join("\n");
+        assert!(
+            notes.contains("no clock offset between locations shows"),
+            "{notes}"
+        );
+        let Some((skewed, _)) = write_skewed("otf2-skew", 4, 2, 5000) else {
+            return;
+        };
+        let notes = imp(&skewed).notes.join("\n");
+        let line = notes
+            .lines()
+            .find(|l| l.contains("complete their receive before they were sent"))
+            .unwrap_or_else(|| panic!("{notes}"));
+        // Rank 1 receives two halo messages per iteration from its shifted neighbours; each
+        // completes 1 us + 10 ns after its (unshifted) send, recorded 5 us later: 3.99 us.
+        assert!(line.starts_with("4 messages"), "{line}");
+        assert!(line.contains("up to 3.99 us"), "{line}");
     }
 
     /// A larger archive (16 ranks, 40 iterations) imports, replays its recorded run, and a

@@ -2,7 +2,10 @@
 """Writes a synthetic MPI run as an OTF2 archive with the official writer (Debian python3-otf2),
 for whatif's OTF2 importer tests.
 
-Usage: otf2_writer.py OUT_DIR RANKS ITERATIONS
+Usage: otf2_writer.py OUT_DIR RANKS ITERATIONS [SKEW_NS]
+
+SKEW_NS (default 0) shifts the clocks of every rank but rank 1 forward, as unsynchronised
+timers would: rank 1 then completes receives "before" their sends.
 
 Timer: 1 GHz (times in ns). The run is causally consistent (a message is received after it was
 sent, 1000 ns later), so the recorded schedule replays exactly. Per rank r, iteration k:
@@ -22,6 +25,19 @@ import otf2
 from otf2.enums import CollectiveOp, GroupType, LocationType, Paradigm, RegionRole
 
 out, P, K = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+SKEW = int(sys.argv[4]) if len(sys.argv) > 4 else 0
+
+
+class Shifted:
+    """An event writer whose timestamps are `d` ns late."""
+
+    def __init__(self, w, d):
+        self.w, self.d = w, d
+
+    def __getattr__(self, name):
+        f = getattr(self.w, name)
+        return lambda t, *a, **k: f(t + self.d, *a, **k)
+
 LAT, BYTES = 1000, 4096
 NO_ROOT = 0xFFFFFFFF  # OTF2_UNDEFINED_UINT32: a collective without root
 
@@ -47,7 +63,8 @@ with otf2.writer.open(out, timer_resolution=1_000_000_000) as trace:
     wg = d.group("world", group_type=GroupType.COMM_GROUP, paradigm=Paradigm.MPI,
                  members=list(range(P)))
     world = d.comm("MPI_COMM_WORLD", group=wg)
-    w = [trace.event_writer_from_location(l) for l in locs]
+    w = [Shifted(trace.event_writer_from_location(l), 0 if r == 1 else SKEW)
+         for r, l in enumerate(locs)]
 
     def call(r, region, t0, t1):
         w[r].enter(t0, R[region])
@@ -111,4 +128,4 @@ with otf2.writer.open(out, timer_resolution=1_000_000_000) as trace:
         call(r, "MPI_Finalize", T + 4000, T + 4500)
         w[r].leave(T + 5000, main)
 
-print(T + 5000)
+print(T + 5000 + (SKEW if P > 1 else 0))
