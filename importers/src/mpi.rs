@@ -78,8 +78,10 @@ pub(crate) struct Ctx {
     pub(crate) entries: HashMap<String, EntryId>,
     /// Recorded time (ps) stamped on the blocks made now: receive blocks get it as recorded
     /// start and arrival, segments opened by a wait as recorded start (OTF2; `None` for
-    /// formats without timestamps). Each receive block advances it by 1 ps.
+    /// formats without timestamps).
     pub(crate) stamp: Option<u64>,
+    /// Receives posted while stamping, made by the next wait (see [`Ctx::post_recv`]).
+    pub(crate) deferred: Vec<MsgId>,
     /// The latest stamp used on the current rank (stamps never go back).
     pub(crate) last_stamp: u64,
     /// Waits made so far ([`Ctx::wait_for`] calls).
@@ -134,18 +136,19 @@ impl Ctx {
             entry: self.e_msg,
         });
     }
+    /// A receive block of this rank for the next message on channel `(src, rank, tag)`.
+    /// With a stamp, the block is made by the next [`Ctx::wait_for`], after the segment it
+    /// closes, and this returns a placeholder: blocks stamped with one time are then in the
+    /// order they run (segment, receives, next segment), which is the recorded order's
+    /// tie-break (time, then block id).
     pub(crate) fn post_recv(&mut self, s: &Seg, src: u32, tag: i64) -> BlockId {
         let msg = self.labels.recv(src, s.rank, tag);
+        if self.stamp.is_some() {
+            self.deferred.push(msg);
+            return BlockId(DEFERRED - (self.deferred.len() as u32 - 1));
+        }
         let mut blk = Block::new(s.obj, self.e_msg, SimDuration::ZERO);
         blk.trigger = Some(msg);
-        // Each receive one picosecond after the previous one: blocks stamped in one call then
-        // sort (by recorded time, then id) in the order they run, segment before receive.
-        if let Some(t) = &mut self.stamp {
-            *t = (*t).max(self.last_stamp).saturating_add(1);
-            self.last_stamp = *t;
-        }
-        blk.recorded_start = self.stamp.map(SimTime::from_ps);
-        blk.recorded_arrival = blk.recorded_start;
         self.b.block(blk, &[], &[])
     }
     /// Closes the segment; the next one (entry `name`) waits for it and for `wait`.
@@ -156,11 +159,31 @@ impl Ctx {
         s.sends.clear();
         s.deps.clear();
         s.deps.push(id);
-        s.deps.extend_from_slice(wait);
+        let stamp = self.stamp.map(|t| t.max(self.last_stamp));
+        // Deferred receives (stamped formats), made now, after the segment they follow.
+        let made: Vec<BlockId> = std::mem::take(&mut self.deferred)
+            .into_iter()
+            .map(|msg| {
+                let mut r = Block::new(s.obj, self.e_msg, SimDuration::ZERO);
+                r.trigger = Some(msg);
+                r.recorded_start = stamp.map(SimTime::from_ps);
+                r.recorded_arrival = r.recorded_start;
+                self.b.block(r, &[], &[])
+            })
+            .collect();
+        for &w in wait {
+            let deferred = w.0 <= DEFERRED && DEFERRED - w.0 < made.len() as u32;
+            let real = if deferred {
+                made[(DEFERRED - w.0) as usize]
+            } else {
+                w
+            };
+            s.deps.push(real);
+        }
         s.dur_ps = 0;
         s.entry = self.entry(name);
-        s.start_ps = self.stamp.map(|t| t.max(self.last_stamp));
-        if let Some(t) = s.start_ps {
+        s.start_ps = stamp;
+        if let Some(t) = stamp {
             self.last_stamp = t;
         }
         self.waits += 1;
@@ -174,8 +197,19 @@ impl Ctx {
         let mut blk = Block::new(s.obj, s.entry, SimDuration::from_ps(s.dur_ps));
         blk.recorded_start = s.start_ps.map(SimTime::from_ps);
         self.b.block(blk, &s.deps, &s.sends);
+        // Receives posted but never waited for still consume their messages.
+        for msg in std::mem::take(&mut self.deferred) {
+            let mut r = Block::new(s.obj, self.e_msg, SimDuration::ZERO);
+            r.trigger = Some(msg);
+            r.recorded_start = self.stamp.or(s.start_ps).map(SimTime::from_ps);
+            r.recorded_arrival = r.recorded_start;
+            self.b.block(r, &[], &[]);
+        }
     }
 }
+
+/// Placeholder ids of deferred receives count down from here.
+const DEFERRED: u32 = u32::MAX - 1;
 
 /// A collective's identity, to check that all ranks call the same one.
 pub(crate) fn coll_tag(c: u64, step: u64) -> i64 {

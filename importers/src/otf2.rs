@@ -450,6 +450,7 @@ fn convert(anchor: &Path, a: &Archive, collectives: Collectives) -> Result<Impor
         e_msg,
         entries: HashMap::new(),
         stamp: None,
+        deferred: Vec::new(),
         last_stamp: 0,
         waits: 0,
     };

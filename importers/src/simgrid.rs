@@ -775,6 +775,7 @@ fn import_with(
         e_msg,
         entries: HashMap::new(),
         stamp: None,
+        deferred: Vec::new(),
         last_stamp: 0,
         waits: 0,
     };
