@@ -2,12 +2,9 @@
 //! feature `otf2`; the reading itself is in the `otf2-sys` crate).
 //!
 //! Input: the archive's anchor file (`traces.otf2`, next to `traces.def` and `traces/`). The
-//! library reads it on a helper thread, given 10 s + 1 s per 10 MB of archive: some malformed
-//! definition files make the library loop forever, and the import then ends with an error.
-//! **Known limit:** the library is C code; fuzzing found malformed archives on which it loops
-//! (handled by the deadline) and, after thousands of inputs in one process, a heap corruption
-//! that aborts the process. Real archives and single imports end cleanly; containing the
-//! library in a child process is the next step.
+//! library reads it in a child process, given 10 s + 1 s per 10 MB of archive: fuzzing found
+//! malformed archives on which the library loops forever or corrupts its heap, and the import
+//! then ends with an error naming the cause.
 //!
 //! **Ranks.** Each location of the MPI locations group (`COMM_LOCATIONS`, paradigm MPI) is a
 //! rank, in the group's order (an archive without MPI: every location, in definition order).
@@ -105,10 +102,10 @@ pub fn import(anchor: &Path, opts: &ImportOptions) -> Result<Imported, ImportErr
     convert(anchor, &archive, opts.collectives)
 }
 
-/// Reads the archive on a helper thread and gives up after a deadline that grows with its
-/// size (10 s + 1 s per 10 MB): the OTF2 library can loop forever on some malformed
-/// definition files (found by the fuzzer), and an import must end with an error, not hang.
-/// The stuck thread is left behind (the process ends it when it exits).
+/// Reads the archive in a child process (`otf2_sys::read_isolated`) given 10 s + 1 s per
+/// 10 MB of archive: the OTF2 library can loop forever or corrupt its heap on some malformed
+/// archives (found by the fuzzer), and an import must end with an error, not a hang or an
+/// abort.
 fn read_with_deadline(
     anchor: &Path,
     max_events: u64,
@@ -118,23 +115,10 @@ fn read_with_deadline(
         .map(|f| std::fs::metadata(f).map_or(0, |m| m.len()))
         .sum();
     let deadline = std::time::Duration::from_secs(10 + bytes / 10_000_000);
-    let (tx, rx) = std::sync::mpsc::channel();
-    let path = anchor.to_path_buf();
-    std::thread::Builder::new()
-        .name("otf2-read".into())
-        .spawn(move || {
-            let _ = tx.send(otf2_sys::read(&path, max_events));
-        })
-        .map_err(|e| err(anchor, format!("cannot start the OTF2 reader thread: {e}")))?;
-    rx.recv_timeout(deadline).map_err(|_| {
-        err(
-            anchor,
-            format!(
-                "the OTF2 library did not finish reading it within {} s (some malformed archives make it loop); is the archive complete?",
-                deadline.as_secs()
-            ),
-        )
-    })
+    let max_bytes = max_events.saturating_mul(80).saturating_add(64 << 20);
+    Ok(otf2_sys::read_isolated(
+        anchor, max_events, deadline, max_bytes,
+    ))
 }
 
 /// Per communicator: its members as world ranks (`None` for `MPI_COMM_SELF`).

@@ -12,6 +12,8 @@
 //!   library's own error name; the library's messages to standard error are silenced. The
 //!   number of events kept is bounded before they are read (from the definitions) and while
 //!   they are read.
+//! - [`read_isolated`] runs [`read`] in a child process with a deadline: the library's own
+//!   failures on malformed archives (endless loops, heap corruption) then end as an [`Error`].
 //! - This is the only crate of the workspace with `unsafe` code: the FFI declarations in
 //!   `ffi` and the callbacks that receive the library's records. Each `unsafe` block says why
 //!   it is sound.
@@ -19,6 +21,11 @@
 use std::collections::HashMap;
 use std::ffi::{CStr, CString, c_char};
 use std::path::Path;
+
+#[cfg(unix)]
+mod isolated;
+#[cfg(unix)]
+pub use isolated::read_isolated;
 
 /// Raw declarations of the OTF2 3.x C API used here (from `otf2/OTF2_*.h`).
 #[allow(non_camel_case_types, missing_docs)]

@@ -294,11 +294,11 @@ mod with_library {
         assert_eq!(back.trace.num_sends() as u64, messages);
     }
 
-    /// Malformed archives end in a clean error through the library. Only the Score-P archive
-    /// is fuzzed here: its bytes are fixed, so the 300 mutations are the same on every run.
-    /// (Archives of the Python writer carry a random trace id and a wall-clock date, so their
-    /// mutations differ between runs; longer fuzzing found inputs on which the library loops or
-    /// corrupts its heap, which an in-process import cannot contain: see the importer's docs.)
+    /// Malformed archives end in a clean error through the library (read in a child process,
+    /// so that its loops and crashes on some inputs, found by longer fuzzing, become errors).
+    /// Only the Score-P archive is fuzzed here: its bytes are fixed, so the 300 mutations are
+    /// the same on every run (archives of the Python writer carry a random trace id and a
+    /// wall-clock date).
     #[test]
     fn the_fuzzer_covers_otf2_archives() {
         let mut inputs = Vec::new();
