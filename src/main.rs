@@ -169,6 +169,9 @@ Examples:
   whatif inspect j0.trace
   whatif replay j0.trace --net recorded          # the emulation's own message delays
   whatif replay traceJ0 --format bgtrace --net latency:lat=1us   # without a separate import
+  whatif import projections pingpong.prj.sts --out pp.trace   # reads .log or .log.gz
+  whatif import otf2 traces.otf2 --out p.trace   # Score-P; a build with --features otf2
+  whatif replay p.trace --net recorded --recorded-order   # the recorded run, exactly
 The crate docs of `importers` give the exact record-to-block mapping of each format.";
 
 #[derive(Args)]

@@ -4,6 +4,16 @@
 
 use crate::cli::{stderr, tmpdir, whatif};
 
+/// `import --help` names both formats and what to point at.
+#[test]
+fn import_help_lists_otf2_and_gzip_projections_logs() {
+    let o = whatif(&["import", "--help"]);
+    assert!(o.status.success());
+    let h = String::from_utf8_lossy(&o.stdout);
+    assert!(h.contains("otf2") && h.contains("traces.otf2"), "{h}");
+    assert!(h.contains(".log.gz"), "{h}");
+}
+
 /// Without the feature, `import otf2` says how to get it.
 #[cfg(not(feature = "otf2"))]
 #[test]
