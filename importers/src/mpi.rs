@@ -7,7 +7,7 @@ use crate::ImportError;
 use sim_core::{SimDuration, SimTime};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
-use trace::{Block, BlockId, Destination, EntryId, MsgId, ObjectId, Send, TraceBuilder};
+use trace::{Block, BlockId, Destination, EntryId, MsgId, ObjectId, PeId, Send, TraceBuilder};
 
 /// A fast, deterministic hasher for small integer keys (multiply and rotate, as rustc's
 /// FxHash): the channel table is looked up twice per message.
@@ -82,8 +82,6 @@ pub(crate) struct Ctx {
     pub(crate) stamp: Option<u64>,
     /// Receives posted while stamping, made by the next wait (see [`Ctx::post_recv`]).
     pub(crate) deferred: Vec<MsgId>,
-    /// The latest stamp used on the current rank (stamps never go back).
-    pub(crate) last_stamp: u64,
     /// Waits made so far ([`Ctx::wait_for`] calls).
     pub(crate) waits: u64,
 }
@@ -118,6 +116,24 @@ impl Seg {
 }
 
 impl Ctx {
+    /// A context building `b`: entry `msg` for receive blocks, object `rank<r>` on PE `r`
+    /// for every rank.
+    pub(crate) fn new(mut b: TraceBuilder, collectives: Collectives, ranks: u32) -> Ctx {
+        let e_msg = b.entry("msg");
+        for r in 0..ranks {
+            b.object(format!("rank{r}"), PeId(r));
+        }
+        Ctx {
+            collectives,
+            b,
+            labels: Labels::default(),
+            e_msg,
+            entries: HashMap::new(),
+            stamp: None,
+            deferred: Vec::new(),
+            waits: 0,
+        }
+    }
     pub(crate) fn entry(&mut self, name: &str) -> EntryId {
         if let Some(&e) = self.entries.get(name) {
             return e;
@@ -159,7 +175,7 @@ impl Ctx {
         s.sends.clear();
         s.deps.clear();
         s.deps.push(id);
-        let stamp = self.stamp.map(|t| t.max(self.last_stamp));
+        let stamp = self.stamp;
         // Deferred receives (stamped formats), made now, after the segment they follow.
         let made: Vec<BlockId> = std::mem::take(&mut self.deferred)
             .into_iter()
@@ -183,9 +199,6 @@ impl Ctx {
         s.dur_ps = 0;
         s.entry = self.entry(name);
         s.start_ps = stamp;
-        if let Some(t) = stamp {
-            self.last_stamp = t;
-        }
         self.waits += 1;
     }
     /// Adds `ps` of work to the open segment.

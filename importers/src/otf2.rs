@@ -47,13 +47,13 @@
 //! skew: point-to-point messages whose receive completes before their send (count and
 //! largest gap); the recorded network model floors their delay at 0.
 
-use crate::mpi::{Coll, Collectives, Ctx, Labels, Seg};
+use crate::mpi::{Coll, Collectives, Ctx, Seg};
 use crate::{ImportError, ImportOptions, Imported};
 use otf2_sys::{Archive, Event};
 use sim_core::SimTime;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use trace::{PeId, TraceBuilder, TraceMeta};
+use trace::{TraceBuilder, TraceMeta};
 
 /// Latest time accepted, in ps after the clock's offset (53 days; leaves room for stamps).
 const MAX_PS: u64 = 1 << 62;
@@ -89,7 +89,7 @@ fn err(anchor: &Path, what: impl Into<String>) -> ImportError {
 pub fn import(anchor: &Path, opts: &ImportOptions) -> Result<Imported, ImportError> {
     crate::error::must_exist(anchor)?;
     let max_events = (opts.max_memory_bytes / BYTES_PER_EVENT).max(1 << 16);
-    let archive = read_with_deadline(anchor, max_events)?.map_err(|e| match e {
+    let archive = read_archive(anchor, max_events).map_err(|e| match e {
         otf2_sys::Error::TooManyEvents { events, limit } => ImportError::TooLarge {
             file: anchor.display().to_string(),
             blocks: events,
@@ -106,19 +106,14 @@ pub fn import(anchor: &Path, opts: &ImportOptions) -> Result<Imported, ImportErr
 /// 10 MB of archive: the OTF2 library can loop forever or corrupt its heap on some malformed
 /// archives (found by the fuzzer), and an import must end with an error, not a hang or an
 /// abort.
-fn read_with_deadline(
-    anchor: &Path,
-    max_events: u64,
-) -> Result<Result<otf2_sys::Archive, otf2_sys::Error>, ImportError> {
+fn read_archive(anchor: &Path, max_events: u64) -> Result<otf2_sys::Archive, otf2_sys::Error> {
     let bytes: u64 = files(anchor)
         .iter()
         .map(|f| std::fs::metadata(f).map_or(0, |m| m.len()))
         .sum();
     let deadline = std::time::Duration::from_secs(10 + bytes / 10_000_000);
     let max_bytes = max_events.saturating_mul(80).saturating_add(64 << 20);
-    Ok(otf2_sys::read_isolated(
-        anchor, max_events, deadline, max_bytes,
-    ))
+    otf2_sys::read_isolated(anchor, max_events, deadline, max_bytes)
 }
 
 /// Per communicator: its members as world ranks (`None` for `MPI_COMM_SELF`).
@@ -413,7 +408,7 @@ fn convert(anchor: &Path, a: &Archive, collectives: Collectives) -> Result<Impor
         .and_then(|d| d.file_name())
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "otf2".into());
-    let mut b = TraceBuilder::new(TraceMeta {
+    let b = TraceBuilder::new(TraceMeta {
         name: stem,
         generator: format!("whatif import otf2 {}", anchor.display()),
         description: format!("OTF2 archive of {p} ranks"),
@@ -423,21 +418,7 @@ fn convert(anchor: &Path, a: &Archive, collectives: Collectives) -> Result<Impor
         cpu_scale: None,
         sequential_objects: false,
     });
-    let e_msg = b.entry("msg");
-    for r in 0..p {
-        b.object(format!("rank{r}"), PeId(r));
-    }
-    let mut cx = Ctx {
-        collectives,
-        b,
-        labels: Labels::default(),
-        e_msg,
-        entries: HashMap::new(),
-        stamp: None,
-        deferred: Vec::new(),
-        last_stamp: 0,
-        waits: 0,
-    };
+    let mut cx = Ctx::new(b, collectives, p);
     let (mut first_ps, mut last_ps) = (u64::MAX, 0u64);
     let (mut send_call_ps, mut cpu_ps, mut wait_ps) = (0u64, 0u64, 0u64);
     let mut counts: BTreeMap<&str, u64> = BTreeMap::new();
@@ -454,7 +435,6 @@ fn convert(anchor: &Path, a: &Archive, collectives: Collectives) -> Result<Impor
         let first = cx.entry(&top);
         let mut s = Seg::new(r, first);
         s.start_ps = Some(t0);
-        cx.last_stamp = t0;
         let mut last = t0;
         // The MPI call being run: depth, entry time, whether it sent, what it completed.
         let mut depth = 0u32;
@@ -699,9 +679,7 @@ fn convert(anchor: &Path, a: &Archive, collectives: Collectives) -> Result<Impor
 fn switch(cx: &mut Ctx, s: &mut Seg, name: &str, t: u64) {
     if s.dur_ps == 0 && s.sends.is_empty() {
         s.entry = cx.entry(name);
-        let t = t.max(cx.last_stamp);
         s.start_ps = Some(t);
-        cx.last_stamp = t;
         return;
     }
     cx.stamp = Some(t);

@@ -63,11 +63,11 @@
 use crate::error::read_text;
 use crate::lines::{self, Lines};
 pub use crate::mpi::Collectives;
-use crate::mpi::{Coll, Ctx, Labels, Seg};
+use crate::mpi::{Coll, Ctx, Seg};
 use crate::{ImportError, Imported};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use trace::{BlockId, PeId, TraceBuilder, TraceMeta};
+use trace::{BlockId, TraceBuilder, TraceMeta};
 
 /// One action being processed: its tokens (as ranges of its line) and where it came from.
 #[derive(Clone, Debug)]
@@ -764,21 +764,7 @@ fn import_with(
     });
     let cap = |x: u64| x.min(u32::MAX as u64) as usize;
     b.reserve(cap(sc.blocks), cap(sc.blocks + sc.sends), cap(sc.sends));
-    let e_msg = b.entry("msg");
-    for r in 0..p {
-        b.object(format!("rank{r}"), PeId(r));
-    }
-    let mut cx = Ctx {
-        collectives: limit.collectives,
-        b,
-        labels: Labels::default(),
-        e_msg,
-        entries: HashMap::new(),
-        stamp: None,
-        deferred: Vec::new(),
-        last_stamp: 0,
-        waits: 0,
-    };
+    let mut cx = Ctx::new(b, limit.collectives, p);
     let mut src = if optimistic {
         Source::PerFile {
             files: files.to_vec(),

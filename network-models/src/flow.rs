@@ -345,18 +345,7 @@ impl NetworkModel for FlowModel {
         };
         let mut links = std::mem::take(&mut self.flows[slot as usize].links);
         links.clear();
-        let topo = &self.p.net.topology;
-        let mut cur = a;
-        if let Some(w) = topo.waypoint(a, b) {
-            while let Some((l, next)) = topo.next_hop(cur, w) {
-                links.push(l.0);
-                cur = next;
-            }
-        }
-        while let Some((l, next)) = topo.next_hop(cur, b) {
-            links.push(l.0);
-            cur = next;
-        }
+        self.p.net.topology.for_each_link(a, b, |l| links.push(l.0));
         let hops = links.len() as u64;
         let net = &self.p.net;
         let route_ps = net

@@ -207,15 +207,21 @@ impl Topology {
     /// Appends the links of the route from `a` to `b` to `out`, in traversal order (through
     /// [`Topology::waypoint`] when there is one).
     pub fn route(&self, a: u64, b: u64, out: &mut Vec<LinkId>) {
+        self.for_each_link(a, b, |l| out.push(l));
+    }
+
+    /// Calls `f` with each link of the route from `a` to `b`, in traversal order.
+    #[inline]
+    pub fn for_each_link(&self, a: u64, b: u64, mut f: impl FnMut(LinkId)) {
         let mut cur = a;
         if let Some(w) = self.waypoint(a, b) {
             while let Some((link, next)) = self.next_hop(cur, w) {
-                out.push(link);
+                f(link);
                 cur = next;
             }
         }
         while let Some((link, next)) = self.next_hop(cur, b) {
-            out.push(link);
+            f(link);
             cur = next;
         }
     }
