@@ -119,6 +119,25 @@ pub(crate) fn demo(a: DemoArgs) -> Result<()> {
     std::fs::create_dir_all(w.join("replay"))
         .with_context(|| format!("cannot create {}", w.join("replay").display()))?;
     outputs::write_all(&w.join("replay"), &info, &r, Ratio::ONE, false, false)?;
+    // Why the replay takes as long as it does: critical path and re-simulated diagnoses, with
+    // commands on the trace the demo wrote.
+    let an = analysis::analyze_report(
+        &analysis::Scenario {
+            trace: &e.trace,
+            net: &spec,
+            cfg: &ReplayConfig::default(),
+            seed: sim_core::SeedTree::DEFAULT_ROOT,
+        },
+        &r,
+        &analysis::Options::default(),
+    )
+    .context("analysing the demo replay")?;
+    let base = vec![
+        a.out.join("stencil-vf4.trace").display().to_string(),
+        "--net".to_string(),
+        spec.to_string(),
+    ];
+    crate::analyze_cmd::write_outputs(&w.join("replay"), &an, &e.trace, &spec.to_string(), &base)?;
 
     if !a.quiet {
         eprintln!("3/3 report");

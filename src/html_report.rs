@@ -448,6 +448,74 @@ fn machine_plot(util: &[f64], net: Option<&NetSpec>) -> String {
     svg::grid(&title, &cells, &*label)
 }
 
+/// "Why is it slow?": the critical path's breakdown and the ranked findings of
+/// `analysis.json` (written by `whatif replay --out --report` and `whatif analyze --out`).
+fn analysis_html(dir: &Path) -> Result<Option<String>> {
+    let p = dir.join("analysis.json");
+    if !p.exists() {
+        return Ok(None);
+    }
+    let a: Value = serde_json::from_str(&std::fs::read_to_string(&p)?)
+        .with_context(|| format!("{}: not JSON", p.display()))?;
+    let cp = &a["critical_path"];
+    let n = &cp["network"];
+    let m = a["makespan_ps"].as_u64().unwrap_or(0).max(1) as f64;
+    let g = |v: &Value| v.as_u64().unwrap_or(0) as f64;
+    let parts = [
+        ("compute", g(&cp["compute_ps"])),
+        ("CPU overheads", g(&cp["overhead_ps"])),
+        ("net: overhead", g(&n["overhead_ps"])),
+        ("net: latency", g(&n["latency_ps"])),
+        ("net: serialisation", g(&n["serialization_ps"])),
+        ("net: queueing", g(&n["queueing_ps"])),
+        ("scheduling waits", g(&cp["sched_wait_ps"])),
+        ("idle", g(&cp["idle_ps"])),
+    ];
+    let mut h = String::from("<h3>Why is it slow?</h3>");
+    let _ = write!(
+        h,
+        "<p>The critical path (the chain of blocks, messages and waits that ends with the last block) has {} blocks on {} objects and {} remote messages; its parts sum to the makespan. Each finding below was re-simulated with its cause removed; the command reproduces it.</p><figure>",
+        cp["steps"].as_array().map_or(0, Vec::len),
+        cp["objects_on_path"],
+        n["remote_messages"]
+    );
+    h.push_str(&svg::bars(
+        "Critical path by cause (fraction of the makespan)",
+        "fraction",
+        &parts
+            .iter()
+            .map(|(k, v)| (k.to_string(), v / m))
+            .collect::<Vec<_>>(),
+    ));
+    h.push_str("</figure><table><tr><th>entry method on the path</th><th>compute (us)</th><th>share</th><th>blocks</th></tr>");
+    for e in cp["by_entry"].as_array().into_iter().flatten().take(8) {
+        let _ = write!(
+            h,
+            "<tr><td style=\"text-align:left\">{}</td><td>{}</td><td>{:.1}%</td><td>{}</td></tr>",
+            esc(e["name"].as_str().unwrap_or("")),
+            svg::num(g(&e["compute_ps"]) / 1e6),
+            100.0 * g(&e["compute_ps"]) / m,
+            e["blocks"]
+        );
+    }
+    h.push_str("</table><table><tr><th>#</th><th>diagnosis</th><th>makespan without it (us)</th><th>saves</th><th style=\"text-align:left\">evidence</th><th style=\"text-align:left\">reproduce</th></tr>");
+    for (i, f) in a["findings"].as_array().into_iter().flatten().enumerate() {
+        let saved = f["saved_ps"].as_i64().unwrap_or(0);
+        let _ = write!(
+            h,
+            "<tr><td>{}</td><td style=\"text-align:left\">{}</td><td>{}</td><td>{:.1}%</td><td style=\"text-align:left\">{}</td><td style=\"text-align:left\"><code>{}</code></td></tr>",
+            i + 1,
+            esc(&f["diagnosis"].as_str().unwrap_or("").replace('_', " ")),
+            svg::num(g(&f["what_if_makespan_ps"]) / 1e6),
+            100.0 * saved as f64 / m,
+            esc(f["evidence"].as_str().unwrap_or("")),
+            esc(f["command"].as_str().unwrap_or(""))
+        );
+    }
+    h.push_str("</table>");
+    Ok(Some(h))
+}
+
 fn replay_section(dir: &Path) -> Result<Option<Section>> {
     let spath = dir.join("summary.json");
     if !spath.exists() || !dir.join("timeline.csv").exists() {
@@ -471,6 +539,9 @@ fn replay_section(dir: &Path) -> Result<Option<Section>> {
         s["messages"],
         s["remote_messages"]
     );
+    if let Some(a) = analysis_html(dir)? {
+        h.push_str(&a);
+    }
     let mut entries: Vec<String> = Vec::new();
     let mut total_by_entry: Vec<u64> = Vec::new();
     let idx = |e: &str, entries: &mut Vec<String>, totals: &mut Vec<u64>| -> usize {

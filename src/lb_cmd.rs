@@ -34,8 +34,14 @@ whatif lb si.trace --strategies dummy,rotate,greedy,refine --at 5\n\n{}",
 
 #[derive(Args)]
 pub(crate) struct LbArgs {
-    /// Trace file (binary or JSON lines), e.g. from `whatif emulate`.
+    /// Trace file (binary or JSON lines), e.g. from `whatif emulate`, or with --format a
+    /// foreign trace.
     trace: PathBuf,
+    /// Read the input as this foreign format (as `whatif import` does).
+    #[arg(long, value_parser = crate::parse_format)]
+    format: Option<importers::Format>,
+    #[command(flatten)]
+    import: crate::ImportOpts,
     /// Strategies to compare, comma separated, each `name[:key=value,...]` (listed below)
     /// [default: dummy,rotate,random,greedy,greedy-refine,refine,rec-bipart, plus topo when
     /// the network model has a topology].
@@ -98,23 +104,7 @@ fn secs(ps: u64) -> f64 {
 
 /// A time in seconds with 4 significant digits and a unit.
 fn short(s: f64) -> String {
-    let (v, u) = if s >= 1.0 {
-        (s, "s")
-    } else if s >= 1e-3 {
-        (s * 1e3, "ms")
-    } else if s >= 1e-6 {
-        (s * 1e6, "us")
-    } else {
-        (s * 1e9, "ns")
-    };
-    let decimals = if v >= 100.0 {
-        1
-    } else if v >= 10.0 {
-        2
-    } else {
-        3
-    };
-    format!("{v:.decimals$} {u}")
+    analysis::fmt_ps((s * 1e12).round() as u64)
 }
 
 /// Mean duration (ps) of the iterations whose label passes `keep`.
@@ -137,7 +127,7 @@ pub(crate) fn replay_run(
 }
 
 pub(crate) fn lb(a: LbArgs) -> Result<()> {
-    let trace = trace::read_trace_file(&a.trace)?;
+    let trace = crate::load_flat(&a.trace, a.format, &a.import, &a.machine, a.quiet)?;
     let spec = net_for(&trace, &a.machine)?;
     let cpu = cpu_scale_for(&trace, &a.machine)?;
     let base_cfg = machine_config(&a.machine, &trace, cpu, false)?;

@@ -1,6 +1,7 @@
 //! `whatif`: predict how a message-driven parallel program runs on a machine you don't have, by
 //! replaying a trace of its execution blocks on a simulated one.
 
+mod analyze_cmd;
 mod bench;
 mod demo;
 mod emulate_cmd;
@@ -83,6 +84,11 @@ enum Cmd {
     /// replayed iteration time on the simulated network.
     #[command(after_help = lb_cmd::lb_help())]
     Lb(lb_cmd::LbArgs),
+    /// Why is it slow? The critical path of a replay (compute per entry, network by
+    /// component, scheduling waits) and diagnoses ranked by the time a re-simulation without
+    /// each cause saves, with the command that reproduces each.
+    #[command(after_help = analyze_cmd::ANALYZE_HELP)]
+    Analyze(analyze_cmd::AnalyzeArgs),
     /// Run a study: every point of a TOML study file (workload x machine x network x LB x
     /// sweep axes), in parallel, into CSV and JSON results.
     #[command(after_help = sweep_cmd::SWEEP_HELP)]
@@ -340,6 +346,15 @@ struct MachineArgs {
     /// Run ready blocks by their priority (smaller first) instead of FIFO.
     #[arg(long)]
     priority: bool,
+    /// What-if: run ready blocks by critical-path priority (the block with the longest chain
+    /// of compute ahead of it first; implies --priority). `whatif analyze` measures it.
+    #[arg(long)]
+    critical_path_priority: bool,
+    /// What-if, repeatable: make an entry method or an object faster, `entry:NAME=F` (every
+    /// block of entry NAME, and its send offsets, divided by F) or `object:ID=F`, e.g.
+    /// `--speedup entry:compute=2`. `whatif analyze` measures the hottest ones.
+    #[arg(long, value_name = "SPEC")]
+    speedup: Vec<analysis::transform::Speedup>,
     /// Keep each recorded PE's blocks in their recorded order (a block also waits for the
     /// previous block its PE ran in the recording). With `--net recorded` this replays the
     /// recorded schedule itself: a check that the import is faithful.
@@ -386,7 +401,9 @@ struct OutputArgs {
     /// pe.csv, entries.csv, iterations.csv, links.csv.
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
-    /// With --out: also write the HTML report (DIR/report.html).
+    /// With --out: also analyse the run (critical path and diagnoses re-simulated as `whatif
+    /// analyze` does: DIR/analysis.json, DIR/critical_path.csv) and write the HTML report
+    /// (DIR/report.html).
     #[arg(long, requires = "out")]
     report: bool,
     /// With --out: write trace.json and the Projections logs gzip-compressed, as
@@ -566,41 +583,13 @@ fn dispatch(cli: Cli) -> Result<()> {
             let (dirs, file_outs): (Vec<_>, Vec<_>) =
                 outputs.iter().partition(|(f, _)| *f == "--out");
             files::check_outputs(&file_outs, &dirs, a.machine.force)?;
-            let t0 = Instant::now();
-            let mut progress = progress::Reporter::new(a.out.quiet);
-            let trace = match a.format {
-                None => trace::read_repeated_file_with(&a.trace, &mut progress)?,
-                Some(f) => {
-                    let imp = importers::import_with(
-                        f,
-                        &a.trace,
-                        &import_options(&a.import, a.machine.net.as_ref(), a.machine.max_memory),
-                        &mut progress,
-                    )?;
-                    progress.done();
-                    if !a.out.quiet {
-                        for n in &imp.notes {
-                            eprintln!("{n}");
-                        }
-                    }
-                    Repeated::flat(imp.trace)
-                }
-            };
-            progress.done();
-            if !a.out.quiet {
-                eprintln!(
-                    "loaded {} ({} blocks{}) in {:.3} s",
-                    a.trace.display(),
-                    trace.num_blocks(),
-                    repeat_note(&trace),
-                    t0.elapsed().as_secs_f64()
-                );
-            }
+            let trace = load_input(&a.trace, a.format, &a.import, &a.machine, a.out.quiet)?;
             replay_and_report(trace, &a.machine, &a.out)
         }
         Cmd::Emulate(a) => emulate_cmd::emulate(a),
         Cmd::RunNative(a) => emulate_cmd::run_native(a),
         Cmd::Lb(a) => lb_cmd::lb(a),
+        Cmd::Analyze(a) => analyze_cmd::analyze(a),
         Cmd::Sweep(a) => sweep_cmd::sweep(a),
         Cmd::Merge(a) => sweep_cmd::merge(a),
         Cmd::Report(a) => {
@@ -612,6 +601,81 @@ fn dispatch(cli: Cli) -> Result<()> {
         Cmd::Bench(a) => bench::run(a),
         Cmd::FuzzImport(a) => fuzz_cmd::fuzz(a),
     }
+}
+
+/// Reads a whatif trace, or imports a foreign one (`--format`), reporting progress and the
+/// importer's notes unless `quiet`.
+fn load_input(
+    path: &std::path::Path,
+    format: Option<importers::Format>,
+    import: &ImportOpts,
+    m: &MachineArgs,
+    quiet: bool,
+) -> Result<Repeated> {
+    let t0 = Instant::now();
+    let mut progress = progress::Reporter::new(quiet);
+    let trace = match format {
+        None => trace::read_repeated_file_with(path, &mut progress)?,
+        Some(f) => {
+            let imp = importers::import_with(
+                f,
+                path,
+                &import_options(import, m.net.as_ref(), m.max_memory),
+                &mut progress,
+            )?;
+            progress.done();
+            if !quiet {
+                for n in &imp.notes {
+                    eprintln!("{n}");
+                }
+            }
+            Repeated::flat(imp.trace)
+        }
+    };
+    progress.done();
+    if !quiet {
+        eprintln!(
+            "loaded {} ({} blocks{}) in {:.3} s",
+            path.display(),
+            trace.num_blocks(),
+            repeat_note(&trace),
+            t0.elapsed().as_secs_f64()
+        );
+    }
+    Ok(trace)
+}
+
+/// [`load_input`] then [`whatif_trace`], as one flat trace (for commands that need every
+/// block: `lb`, `analyze`).
+fn load_flat(
+    path: &std::path::Path,
+    format: Option<importers::Format>,
+    import: &ImportOpts,
+    m: &MachineArgs,
+    quiet: bool,
+) -> Result<Trace> {
+    let input = whatif_trace(load_input(path, format, import, m, quiet)?, m)?;
+    Ok(if input.is_flat() {
+        input.into_body()
+    } else {
+        input.expand()
+    })
+}
+
+/// The trace with `--speedup` and `--critical-path-priority` applied (expanded to every block
+/// when one is given).
+fn whatif_trace(input: Repeated, m: &MachineArgs) -> Result<Repeated> {
+    if m.speedup.is_empty() && !m.critical_path_priority {
+        return Ok(input);
+    }
+    let mut t = input.expand();
+    for s in &m.speedup {
+        analysis::transform::speed_up(&mut t, s)?;
+    }
+    if m.critical_path_priority {
+        analysis::transform::critical_path_priorities(&mut t)?;
+    }
+    Ok(Repeated::flat(t))
 }
 
 fn import_options(
@@ -930,7 +994,7 @@ fn machine_config(
             (_, map) => map.clone(),
         },
         cpu_scale: CpuScale::Uniform(cpu_scale),
-        policy: if m.priority {
+        policy: if m.priority || m.critical_path_priority {
             SchedPolicy::Priority
         } else {
             SchedPolicy::Fifo
@@ -1004,7 +1068,23 @@ fn net_for(trace: &Trace, m: &MachineArgs) -> Result<NetSpec> {
     })
 }
 
+/// `whatif replay` flags that choose outputs, not the run: dropped from the reproduce
+/// commands of the report's analysis.
+const REPLAY_OUTPUT_FLAGS: &[(&str, bool)] = &[
+    ("--out", true),
+    ("--report", false),
+    ("--compress", false),
+    ("--json", false),
+    ("--timeline", true),
+    ("--per-pe", true),
+    ("--links", true),
+    ("--entries", true),
+    ("--quiet", false),
+    ("-q", false),
+];
+
 fn replay_and_report(input: Repeated, m: &MachineArgs, o: &OutputArgs) -> Result<()> {
+    let input = whatif_trace(input, m)?;
     // Outputs that describe every block need every block.
     let per_block = o.timeline.is_some() || o.out.is_some();
     let input = if per_block && !input.is_flat() {
@@ -1072,7 +1152,13 @@ fn replay_and_report(input: Repeated, m: &MachineArgs, o: &OutputArgs) -> Result
         net: spec.to_string(),
         mapping: m.map.to_string(),
         cpu_scale: cpu_scale.to_string(),
-        policy: if m.priority { "priority" } else { "fifo" },
+        policy: if m.critical_path_priority {
+            "critical-path priority"
+        } else if m.priority {
+            "priority"
+        } else {
+            "fifo"
+        },
         seed: m.seed,
         cpu_costs: (
             m.block_overhead.as_ps(),
@@ -1093,6 +1179,26 @@ fn replay_and_report(input: Repeated, m: &MachineArgs, o: &OutputArgs) -> Result
         let staged = files::begin_dir(dir, m.force)?;
         let notes = outputs::write_all(staged.path(), &info, &r, cpu_scale, m.force, o.compress)?;
         if o.report {
+            // The analysis (critical path, re-simulated diagnoses) for the report's "why".
+            let t1 = Instant::now();
+            let sc = analysis::Scenario {
+                trace,
+                net: &spec,
+                cfg: &cfg,
+                seed: m.seed,
+            };
+            let an = analysis::analyze_report(&sc, &r, &analysis::Options::default())
+                .context("analysis for the report")?;
+            let args: Vec<String> = std::env::args().skip(2).collect();
+            let base = analyze_cmd::strip(&args, REPLAY_OUTPUT_FLAGS);
+            analyze_cmd::write_outputs(staged.path(), &an, trace, &spec.to_string(), &base)?;
+            if !o.quiet {
+                eprintln!(
+                    "analysed (critical path, {} re-simulations) in {:.2} s",
+                    an.findings.len() + an.skipped.len(),
+                    t1.elapsed().as_secs_f64()
+                );
+            }
             html_report::write_titled(staged.path(), None, dir)?;
         }
         files::finish_dir(staged)?;

@@ -35,7 +35,8 @@
 //! | `contention:topo=T,lat=D,hop=D,bw=B[,packet=BYTES,switching=vct\|saf,nic_bw=B\|off,ppn=N,...]` ([`contention`]) | packets through per-link FIFO queues (and NICs when `nic_bw` is set); alone: `lat + H*hop + sum(s_j)` (vct), plus `(H-1)*s_1` (saf) | none |
 //!
 //! Topologies `T` ([`Topology`]): `full:N`, `hypercube:D`, `mesh:AxBxC`, `torus:AxBxC`, with
-//! dimension-order routing ([`topology`]). Fat-tree and dragonfly are not implemented.
+//! dimension-order routing, `fattree:...` (D-mod-k) and `dragonfly:...` (minimal or Valiant)
+//! ([`topology`]).
 //!
 //! Topology models report [`NetStats`] (inter-node messages, hop-bytes; per-link bytes, busy
 //! time, maximum queue and wait for `contention`).
@@ -44,6 +45,7 @@ pub mod contention;
 pub mod flow;
 mod hops;
 pub mod loggops;
+mod lone;
 pub mod simgrid;
 mod spec;
 pub mod topology;
@@ -52,6 +54,7 @@ pub use contention::{Contention, ContentionParams, Switching};
 pub use flow::{FlowModel, FlowParams};
 pub use hops::{Hops, HopsModel};
 pub use loggops::{LogGops, LogGopsParams};
+pub use lone::lone_wire_time;
 pub use sim_core::Bandwidth;
 pub use spec::{NET_HELP, NetSpec, SpecError, TOPOLOGY_KEYS, fmt_ppm, parse_ppm};
 pub use topology::{LinkId, Topology};

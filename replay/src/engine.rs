@@ -159,6 +159,8 @@ pub(crate) struct Engine<'a, Q: EventQueue<u64>> {
     makespan: SimTime,
     iter_end: Vec<SimTime>,
     timeline: Option<Vec<TimelineRecord>>,
+    /// With a timeline: per block (`k * B + i`), when its last condition was met.
+    released: Vec<u64>,
     /// Per PE, working blocks started so far (jitter draws); empty without jitter.
     jitter_draws: Vec<u64>,
 }
@@ -192,6 +194,11 @@ impl<'a, Q: EventQueue<u64>> Engine<'a, Q> {
             iter_end: vec![SimTime::ZERO; plan.iter_labels.len() * plan.reps as usize],
             timeline: timeline
                 .then(|| Vec::with_capacity(plan.total_blocks().min(1 << 24) as usize)),
+            released: if timeline {
+                vec![0; plan.total_blocks() as usize]
+            } else {
+                Vec::new()
+            },
             overheads: net.has_overheads(),
             driving: net.driving(),
             io: NetIo::default(),
@@ -375,6 +382,9 @@ impl<'a, Q: EventQueue<u64>> Engine<'a, Q> {
 
     #[inline]
     fn make_ready(&mut self, k: u32, i: u32, t: SimTime) -> Result<(), ReplayError> {
+        if !self.released.is_empty() {
+            self.released[k as usize * self.plan.blocks as usize + i as usize] = t.as_ps();
+        }
         let h = self.plan.hot[i as usize];
         let idx = self.win.idx(k, i);
         let ord = (self.plan.prio(i), self.win.st[idx].key_ps, kid(k, i));
@@ -450,10 +460,12 @@ impl<'a, Q: EventQueue<u64>> Engine<'a, Q> {
             pe.busy_ps += dur.as_ps();
             pe.blocks += 1;
             if let Some(tl) = self.timeline.as_mut() {
+                let block = k * self.plan.blocks + i;
                 tl.push(TimelineRecord {
-                    block: k * self.plan.blocks + i,
+                    block,
                     pe: pe_idx,
                     ready: SimTime::from_ps(self.win.st[self.win.idx(k, i)].key_ps),
+                    released: SimTime::from_ps(self.released[block as usize]),
                     start: t,
                     end,
                 });

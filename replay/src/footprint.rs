@@ -16,8 +16,8 @@ pub const PER_BLOCK_BYTES: u64 = 64;
 pub const PER_DELIVERY_BYTES: u64 = 32;
 /// Bytes per expanded block when a repeated trace must be expanded first.
 pub const PER_EXPANDED_BLOCK_BYTES: u64 = 96;
-/// Bytes per timeline record.
-pub const PER_TIMELINE_BYTES: u64 = 32;
+/// Bytes per timeline record (the record and its release time).
+pub const PER_TIMELINE_BYTES: u64 = 48;
 
 /// What a replay is estimated to need.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -174,6 +174,10 @@ pub struct TimelineRecord {
     /// Its effective receive time: when it became ready as far as messages go (trigger
     /// arrival, or its dependencies' effective receive times; 0 for blocks that need neither).
     pub ready: SimTime,
+    /// When its last condition was met (trigger arrival, a dependency's end, the previous
+    /// block of its object or recorded PE, its recorded release; 0 for blocks that need
+    /// nothing): the earliest it could start. It starts later only while its PE is busy.
+    pub released: SimTime,
     /// Start.
     pub start: SimTime,
     /// End.

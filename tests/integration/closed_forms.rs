@@ -5,7 +5,7 @@ use replay::{CpuScale, ReplayConfig};
 use scenarios::SynthParams;
 use sim_core::{Bandwidth, Ratio, SimDuration};
 
-fn params(iters: u32, compute: SimDuration, bytes: u64) -> SynthParams {
+pub(crate) fn params(iters: u32, compute: SimDuration, bytes: u64) -> SynthParams {
     SynthParams {
         iters,
         compute,

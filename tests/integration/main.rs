@@ -1,5 +1,6 @@
 //! Workspace-level integration tests: one binary, one module per topic.
 
+mod analysis;
 mod cli;
 mod closed_forms;
 mod determinism;

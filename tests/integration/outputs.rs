@@ -266,10 +266,14 @@ fn csv_summaries_add_up_and_outputs_are_deterministic() {
         "hops:topo=mesh:3x2,lat=1us,hop=100ns,bw=2GB/s",
         "--out",
         dir.join("second").to_str().unwrap(),
+        "--report",
         "-q",
     ]);
     assert!(o.status.success());
     let second = walk(&dir.join("second"));
+    // --report adds the analysis (its reproduce commands do not name the folder).
+    assert!(first.iter().any(|(n, _)| n == "analysis.json"));
+    assert!(first.iter().any(|(n, _)| n == "critical_path.csv"));
     assert_eq!(first.len(), second.len());
     for ((n1, b1), (n2, b2)) in first.iter().zip(&second) {
         assert_eq!(n1, n2);

@@ -444,6 +444,31 @@ impl Trace {
         id
     }
 
+    /// Every block's duration in picoseconds, to retime blocks in place (a what-if such as
+    /// "this entry method twice as fast"); nothing else depends on them.
+    pub fn durations_mut(&mut self) -> &mut [u64] {
+        &mut self.cols.duration_ps
+    }
+
+    /// Every send's offset inside its block, in send order (see [`Trace::send_range`]), to
+    /// retime sends with their blocks.
+    pub fn send_offsets_mut(&mut self) -> impl Iterator<Item = &mut SimDuration> {
+        self.sends.iter_mut().map(|s| &mut s.offset)
+    }
+
+    /// Replaces every block's priority (one value per block, in block order).
+    pub fn set_priorities(&mut self, priorities: Vec<i32>) -> Result<(), ValidationError> {
+        if priorities.len() != self.cols.len() {
+            return Err(ValidationError(format!(
+                "{} priorities given for {} blocks",
+                priorities.len(),
+                self.cols.len()
+            )));
+        }
+        self.cols.priority = priorities;
+        Ok(())
+    }
+
     /// Number of blocks.
     pub fn num_blocks(&self) -> usize {
         self.cols.len()

@@ -1,0 +1,533 @@
+//! The critical path of a replay: the chain of block runs, message deliveries and waits that
+//! ends with the last block, walked back from the end through the timeline.
+//!
+//! # How a block's start is explained
+//!
+//! The replay records, per block, when its last condition was met (`released`) and when it
+//! started. A block that started later than it was released waited for its PE: the path
+//! continues through the block its PE ran before it (which ended when it started). Otherwise
+//! the path continues through the condition met last: a dependency (or the previous block of
+//! its object or recorded PE) that ended at that instant, else its trigger message, which
+//! leads to the block that sent it, at the send's point inside that block. A block with
+//! neither starts the path.
+//!
+//! # The breakdown, exact by construction
+//!
+//! The path's segments tile `[0, makespan]` without gap or overlap, so their lengths sum to
+//! the makespan:
+//!
+//! * **compute**: the part of a path block's run that is its scaled duration, by entry method;
+//! * **CPU overheads**: the rest of that run (receive and send overheads, the runtime's
+//!   per-block and local-message costs, OS noise);
+//! * **network**: from a trigger's send point to its arrival, split into the model's send and
+//!   receive CPU costs before departure (`overhead`), the zero-byte time of a lone message on
+//!   an idle network (`latency`), the extra time its bytes take alone (`serialization`), and
+//!   what remains (`queueing`: links, NICs, contention with other messages);
+//! * **scheduling waits**: time during which the next path block was ready but its PE ran
+//!   another block;
+//! * **idle**: gaps the above do not explain (a recorded release time, time 0 to the first
+//!   block).
+
+use crate::AnalysisError;
+use network_models::{MessageInfo, NetSpec, lone_wire_time};
+use replay::{CpuScale, ReplayConfig, ReplayReport};
+use serde::Serialize;
+use sim_core::{Ratio, SimDuration};
+use std::collections::HashMap;
+use trace::{BlockId, Trace};
+
+const NONE: u32 = u32::MAX;
+
+/// How a path block's start was bound: the edge from the path's previous block.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Edge {
+    /// The path starts here.
+    Start,
+    /// The block waited for its trigger message, sent by `from`.
+    Message {
+        /// Sending block.
+        from: u32,
+        /// Payload size.
+        bytes: u64,
+        /// Between two PEs.
+        remote: bool,
+        /// The send's point inside the sending block.
+        send_ps: u64,
+        /// Arrival (the block's release).
+        arrive_ps: u64,
+        /// CPU costs before departure (sender's and the sending block's receive overheads).
+        overhead_ps: u64,
+        /// Zero-byte time of a lone message on an idle network.
+        latency_ps: u64,
+        /// Extra time of its bytes, alone.
+        serialization_ps: u64,
+        /// The rest: waits for links, NICs and other messages.
+        queueing_ps: u64,
+    },
+    /// The block waited for a dependency `from` to end.
+    Dependency {
+        /// The dependency.
+        from: u32,
+    },
+    /// The block waited for the previous block of its object (object order).
+    ObjectOrder {
+        /// That block.
+        from: u32,
+    },
+    /// The block waited for the previous block of its recorded PE (recorded order).
+    RecordedOrder {
+        /// That block.
+        from: u32,
+    },
+    /// The block was ready at `released_ps` but its PE ran `from` until it started.
+    Pe {
+        /// The block its PE ran before it.
+        from: u32,
+        /// When it was ready.
+        released_ps: u64,
+    },
+}
+
+/// One block on the critical path.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Step {
+    /// Block id.
+    pub block: u32,
+    /// Entry method id.
+    pub entry: u32,
+    /// Object id.
+    pub object: u32,
+    /// PE it ran on.
+    pub pe: u32,
+    /// Start of its run.
+    pub start_ps: u64,
+    /// End of its run.
+    pub end_ps: u64,
+    /// Part of its run on the path that is its scaled duration.
+    pub compute_ps: u64,
+    /// Part of its run on the path that is CPU overhead.
+    pub overhead_ps: u64,
+    /// Part of its run during which the path's next block waited behind it.
+    pub sched_wait_ps: u64,
+    /// Unexplained gap between its binding and its start (counted as idle).
+    pub idle_before_ps: u64,
+    /// How its start was bound.
+    pub edge: Edge,
+}
+
+/// Network time on the path, by component.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct NetworkParts {
+    /// CPU costs between a send's point and its departure.
+    pub overhead_ps: u64,
+    /// Lone zero-byte message time.
+    pub latency_ps: u64,
+    /// Lone message time of the bytes.
+    pub serialization_ps: u64,
+    /// Waiting for links, NICs and other messages.
+    pub queueing_ps: u64,
+    /// Messages between PEs on the path.
+    pub remote_messages: u64,
+    /// Messages within a PE on the path.
+    pub local_messages: u64,
+    /// Bytes of the path's messages.
+    pub bytes: u64,
+}
+
+impl NetworkParts {
+    /// All network time.
+    pub fn total_ps(&self) -> u64 {
+        self.overhead_ps + self.latency_ps + self.serialization_ps + self.queueing_ps
+    }
+}
+
+/// Compute on the path attributed to one entry method, object or PE.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Share {
+    /// Its id.
+    pub id: u32,
+    /// Its name.
+    pub name: String,
+    /// Compute on the path.
+    pub compute_ps: u64,
+    /// Path blocks.
+    pub blocks: u64,
+}
+
+/// The critical path and its length split by cause; the parts sum to the makespan.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct CriticalPath {
+    /// The replay's makespan (the path's length).
+    pub makespan_ps: u64,
+    /// Compute of path blocks.
+    pub compute_ps: u64,
+    /// CPU overheads of path blocks.
+    pub overhead_ps: u64,
+    /// Message time on the path.
+    pub network: NetworkParts,
+    /// Time the next path block waited behind another block on its PE.
+    pub sched_wait_ps: u64,
+    /// Unexplained gaps.
+    pub idle_ps: u64,
+    /// Compute per entry method, largest first.
+    pub by_entry: Vec<Share>,
+    /// Compute per object, largest first.
+    pub by_object: Vec<Share>,
+    /// Compute per PE, largest first.
+    pub by_pe: Vec<Share>,
+    /// Objects on the path.
+    pub objects_on_path: u64,
+    /// The path's blocks, first to last.
+    pub steps: Vec<Step>,
+}
+
+impl CriticalPath {
+    /// Sum of all parts (equals [`CriticalPath::makespan_ps`]).
+    pub fn total_ps(&self) -> u64 {
+        self.compute_ps
+            + self.overhead_ps
+            + self.network.total_ps()
+            + self.sched_wait_ps
+            + self.idle_ps
+    }
+}
+
+fn scale_of(cfg: &ReplayConfig, pe: u32) -> Ratio {
+    match &cfg.cpu_scale {
+        CpuScale::Uniform(r) => *r,
+        CpuScale::PerPe(v) => v.get(pe as usize).copied().unwrap_or(Ratio::ONE),
+    }
+}
+
+/// The critical path of `report`, a replay of `trace` (flat) on `spec` with `cfg`, which must
+/// have recorded the timeline ([`ReplayConfig::timeline`]).
+pub fn critical_path(
+    trace: &Trace,
+    report: &ReplayReport,
+    spec: &NetSpec,
+    cfg: &ReplayConfig,
+) -> Result<CriticalPath, AnalysisError> {
+    let n = trace.num_blocks();
+    let tl = report.timeline.as_ref().ok_or(AnalysisError::NoTimeline)?;
+    if tl.len() != n {
+        return Err(AnalysisError::TimelineMismatch {
+            records: tl.len() as u64,
+            blocks: n as u64,
+        });
+    }
+    // Per block: its timeline position; per block: the block its PE ran before it.
+    let mut pos = vec![NONE; n];
+    let mut prev_on_pe = vec![NONE; n];
+    let mut last_on_pe: HashMap<u32, u32> = HashMap::new();
+    for (i, r) in tl.iter().enumerate() {
+        let b = r.block as usize;
+        if b >= n || pos[b] != NONE {
+            return Err(AnalysisError::TimelineMismatch {
+                records: tl.len() as u64,
+                blocks: n as u64,
+            });
+        }
+        pos[b] = i as u32;
+        if let Some(p) = last_on_pe.insert(r.pe, r.block) {
+            prev_on_pe[b] = p;
+        }
+    }
+    let rec = |b: u32| &tl[pos[b as usize] as usize];
+    let cols = trace.columns();
+    // Previous block of the same object (object order) and recorded PE (recorded order).
+    let object_order = cfg.object_order.unwrap_or(trace.meta.sequential_objects);
+    let obj_prev = if object_order {
+        let mut last = vec![NONE; trace.objects.len()];
+        let mut v = vec![NONE; n];
+        for (b, &o) in cols.object.iter().enumerate() {
+            v[b] = last[o as usize];
+            last[o as usize] = b as u32;
+        }
+        v
+    } else {
+        Vec::new()
+    };
+    let rec_prev = if cfg.recorded_order {
+        let start = |b: usize| cols.recorded_start.get(b).copied().unwrap_or(0);
+        let mut order: Vec<u32> = (0..n as u32).collect();
+        order.sort_by_key(|&b| {
+            let pe = trace.objects[cols.object[b as usize] as usize]
+                .recorded_pe
+                .0;
+            (pe, start(b as usize), b)
+        });
+        let mut v = vec![NONE; n];
+        for w in order.windows(2) {
+            let pe = |b: u32| {
+                trace.objects[cols.object[b as usize] as usize]
+                    .recorded_pe
+                    .0
+            };
+            if pe(w[0]) == pe(w[1]) {
+                v[w[1] as usize] = w[0];
+            }
+        }
+        v
+    } else {
+        Vec::new()
+    };
+    let consumers = trace.consumers();
+    let send_block = trace.send_blocks();
+    let sends = trace.all_sends();
+    let model = spec.build();
+    let recorded = matches!(spec, NetSpec::Recorded) || cfg.recorded_delays;
+    let mut lone: HashMap<(u32, u32, u64), (u64, u64)> = HashMap::new();
+    let mut lone_parts = |src: u32, dst: u32, bytes: u64| -> (u64, u64) {
+        *lone.entry((src, dst, bytes)).or_insert_with(|| {
+            let at = |bytes| {
+                lone_wire_time(
+                    spec,
+                    &MessageInfo {
+                        src_pe: src,
+                        dst_pe: dst,
+                        bytes,
+                    },
+                )
+                .map_or(0, |d| d.as_ps())
+            };
+            let lat = at(0);
+            (lat, at(bytes).saturating_sub(lat))
+        })
+    };
+
+    // The last block to end (the latest in timeline order among equal ends).
+    let Some(last) = tl
+        .iter()
+        .enumerate()
+        .max_by_key(|(i, r)| (r.end, *i))
+        .map(|(_, r)| r.block)
+    else {
+        return Ok(CriticalPath {
+            makespan_ps: 0,
+            compute_ps: 0,
+            overhead_ps: 0,
+            network: NetworkParts::default(),
+            sched_wait_ps: 0,
+            idle_ps: 0,
+            by_entry: Vec::new(),
+            by_object: Vec::new(),
+            by_pe: Vec::new(),
+            objects_on_path: 0,
+            steps: Vec::new(),
+        });
+    };
+    let makespan = report.makespan.as_ps();
+    let mut steps = Vec::new();
+    let mut net = NetworkParts::default();
+    // The current block, the end of its own part on the path, the end of the part during
+    // which the next path block waited behind it.
+    let (mut cur, mut own_end, mut wait_end) = (last, rec(last).end.as_ps(), makespan);
+    let mut guard = pos[last as usize] as u64 + 1;
+    loop {
+        if guard == 0 {
+            return Err(AnalysisError::Internal(
+                "the critical-path walk did not move back in time".into(),
+            ));
+        }
+        guard -= 1;
+        let r = rec(cur);
+        let (start, released) = (r.start.as_ps(), r.released.as_ps());
+        let b = cur as usize;
+        let own = own_end.saturating_sub(start);
+        let scaled = scale_of(cfg, r.pe)
+            .scale(SimDuration::from_ps(cols.duration_ps[b]))
+            .as_ps();
+        let compute = own.min(scaled);
+        let mut step = Step {
+            block: cur,
+            entry: cols.entry[b],
+            object: cols.object[b],
+            pe: r.pe,
+            start_ps: start,
+            end_ps: r.end.as_ps(),
+            compute_ps: compute,
+            overhead_ps: own - compute,
+            sched_wait_ps: wait_end - own_end,
+            idle_before_ps: 0,
+            edge: Edge::Start,
+        };
+        // The PE's previous block, if the block waited for its PE.
+        let pe_prev = prev_on_pe[b];
+        if start > released && pe_prev != NONE {
+            let p = rec(pe_prev);
+            let p_end = p.end.as_ps();
+            if p_end >= released && p_end <= start {
+                step.idle_before_ps = start - p_end;
+                step.edge = Edge::Pe {
+                    from: pe_prev,
+                    released_ps: released,
+                };
+                steps.push(step);
+                own_end = released.clamp(p.start.as_ps(), p_end);
+                wait_end = p_end;
+                cur = pe_prev;
+                continue;
+            }
+        }
+        // Bound by its last condition, met at `released`.
+        step.idle_before_ps = start - released.min(start);
+        let ends_at = |x: u32| x != NONE && rec(x).end.as_ps() == released;
+        let dep = trace
+            .deps(BlockId(cur))
+            .iter()
+            .map(|d| d.0)
+            .find(|&d| ends_at(d));
+        let (edge, next) = if let Some(d) = dep {
+            (Edge::Dependency { from: d }, Some((d, rec(d).end.as_ps())))
+        } else if obj_prev.get(b).is_some_and(|&o| ends_at(o)) {
+            let o = obj_prev[b];
+            (Edge::ObjectOrder { from: o }, Some((o, released)))
+        } else if rec_prev.get(b).is_some_and(|&o| ends_at(o)) {
+            let o = rec_prev[b];
+            (Edge::RecordedOrder { from: o }, Some((o, released)))
+        } else if consumers.trigger_send[b] != NONE {
+            let si = consumers.trigger_send[b] as usize;
+            let s = send_block[si];
+            let sr = rec(s);
+            let s_start = sr.start.as_ps();
+            let off = scale_of(cfg, sr.pe).scale(sends[si].offset).as_ps();
+            let send_ps = s_start
+                .saturating_add(off)
+                .clamp(s_start, released.max(s_start));
+            let send_ps = send_ps.min(released);
+            let bytes = sends[si].bytes;
+            let remote = sr.pe != r.pe;
+            let mut left = released - send_ps;
+            let mut take = |x: u64| {
+                let t = x.min(left);
+                left -= t;
+                t
+            };
+            let (overhead, latency, serialization) = if recorded {
+                (0, take(u64::MAX), 0)
+            } else if remote {
+                let info = MessageInfo {
+                    src_pe: sr.pe,
+                    dst_pe: r.pe,
+                    bytes,
+                };
+                let (lat, ser) = lone_parts(sr.pe, r.pe, bytes);
+                let oh = model.send_overhead(&info).as_ps();
+                (take(oh), take(lat), take(ser))
+            } else {
+                (take(u64::MAX), 0, 0)
+            };
+            let queueing = take(u64::MAX);
+            net.overhead_ps += overhead;
+            net.latency_ps += latency;
+            net.serialization_ps += serialization;
+            net.queueing_ps += queueing;
+            net.bytes += bytes;
+            if remote {
+                net.remote_messages += 1;
+            } else {
+                net.local_messages += 1;
+            }
+            (
+                Edge::Message {
+                    from: s,
+                    bytes,
+                    remote,
+                    send_ps,
+                    arrive_ps: released,
+                    overhead_ps: overhead,
+                    latency_ps: latency,
+                    serialization_ps: serialization,
+                    queueing_ps: queueing,
+                },
+                Some((s, send_ps)),
+            )
+        } else {
+            (Edge::Start, None)
+        };
+        if next.is_none() {
+            // Nothing before it: the time from 0 to its start is idle.
+            step.idle_before_ps = start;
+        }
+        step.edge = edge;
+        steps.push(step);
+        match next {
+            Some((x, end)) => {
+                if pos[x as usize] >= pos[cur as usize] {
+                    return Err(AnalysisError::Internal(format!(
+                        "block {x} explains the start of block {cur} but ran after it"
+                    )));
+                }
+                own_end = end;
+                wait_end = end;
+                cur = x;
+            }
+            None => break,
+        }
+    }
+    steps.reverse();
+    let mut by_entry: HashMap<u32, (u64, u64)> = HashMap::new();
+    let mut by_object: HashMap<u32, (u64, u64)> = HashMap::new();
+    let mut by_pe: HashMap<u32, (u64, u64)> = HashMap::new();
+    let (mut compute, mut overhead, mut wait, mut idle) = (0u64, 0u64, 0u64, 0u64);
+    for s in &steps {
+        compute += s.compute_ps;
+        overhead += s.overhead_ps;
+        wait += s.sched_wait_ps;
+        idle += s.idle_before_ps;
+        for (m, k) in [
+            (&mut by_entry, s.entry),
+            (&mut by_object, s.object),
+            (&mut by_pe, s.pe),
+        ] {
+            let e = m.entry(k).or_default();
+            e.0 += s.compute_ps;
+            e.1 += 1;
+        }
+    }
+    let shares = |m: HashMap<u32, (u64, u64)>, name: &dyn Fn(u32) -> String| {
+        let mut v: Vec<Share> = m
+            .into_iter()
+            .map(|(id, (c, b))| Share {
+                id,
+                name: name(id),
+                compute_ps: c,
+                blocks: b,
+            })
+            .collect();
+        v.sort_by(|a, b| b.compute_ps.cmp(&a.compute_ps).then(a.id.cmp(&b.id)));
+        v
+    };
+    let objects_on_path = by_object.len() as u64;
+    let cp = CriticalPath {
+        makespan_ps: makespan,
+        compute_ps: compute,
+        overhead_ps: overhead,
+        network: net,
+        sched_wait_ps: wait,
+        idle_ps: idle,
+        by_entry: shares(by_entry, &|e| {
+            trace
+                .entries
+                .get(e as usize)
+                .map_or_else(|| format!("entry {e}"), |x| x.name.clone())
+        }),
+        by_object: shares(by_object, &|o| {
+            trace
+                .objects
+                .get(o as usize)
+                .map_or_else(|| format!("object {o}"), |x| x.name.clone())
+        }),
+        by_pe: shares(by_pe, &|p| format!("PE {p}")),
+        objects_on_path,
+        steps,
+    };
+    if cp.total_ps() != makespan {
+        return Err(AnalysisError::Internal(format!(
+            "the critical path's parts sum to {} ps, the makespan is {makespan} ps",
+            cp.total_ps()
+        )));
+    }
+    Ok(cp)
+}

@@ -1,0 +1,522 @@
+//! Diagnoses in the spirit of Sinha's expert system for Charm++ (load imbalance, a critical
+//! path through a few objects or one entry, message time not hidden, too few PEs, too-fine
+//! grains, ordering), each with a severity measured by re-simulation: the makespan when that
+//! cause is removed.
+
+use crate::AnalysisError;
+use crate::critical::{CriticalPath, critical_path};
+use crate::transform::{Speedup, Target, critical_path_priorities, speed_up};
+use lb_strategies::{DbOptions, LbDatabase, LbPoint, PeTopology, SyncPlan, parse_list};
+use network_models::NetSpec;
+use replay::{CpuScale, Mapping, ReplayConfig, ReplayReport, SchedPolicy};
+use serde::Serialize;
+use sim_core::{Ratio, SimDuration};
+use trace::Trace;
+
+/// One replay: the trace, the network and the machine.
+#[derive(Clone, Copy, Debug)]
+pub struct Scenario<'a> {
+    /// A flat trace (expand a repeated one first).
+    pub trace: &'a Trace,
+    /// The network model.
+    pub net: &'a NetSpec,
+    /// The machine (its `timeline` flag is ignored).
+    pub cfg: &'a ReplayConfig,
+    /// Root seed (the randomised strategies' draws).
+    pub seed: u64,
+}
+
+/// The change a finding's re-simulation makes.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum WhatIf {
+    /// Objects placed by the greedy load balancer for the whole run.
+    GreedyBalance,
+    /// Every message free (`--net ideal`).
+    IdealNetwork,
+    /// Each object on its own PE.
+    OnePePerObject {
+        /// PEs of that machine.
+        pes: u32,
+    },
+    /// An entry method or object made faster ([`Speedup`]).
+    Faster(Speedup),
+    /// The runtime's per-block and local-message costs and the model's CPU overheads removed.
+    NoCpuOverheads {
+        /// The model without its overheads.
+        net: String,
+    },
+    /// Ready blocks run by bottom level ([`crate::transform::critical_path_priorities`]).
+    CriticalPathPriority,
+}
+
+/// What a finding says is wrong.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Diagnosis {
+    /// Some PEs work much more than others.
+    LoadImbalance,
+    /// Message time sits on the critical path.
+    MessageTimeNotHidden,
+    /// One entry method dominates the critical path.
+    HotEntry,
+    /// One object holds much of the critical path.
+    BottleneckObject,
+    /// Per-block and per-message CPU costs are large against the grains.
+    FineGrains,
+    /// The critical path waits behind other blocks on its PEs.
+    Ordering,
+}
+
+impl Diagnosis {
+    /// Short name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Diagnosis::LoadImbalance => "load imbalance",
+            Diagnosis::MessageTimeNotHidden => "message time not hidden",
+            Diagnosis::HotEntry => "hot entry method",
+            Diagnosis::BottleneckObject => "bottleneck object",
+            Diagnosis::FineGrains => "fine grains",
+            Diagnosis::Ordering => "ordering on the critical path",
+        }
+    }
+}
+
+/// One diagnosis with its re-simulated severity.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Finding {
+    /// What is wrong.
+    pub diagnosis: Diagnosis,
+    /// The evidence, in words and figures.
+    pub evidence: String,
+    /// The change the re-simulation made.
+    pub what_if: WhatIf,
+    /// The change, in words.
+    pub remedy: String,
+    /// Makespan as replayed.
+    pub makespan_ps: u64,
+    /// Makespan with the change.
+    pub what_if_makespan_ps: u64,
+    /// Time the change saves (negative: it costs).
+    pub saved_ps: i64,
+    /// `saved / makespan`.
+    pub saved_fraction: f64,
+}
+
+/// A diagnosis that could not be measured, and why.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Skipped {
+    /// What.
+    pub diagnosis: Diagnosis,
+    /// Why.
+    pub why: String,
+}
+
+/// The whole analysis of one replay.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Analysis {
+    /// The replay's makespan.
+    pub makespan_ps: u64,
+    /// PEs.
+    pub pes: u32,
+    /// Blocks.
+    pub blocks: u64,
+    /// Busy time over all PEs.
+    pub busy_ps: u64,
+    /// Busy time of the busiest PE.
+    pub max_pe_busy_ps: u64,
+    /// Mean PE busy time.
+    pub mean_pe_busy_ps: u64,
+    /// `busy / makespan`: how many PEs work on average.
+    pub average_parallelism: f64,
+    /// The critical path.
+    pub critical_path: CriticalPath,
+    /// Findings, the largest saving first.
+    pub findings: Vec<Finding>,
+    /// Diagnoses not measured.
+    pub skipped: Vec<Skipped>,
+    /// What no program change below the machine's size can beat.
+    pub limits: Limits,
+}
+
+/// Bounds on the makespan, for scale: what more PEs would give.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Limits {
+    /// All work spread evenly over the PEs, with no waits: `busy / P`.
+    pub work_over_pes_ps: u64,
+    /// The makespan with each object on its own PE (re-simulated; `None` when not run: as
+    /// many PEs as objects already, or too many objects).
+    pub one_pe_per_object: Option<Bound>,
+    /// Why the one-PE-per-object bound is missing, when it was tried.
+    pub note: Option<String>,
+}
+
+/// A re-simulated bound.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Bound {
+    /// The change.
+    pub what_if: WhatIf,
+    /// Its makespan.
+    pub makespan_ps: u64,
+}
+
+/// Options of [`analyze`].
+#[derive(Clone, Copy, Debug)]
+pub struct Options {
+    /// Re-simulate each finding (otherwise only the critical path is computed).
+    pub resimulate: bool,
+    /// How much faster the hot entry method and the bottleneck object are made.
+    pub speedup: u32,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            resimulate: true,
+            speedup: 2,
+        }
+    }
+}
+
+/// Largest object count for which the one-PE-per-object what-if is tried.
+const MAX_PES_PER_OBJECT: usize = 1 << 20;
+
+fn replay_of(
+    trace: &Trace,
+    net: &NetSpec,
+    cfg: &ReplayConfig,
+) -> Result<ReplayReport, AnalysisError> {
+    let mut m = net.build();
+    replay::replay(trace, m.as_mut(), cfg).map_err(|e| AnalysisError::Replay(e.to_string()))
+}
+
+/// The same model without CPU overheads, if it has any.
+pub fn without_cpu_overheads(net: &NetSpec) -> Option<NetSpec> {
+    match net {
+        NetSpec::AlphaBeta {
+            lat,
+            bw,
+            o_send,
+            o_recv,
+        } if *o_send > SimDuration::ZERO || *o_recv > SimDuration::ZERO => {
+            Some(NetSpec::AlphaBeta {
+                lat: *lat,
+                bw: *bw,
+                o_send: SimDuration::ZERO,
+                o_recv: SimDuration::ZERO,
+            })
+        }
+        NetSpec::LogGops(p) if p.o > SimDuration::ZERO || p.o_per_byte > SimDuration::ZERO => {
+            let mut q = *p;
+            q.o = SimDuration::ZERO;
+            q.o_per_byte = SimDuration::ZERO;
+            Some(NetSpec::LogGops(q))
+        }
+        _ => None,
+    }
+}
+
+/// The greedy strategy's map of every object for the whole run.
+pub fn greedy_map(sc: &Scenario<'_>) -> Result<Vec<u32>, AnalysisError> {
+    let t = sc.trace;
+    let pes = sc.cfg.pes.unwrap_or(t.meta.recorded_pes);
+    let lb = |e: lb_strategies::LbError| AnalysisError::Lb(e.to_string());
+    let current = sc
+        .cfg
+        .mapping
+        .resolve(t, pes)
+        .map_err(|e| AnalysisError::Replay(e.to_string()))?;
+    let cpu: Vec<Ratio> = match &sc.cfg.cpu_scale {
+        CpuScale::Uniform(r) => vec![*r],
+        CpuScale::PerPe(v) => v.clone(),
+    };
+    let plan = SyncPlan::find(t, LbPoint::Start).map_err(lb)?;
+    let db = LbDatabase::from_trace(
+        t,
+        &plan,
+        &DbOptions {
+            current: &current,
+            pes,
+            cpu_scale: &cpu,
+            migrate_bytes: 0,
+        },
+    )
+    .map_err(lb)?;
+    let topo = sc.net.topology().map(|(t, ppn)| PeTopology {
+        topology: t.clone(),
+        pes_per_node: ppn,
+    });
+    let greedy = parse_list("greedy").map_err(lb)?;
+    greedy[0].map(&db, topo.as_ref(), sc.seed).map_err(lb)
+}
+
+/// The trace, model and machine a what-if replays.
+pub fn apply(
+    sc: &Scenario<'_>,
+    w: &WhatIf,
+) -> Result<(Option<Trace>, NetSpec, ReplayConfig), AnalysisError> {
+    let mut cfg = sc.cfg.clone();
+    cfg.timeline = false;
+    let mut net = sc.net.clone();
+    let mut trace = None;
+    match w {
+        WhatIf::GreedyBalance => cfg.mapping = Mapping::Explicit(greedy_map(sc)?),
+        WhatIf::IdealNetwork => net = NetSpec::Ideal,
+        WhatIf::OnePePerObject { pes } => {
+            cfg.pes = Some(*pes);
+            cfg.mapping = Mapping::Block;
+        }
+        WhatIf::Faster(s) => {
+            let mut t = sc.trace.clone();
+            speed_up(&mut t, s)?;
+            trace = Some(t);
+        }
+        WhatIf::NoCpuOverheads { .. } => {
+            cfg.block_overhead = SimDuration::ZERO;
+            cfg.local_msg_cost = SimDuration::ZERO;
+            if let Some(n) = without_cpu_overheads(&net) {
+                net = n;
+            }
+        }
+        WhatIf::CriticalPathPriority => {
+            let mut t = sc.trace.clone();
+            critical_path_priorities(&mut t)?;
+            trace = Some(t);
+            cfg.policy = SchedPolicy::Priority;
+        }
+    }
+    Ok((trace, net, cfg))
+}
+
+/// Replays the scenario with its timeline, computes the critical path and (with
+/// [`Options::resimulate`]) measures every applicable diagnosis by re-simulation.
+pub fn analyze(sc: &Scenario<'_>, opts: &Options) -> Result<Analysis, AnalysisError> {
+    let mut cfg = sc.cfg.clone();
+    cfg.timeline = true;
+    let base = replay_of(sc.trace, sc.net, &cfg)?;
+    analyze_report(sc, &base, opts)
+}
+
+/// [`analyze`] for a replay already made (`base` must hold its timeline).
+pub fn analyze_report(
+    sc: &Scenario<'_>,
+    base: &ReplayReport,
+    opts: &Options,
+) -> Result<Analysis, AnalysisError> {
+    let t = sc.trace;
+    let cp = critical_path(t, base, sc.net, sc.cfg)?;
+    let makespan = base.makespan.as_ps();
+    let pes = base.pes;
+    let busy = base.busy_total().as_ps();
+    let max_busy = base.pe_busy_ps.iter().copied().max().unwrap_or(0);
+    let mean_busy = busy / pes.max(1) as u64;
+    let mut out = Analysis {
+        makespan_ps: makespan,
+        pes,
+        blocks: base.blocks,
+        busy_ps: busy,
+        max_pe_busy_ps: max_busy,
+        mean_pe_busy_ps: mean_busy,
+        average_parallelism: if makespan == 0 {
+            0.0
+        } else {
+            busy as f64 / makespan as f64
+        },
+        critical_path: cp,
+        findings: Vec::new(),
+        skipped: Vec::new(),
+        limits: Limits {
+            work_over_pes_ps: mean_busy,
+            one_pe_per_object: None,
+            note: None,
+        },
+    };
+    if !opts.resimulate || makespan == 0 {
+        return Ok(out);
+    }
+    let cp = &out.critical_path;
+    let pct = |x: u64| 100.0 * x as f64 / makespan as f64;
+    let mut cands: Vec<(Diagnosis, String, WhatIf, String)> = Vec::new();
+    if pes > 1 && t.objects.len() > 1 {
+        cands.push((
+            Diagnosis::LoadImbalance,
+            format!(
+                "the busiest PE works {}, the mean {} (max/mean {:.2})",
+                fmt_ps(max_busy),
+                fmt_ps(mean_busy),
+                max_busy as f64 / mean_busy.max(1) as f64
+            ),
+            WhatIf::GreedyBalance,
+            "objects placed by the greedy load balancer for the whole run".into(),
+        ));
+    }
+    let nt = cp.network.total_ps();
+    if !matches!(sc.net, NetSpec::Ideal) && base.messages.remote > 0 {
+        cands.push((
+            Diagnosis::MessageTimeNotHidden,
+            format!(
+                "{} of the critical path ({:.1}%) is message time: latency {}, serialisation {}, queueing {}, overheads {} ({} remote messages on the path)",
+                fmt_ps(nt),
+                pct(nt),
+                fmt_ps(cp.network.latency_ps),
+                fmt_ps(cp.network.serialization_ps),
+                fmt_ps(cp.network.queueing_ps),
+                fmt_ps(cp.network.overhead_ps),
+                cp.network.remote_messages
+            ),
+            WhatIf::IdealNetwork,
+            "every message free (an ideal network)".into(),
+        ));
+    }
+    let objects = t.objects.len();
+    let factor = Ratio::new(opts.speedup.max(1) as u64, 1).unwrap_or(Ratio::ONE);
+    if let Some(e) = cp.by_entry.first().filter(|e| e.compute_ps > 0) {
+        cands.push((
+            Diagnosis::HotEntry,
+            format!(
+                "entry `{}` is {} of the critical path ({:.1}%, {} blocks)",
+                e.name,
+                fmt_ps(e.compute_ps),
+                pct(e.compute_ps),
+                e.blocks
+            ),
+            WhatIf::Faster(Speedup {
+                target: Target::Entry(e.name.clone()),
+                factor,
+            }),
+            format!("entry `{}` {}x faster", e.name, opts.speedup),
+        ));
+    }
+    if objects > 1
+        && let Some(o) = cp.by_object.first().filter(|o| o.compute_ps > 0)
+    {
+        cands.push((
+            Diagnosis::BottleneckObject,
+            format!(
+                "object {} `{}` is {} of the critical path ({:.1}%, {} blocks; {} objects on the path)",
+                o.id,
+                o.name,
+                fmt_ps(o.compute_ps),
+                pct(o.compute_ps),
+                o.blocks,
+                cp.objects_on_path
+            ),
+            WhatIf::Faster(Speedup {
+                target: Target::Object(o.id),
+                factor,
+            }),
+            format!("object {} `{}` {}x faster", o.id, o.name, opts.speedup),
+        ));
+    }
+    let model_oh = without_cpu_overheads(sc.net);
+    if sc.cfg.block_overhead > SimDuration::ZERO
+        || sc.cfg.local_msg_cost > SimDuration::ZERO
+        || model_oh.is_some()
+    {
+        let work: u64 = t.columns().duration_ps.iter().sum();
+        let n = t.num_blocks().max(1) as u64;
+        cands.push((
+            Diagnosis::FineGrains,
+            format!(
+                "mean grain {} against a per-block cost of {} and a local-message cost of {}{}; {} of the critical path ({:.1}%) is CPU overhead",
+                fmt_ps(work / n),
+                fmt_ps(sc.cfg.block_overhead.as_ps()),
+                fmt_ps(sc.cfg.local_msg_cost.as_ps()),
+                if model_oh.is_some() {
+                    ", plus the network model's CPU overheads"
+                } else {
+                    ""
+                },
+                fmt_ps(cp.overhead_ps + cp.network.overhead_ps),
+                pct(cp.overhead_ps + cp.network.overhead_ps)
+            ),
+            WhatIf::NoCpuOverheads {
+                net: model_oh.as_ref().unwrap_or(sc.net).to_string(),
+            },
+            "no per-block, local-message or network CPU overheads (as if grains were merged)"
+                .into(),
+        ));
+    }
+    if cp.sched_wait_ps > 0 {
+        cands.push((
+            Diagnosis::Ordering,
+            format!(
+                "the critical path waited {} ({:.1}%) for PEs busy with other blocks",
+                fmt_ps(cp.sched_wait_ps),
+                pct(cp.sched_wait_ps)
+            ),
+            WhatIf::CriticalPathPriority,
+            "ready blocks run longest-chain-ahead first (critical-path priorities)".into(),
+        ));
+    }
+    for (diagnosis, evidence, what_if, remedy) in cands {
+        let r = apply(sc, &what_if)
+            .and_then(|(tr, net, cfg)| replay_of(tr.as_ref().unwrap_or(t), &net, &cfg));
+        match r {
+            Ok(r) => {
+                let w = r.makespan.as_ps();
+                let saved = makespan as i64 - w as i64;
+                out.findings.push(Finding {
+                    diagnosis,
+                    evidence,
+                    what_if,
+                    remedy,
+                    makespan_ps: makespan,
+                    what_if_makespan_ps: w,
+                    saved_ps: saved,
+                    saved_fraction: saved as f64 / makespan as f64,
+                });
+            }
+            Err(e) => out.skipped.push(Skipped {
+                diagnosis,
+                why: e.to_string(),
+            }),
+        }
+    }
+    if objects as u64 > pes as u64 && objects <= MAX_PES_PER_OBJECT {
+        let w = WhatIf::OnePePerObject {
+            pes: objects as u32,
+        };
+        let r = apply(sc, &w)
+            .and_then(|(tr, net, cfg)| replay_of(tr.as_ref().unwrap_or(t), &net, &cfg));
+        match r {
+            Ok(r) => {
+                out.limits.one_pe_per_object = Some(Bound {
+                    what_if: w,
+                    makespan_ps: r.makespan.as_ps(),
+                })
+            }
+            Err(e) => out.limits.note = Some(format!("one PE per object: {e}")),
+        }
+    }
+    out.findings.sort_by(|a, b| {
+        b.saved_ps
+            .cmp(&a.saved_ps)
+            .then(a.diagnosis.cmp(&b.diagnosis))
+    });
+    Ok(out)
+}
+
+/// A duration with 4 significant digits and a unit.
+pub fn fmt_ps(ps: u64) -> String {
+    let s = ps as f64 * 1e-12;
+    let (v, u) = if s >= 1.0 {
+        (s, "s")
+    } else if s >= 1e-3 {
+        (s * 1e3, "ms")
+    } else if s >= 1e-6 {
+        (s * 1e6, "us")
+    } else if s >= 1e-9 {
+        (s * 1e9, "ns")
+    } else {
+        return format!("{ps} ps");
+    };
+    let decimals = if v >= 100.0 {
+        1
+    } else if v >= 10.0 {
+        2
+    } else {
+        3
+    };
+    format!("{v:.decimals$} {u}")
+}

@@ -1,0 +1,60 @@
+//! # analysis: why a predicted run takes as long as it does
+//!
+//! Contract of this crate: given a flat [`trace::Trace`], a [`network_models::NetSpec`] and a
+//! [`replay::ReplayConfig`], it explains the replay's makespan:
+//!
+//! * [`critical_path`]: the chain of block runs, messages and waits that ends with the last
+//!   block, and its length split into compute per entry method, CPU overheads, network time by
+//!   component (overhead, latency, serialisation, queueing), scheduling waits and idle gaps.
+//!   The parts sum to the makespan exactly (checked; an error otherwise).
+//! * [`analyze`]: the critical path plus diagnoses (load imbalance, message time not hidden,
+//!   a hot entry method, a bottleneck object, fine grains, ordering), each with a
+//!   severity *measured by re-simulation*: the makespan when that cause is removed
+//!   ([`WhatIf`]), ranked by the time saved; and the limits more PEs would reach
+//!   ([`Limits`]: work over P, the makespan with one PE per object).
+//! * [`transform`]: the trace changes the what-ifs make (an entry or object made faster,
+//!   critical-path priorities), also offered by `whatif replay` so that each finding can be
+//!   reproduced.
+//!
+//! Everything is deterministic: the same inputs give the same analysis. Re-simulations use
+//! fresh network models built from the spec. Analysis needs the replay's timeline, so its
+//! memory grows with the number of blocks (about 100 bytes per block on top of the replay).
+
+mod critical;
+mod diagnose;
+pub mod transform;
+
+pub use critical::{CriticalPath, Edge, NetworkParts, Share, Step, critical_path};
+pub use diagnose::{
+    Analysis, Bound, Diagnosis, Finding, Limits, Options, Scenario, Skipped, WhatIf, analyze,
+    analyze_report, apply, fmt_ps, greedy_map, without_cpu_overheads,
+};
+
+/// Why an analysis failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AnalysisError {
+    /// The replay report has no timeline.
+    #[error("the analysis needs the replay's timeline (ReplayConfig::timeline)")]
+    NoTimeline,
+    /// The timeline is not the trace's.
+    #[error("the timeline has {records} records for a trace of {blocks} blocks")]
+    TimelineMismatch {
+        /// Timeline records.
+        records: u64,
+        /// Trace blocks.
+        blocks: u64,
+    },
+    /// A replay (the baseline or a what-if) failed.
+    #[error("replay: {0}")]
+    Replay(String),
+    /// The load balancer failed.
+    #[error("load balancer: {0}")]
+    Lb(String),
+    /// A speed-up names something the trace does not have.
+    #[error("--speedup: {0}")]
+    Speedup(String),
+    /// A bug: an invariant of the analysis does not hold.
+    #[error("internal error in the analysis: {0}")]
+    Internal(String),
+}
