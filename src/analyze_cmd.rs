@@ -57,8 +57,16 @@ pub(crate) struct AnalyzeArgs {
     /// Path steps to list in the human output (the longest ones).
     #[arg(long, default_value_t = 8)]
     steps: usize,
+    /// Time-bin width of the time profile and communication CSVs (--out), e.g. 10us
+    /// [default: the makespan over 100].
+    #[arg(long, value_parser = crate::parse_duration)]
+    bin: Option<sim_core::SimDuration>,
     /// Also write analysis.json (everything --json prints) and critical_path.csv (one row
-    /// per path block: its run, how its start was bound, the message's parts) into this folder.
+    /// per path block: its run, how its start was bound, the message's parts) into this folder,
+    /// with Projections' analyses as data: time_profile.csv (busy time per bin and entry),
+    /// usage.csv (per PE and entry), communication.csv (messages and bytes sent per bin),
+    /// grain_sizes.csv (blocks per entry in power-of-two duration bins) and extrema.csv (the
+    /// PEs that stand out by busy time, messages and bytes sent).
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
     /// No progress or notes on stderr.
@@ -73,6 +81,7 @@ const OWN_FLAGS: &[(&str, bool)] = &[
     ("--factor", true),
     ("--steps", true),
     ("--out", true),
+    ("--bin", true),
     ("--quiet", false),
     ("-q", false),
 ];
@@ -95,14 +104,22 @@ pub(crate) fn analyze(a: AnalyzeArgs) -> Result<()> {
         cfg: &cfg,
         seed: a.machine.seed,
     };
-    let an = analysis::analyze(
+    let base_run = {
+        let mut net = spec.build();
+        replay::replay(&trace, net.as_mut(), &cfg)
+            .with_context(|| format!("replay of `{}`", trace.meta.name))?
+    };
+    let an = analysis::analyze_report(
         &sc,
+        &base_run,
         &Options {
             resimulate: !a.no_resim,
             speedup: a.factor,
         },
     )
     .with_context(|| format!("analysis of `{}`", trace.meta.name))?;
+    let prof = analysis::profile::profiles(&trace, &base_run, a.bin.map_or(0, |d| d.as_ps()))
+        .context("--bin")?;
     if !a.quiet {
         eprintln!(
             "analysed in {:.2} s ({} re-simulations)",
@@ -115,16 +132,22 @@ pub(crate) fn analyze(a: AnalyzeArgs) -> Result<()> {
     if let Some(dir) = &a.out {
         let staged = crate::files::begin_dir(dir, a.machine.force)?;
         write_outputs(staged.path(), &an, &trace, &spec.to_string(), &base)?;
+        write_profiles(staged.path(), &prof, &trace)?;
         crate::files::finish_dir(staged)?;
         if !a.quiet {
-            eprintln!("wrote {} (analysis.json, critical_path.csv)", dir.display());
+            eprintln!(
+                "wrote {} (analysis.json, critical_path.csv, time_profile.csv, usage.csv, communication.csv, grain_sizes.csv, extrema.csv)",
+                dir.display()
+            );
         }
     }
     if a.json {
-        let v = to_json(&an, &trace, &spec.to_string(), &base)?;
+        let mut v = to_json(&an, &trace, &spec.to_string(), &base)?;
+        v["extrema"] = serde_json::to_value(&prof.extrema)?;
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
         print!("{}", human(&an, &trace, &spec.to_string(), &base, a.steps));
+        print!("{}", extrema_text(&prof));
     }
     Ok(())
 }
@@ -240,6 +263,132 @@ pub(crate) fn write_outputs(
             opt(msg.map(|m| m.3)),
             opt(msg.map(|m| m.4)),
         ])?;
+    }
+    crate::files::commit_csv(w)
+}
+
+/// The extrema, in words: the top PEs by busy time and messages sent against the rest.
+fn extrema_text(p: &analysis::profile::Profiles) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "\nPEs that stand out (top {} of {}):",
+        p.extrema.first().map_or(0, |e| e.pes.len()),
+        p.pes.len()
+    );
+    for e in &p.extrema {
+        let show = |v: u64| {
+            if e.measure == "busy" {
+                fmt_ps(v)
+            } else {
+                v.to_string()
+            }
+        };
+        let list: Vec<String> = e
+            .pes
+            .iter()
+            .zip(&e.values)
+            .take(5)
+            .map(|(pe, v)| format!("PE {pe} ({})", show(*v)))
+            .collect();
+        let _ = writeln!(
+            o,
+            "  {:<14} {}{}; mean {} vs {} for the rest",
+            e.measure.replace('_', " "),
+            list.join(", "),
+            if e.pes.len() > 5 { ", ..." } else { "" },
+            show(e.outlier_mean.round() as u64),
+            show(e.rest_mean.round() as u64)
+        );
+    }
+    o
+}
+
+/// Writes the CSVs of [`analysis::profile::profiles`] into `dir`.
+pub(crate) fn write_profiles(
+    dir: &std::path::Path,
+    p: &analysis::profile::Profiles,
+    trace: &Trace,
+) -> Result<()> {
+    let name = |e: u32| {
+        trace
+            .entries
+            .get(e as usize)
+            .map_or(String::new(), |x| x.name.clone())
+    };
+    let mut w = crate::files::csv_file(&dir.join("time_profile.csv"))?;
+    w.write_record(["bin_start_ps", "bin_ps", "entry", "busy_ps"])?;
+    for r in &p.time_profile {
+        w.write_record([
+            r.bin_start_ps.to_string(),
+            p.bin_ps.to_string(),
+            name(r.entry),
+            r.busy_ps.to_string(),
+        ])?;
+    }
+    crate::files::commit_csv(w)?;
+    let mut w = crate::files::csv_file(&dir.join("usage.csv"))?;
+    w.write_record(["pe", "entry", "busy_ps", "blocks"])?;
+    for r in &p.usage {
+        w.write_record([
+            r.pe.to_string(),
+            name(r.entry),
+            r.busy_ps.to_string(),
+            r.blocks.to_string(),
+        ])?;
+    }
+    crate::files::commit_csv(w)?;
+    let mut w = crate::files::csv_file(&dir.join("communication.csv"))?;
+    w.write_record([
+        "bin_start_ps",
+        "bin_ps",
+        "remote_messages",
+        "remote_bytes",
+        "local_messages",
+        "local_bytes",
+    ])?;
+    for r in &p.communication {
+        w.write_record([
+            r.bin_start_ps.to_string(),
+            p.bin_ps.to_string(),
+            r.remote_messages.to_string(),
+            r.remote_bytes.to_string(),
+            r.local_messages.to_string(),
+            r.local_bytes.to_string(),
+        ])?;
+    }
+    crate::files::commit_csv(w)?;
+    let mut w = crate::files::csv_file(&dir.join("grain_sizes.csv"))?;
+    w.write_record(["entry", "lo_ps", "hi_ps", "blocks"])?;
+    for r in &p.grains {
+        w.write_record([
+            name(r.entry),
+            r.lo_ps.to_string(),
+            r.hi_ps.to_string(),
+            r.blocks.to_string(),
+        ])?;
+    }
+    crate::files::commit_csv(w)?;
+    let mut w = crate::files::csv_file(&dir.join("extrema.csv"))?;
+    w.write_record([
+        "measure",
+        "rank",
+        "pe",
+        "value",
+        "outlier_mean",
+        "rest_mean",
+    ])?;
+    for e in &p.extrema {
+        for (i, (pe, v)) in e.pes.iter().zip(&e.values).enumerate() {
+            w.write_record([
+                e.measure.to_string(),
+                (i + 1).to_string(),
+                pe.to_string(),
+                v.to_string(),
+                format!("{:.1}", e.outlier_mean),
+                format!("{:.1}", e.rest_mean),
+            ])?;
+        }
     }
     crate::files::commit_csv(w)
 }

@@ -12,6 +12,9 @@
 //!   severity *measured by re-simulation*: the makespan when that cause is removed
 //!   ([`WhatIf`]), ranked by the time saved; and the limits more PEs would reach
 //!   ([`Limits`]: work over P, the makespan with one PE per object).
+//! * [`profile`]: Projections' analyses as data (time profile, usage per PE by entry,
+//!   communication over time, grain-size histograms) and the extrema (outlier PEs by busy
+//!   time, messages and bytes sent, against the rest).
 //! * [`transform`]: the trace changes the what-ifs make (an entry or object made faster,
 //!   critical-path priorities), also offered by `whatif replay` so that each finding can be
 //!   reproduced.
@@ -22,6 +25,7 @@
 
 mod critical;
 mod diagnose;
+pub mod profile;
 pub mod transform;
 
 pub use critical::{CriticalPath, Edge, NetworkParts, Share, Step, critical_path};
@@ -54,6 +58,9 @@ pub enum AnalysisError {
     /// A speed-up names something the trace does not have.
     #[error("--speedup: {0}")]
     Speedup(String),
+    /// An option out of range.
+    #[error("{0}")]
+    Options(String),
     /// A bug: an invariant of the analysis does not hold.
     #[error("internal error in the analysis: {0}")]
     Internal(String),

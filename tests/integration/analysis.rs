@@ -287,6 +287,36 @@ fn analyze_prints_commands_that_reproduce_every_finding() {
     assert!(out.contains("total (= makespan)"), "{out}");
     assert!(out.contains(" 1. "), "{out}");
     assert!(out.contains("reproduce: whatif"), "{out}");
+    assert!(out.contains("PEs that stand out"), "{out}");
+    // --out: the analysis and Projections' analyses as CSV.
+    let out_dir = dir.join("an");
+    let o = whatif(&[
+        "analyze",
+        t.to_str().unwrap(),
+        "--out",
+        out_dir.to_str().unwrap(),
+        "--bin",
+        "1ms",
+        "--no-resim",
+        "-q",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    for f in [
+        "analysis.json",
+        "critical_path.csv",
+        "time_profile.csv",
+        "usage.csv",
+        "communication.csv",
+        "grain_sizes.csv",
+        "extrema.csv",
+    ] {
+        assert!(out_dir.join(f).exists(), "{f}");
+    }
+    let comm = std::fs::read_to_string(out_dir.join("communication.csv")).unwrap();
+    assert!(
+        comm.lines().nth(1).unwrap().starts_with("0,1000000000,"),
+        "{comm}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -321,4 +351,68 @@ fn analyze_on_the_bigsim_jacobi_trace() {
         run_command(f["command"].as_str().unwrap()),
         f["what_if_makespan_ps"].as_u64().unwrap()
     );
+}
+
+#[test]
+fn projections_analyses_add_up_to_the_replay() {
+    let t = crate::emulator::emulate(
+        "simple-imbalance",
+        &[],
+        8,
+        "latency:lat=1us",
+        emulator::Timing::Model,
+    );
+    let cfg = ReplayConfig {
+        timeline: true,
+        ..Default::default()
+    };
+    let r = crate::run_with(&t, "latency:lat=5us", &cfg);
+    let p = analysis::profile::profiles(&t, &r, 0).unwrap();
+    assert_eq!(p.bin_ps, r.makespan.as_ps() / 100);
+    let busy: u64 = r.busy_total().as_ps();
+    assert_eq!(p.time_profile.iter().map(|x| x.busy_ps).sum::<u64>(), busy);
+    assert_eq!(p.usage.iter().map(|x| x.busy_ps).sum::<u64>(), busy);
+    for pe in 0..r.pes {
+        let u: u64 = p
+            .usage
+            .iter()
+            .filter(|x| x.pe == pe)
+            .map(|x| x.busy_ps)
+            .sum();
+        assert_eq!(u, r.pe_busy_ps[pe as usize], "PE {pe}");
+    }
+    let remote: u64 = p.communication.iter().map(|c| c.remote_messages).sum();
+    let local: u64 = p.communication.iter().map(|c| c.local_messages).sum();
+    assert_eq!((remote, local), (r.messages.remote, r.messages.local));
+    let grains: u64 = p.grains.iter().map(|g| g.blocks).sum();
+    assert_eq!(grains, r.blocks);
+    // Extrema: top min(ceil(P/10), 20) PEs; the busiest is the replay's busiest.
+    let busiest = (0..r.pes)
+        .max_by_key(|&q| (r.pe_busy_ps[q as usize], u32::MAX - q))
+        .unwrap();
+    let e = &p.extrema[0];
+    assert_eq!(e.measure, "busy");
+    assert_eq!(e.pes.len(), analysis::profile::outlier_count(r.pes));
+    assert_eq!(e.pes[0], busiest);
+    assert!(e.outlier_mean >= e.rest_mean);
+    // A bin so small there would be too many: an error, not an allocation.
+    assert!(analysis::profile::profiles(&t, &r, 1).is_err());
+}
+
+#[test]
+fn the_overloaded_pe_is_the_busy_extreme() {
+    let t = overloaded_pe(30, 5, us(100));
+    let cfg = ReplayConfig {
+        timeline: true,
+        ..Default::default()
+    };
+    let r = crate::run_with(&t, "ideal", &cfg);
+    let p = analysis::profile::profiles(&t, &r, 0).unwrap();
+    let e = &p.extrema[0];
+    assert_eq!(e.pes.len(), 3);
+    assert_eq!(e.pes[0], 0);
+    assert_eq!(e.values[0], us(500).as_ps());
+    // The other two are cold PEs of 100 us; the rest (27 PEs) average 100 us too.
+    assert_eq!(e.outlier_mean, us(700).as_ps() as f64 / 3.0);
+    assert_eq!(e.rest_mean, us(100).as_ps() as f64);
 }
