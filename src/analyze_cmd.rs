@@ -9,8 +9,12 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 use trace::Trace;
 
-/// Help shown after the options.
-pub(crate) const ANALYZE_HELP: &str = "\
+/// Help shown after the options: what it prints, examples, then the network models.
+pub(crate) fn analyze_help() -> String {
+    format!("{ANALYZE_HELP}\n\n{}", network_models::NET_HELP)
+}
+
+const ANALYZE_HELP: &str = "\
 What it prints:
   critical path   the chain of blocks, messages and waits that ends with the last block, its
                   length (= the makespan) split into compute per entry method, CPU overheads,

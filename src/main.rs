@@ -87,7 +87,7 @@ enum Cmd {
     /// Why is it slow? The critical path of a replay (compute per entry, network by
     /// component, scheduling waits) and diagnoses ranked by the time a re-simulation without
     /// each cause saves, with the command that reproduces each.
-    #[command(after_help = analyze_cmd::ANALYZE_HELP)]
+    #[command(after_help = analyze_cmd::analyze_help())]
     Analyze(analyze_cmd::AnalyzeArgs),
     /// Run a study: every point of a TOML study file (workload x machine x network x LB x
     /// sweep axes), in parallel, into CSV and JSON results.
