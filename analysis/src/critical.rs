@@ -219,7 +219,7 @@ pub fn critical_path(
     // Per block: its timeline position; per block: the block its PE ran before it.
     let mut pos = vec![NONE; n];
     let mut prev_on_pe = vec![NONE; n];
-    let mut last_on_pe: HashMap<u32, u32> = HashMap::new();
+    let mut last_on_pe = vec![NONE; report.pes as usize];
     for (i, r) in tl.iter().enumerate() {
         let b = r.block as usize;
         if b >= n || pos[b] != NONE {
@@ -229,9 +229,10 @@ pub fn critical_path(
             });
         }
         pos[b] = i as u32;
-        if let Some(p) = last_on_pe.insert(r.pe, r.block) {
-            prev_on_pe[b] = p;
-        }
+        let last = last_on_pe.get_mut(r.pe as usize).ok_or_else(|| {
+            AnalysisError::Internal(format!("the timeline names PE {} of {}", r.pe, report.pes))
+        })?;
+        prev_on_pe[b] = std::mem::replace(last, r.block);
     }
     let rec = |b: u32| &tl[pos[b as usize] as usize];
     let cols = trace.columns();
@@ -392,10 +393,11 @@ pub fn critical_path(
             let sr = rec(s);
             let s_start = sr.start.as_ps();
             let off = scale_of(cfg, sr.pe).scale(sends[si].offset).as_ps();
+            // A send leaves inside its block; under jitter the scaled offset can overshoot.
             let send_ps = s_start
                 .saturating_add(off)
-                .clamp(s_start, released.max(s_start));
-            let send_ps = send_ps.min(released);
+                .min(sr.end.as_ps())
+                .min(released);
             let bytes = sends[si].bytes;
             let remote = sr.pe != r.pe;
             let mut left = released - send_ps;

@@ -40,7 +40,10 @@ fn cp_of(t: &Trace, net: &str, cfg: &ReplayConfig) -> analysis::CriticalPath {
         };
         assert_eq!(before + s.idle_before_ps, s.start_ps, "{s:?}");
         t_at = s.start_ps + s.compute_ps + s.overhead_ps + s.sched_wait_ps;
-        assert!(t_at <= s.end_ps || s.sched_wait_ps == 0 || t_at == s.end_ps);
+        assert!(
+            t_at <= s.end_ps,
+            "the path leaves a block before its end: {s:?}"
+        );
     }
     assert_eq!(t_at, r.makespan.as_ps(), "the path ends at the makespan");
     cp
