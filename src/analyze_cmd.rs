@@ -122,8 +122,9 @@ pub(crate) fn analyze(a: AnalyzeArgs) -> Result<()> {
         },
     )
     .with_context(|| format!("analysis of `{}`", trace.meta.name))?;
-    let prof = analysis::profile::profiles(&trace, &base_run, a.bin.map_or(0, |d| d.as_ps()))
-        .context("--bin")?;
+    let views =
+        crate::views_out::Views::of(&trace, &base_run, &spec, a.bin.map_or(0, |d| d.as_ps()))?;
+    let prof = &views.profiles;
     if !a.quiet {
         eprintln!(
             "analysed in {:.2} s ({} re-simulations)",
@@ -136,12 +137,13 @@ pub(crate) fn analyze(a: AnalyzeArgs) -> Result<()> {
     if let Some(dir) = &a.out {
         let staged = crate::files::begin_dir(dir, a.machine.force)?;
         write_outputs(staged.path(), &an, &trace, &spec.to_string(), &base)?;
-        write_profiles(staged.path(), &prof, &trace)?;
+        views.write(staged.path(), &trace)?;
         crate::files::finish_dir(staged)?;
         if !a.quiet {
             eprintln!(
-                "wrote {} (analysis.json, critical_path.csv, time_profile.csv, usage.csv, communication.csv, grain_sizes.csv, extrema.csv)",
-                dir.display()
+                "wrote {} (analysis.json, critical_path.csv, {})",
+                dir.display(),
+                crate::views_out::Views::FILES
             );
         }
     }
@@ -151,7 +153,7 @@ pub(crate) fn analyze(a: AnalyzeArgs) -> Result<()> {
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
         print!("{}", human(&an, &trace, &spec.to_string(), &base, a.steps));
-        print!("{}", extrema_text(&prof));
+        print!("{}", extrema_text(prof));
     }
     Ok(())
 }
@@ -306,95 +308,6 @@ fn extrema_text(p: &analysis::profile::Profiles) -> String {
         );
     }
     o
-}
-
-/// Writes the CSVs of [`analysis::profile::profiles`] into `dir`.
-pub(crate) fn write_profiles(
-    dir: &std::path::Path,
-    p: &analysis::profile::Profiles,
-    trace: &Trace,
-) -> Result<()> {
-    let name = |e: u32| {
-        trace
-            .entries
-            .get(e as usize)
-            .map_or(String::new(), |x| x.name.clone())
-    };
-    let mut w = crate::files::csv_file(&dir.join("time_profile.csv"))?;
-    w.write_record(["bin_start_ps", "bin_ps", "entry", "busy_ps"])?;
-    for r in &p.time_profile {
-        w.write_record([
-            r.bin_start_ps.to_string(),
-            p.bin_ps.to_string(),
-            name(r.entry),
-            r.busy_ps.to_string(),
-        ])?;
-    }
-    crate::files::commit_csv(w)?;
-    let mut w = crate::files::csv_file(&dir.join("usage.csv"))?;
-    w.write_record(["pe", "entry", "busy_ps", "blocks"])?;
-    for r in &p.usage {
-        w.write_record([
-            r.pe.to_string(),
-            name(r.entry),
-            r.busy_ps.to_string(),
-            r.blocks.to_string(),
-        ])?;
-    }
-    crate::files::commit_csv(w)?;
-    let mut w = crate::files::csv_file(&dir.join("communication.csv"))?;
-    w.write_record([
-        "bin_start_ps",
-        "bin_ps",
-        "remote_messages",
-        "remote_bytes",
-        "local_messages",
-        "local_bytes",
-    ])?;
-    for r in &p.communication {
-        w.write_record([
-            r.bin_start_ps.to_string(),
-            p.bin_ps.to_string(),
-            r.remote_messages.to_string(),
-            r.remote_bytes.to_string(),
-            r.local_messages.to_string(),
-            r.local_bytes.to_string(),
-        ])?;
-    }
-    crate::files::commit_csv(w)?;
-    let mut w = crate::files::csv_file(&dir.join("grain_sizes.csv"))?;
-    w.write_record(["entry", "lo_ps", "hi_ps", "blocks"])?;
-    for r in &p.grains {
-        w.write_record([
-            name(r.entry),
-            r.lo_ps.to_string(),
-            r.hi_ps.to_string(),
-            r.blocks.to_string(),
-        ])?;
-    }
-    crate::files::commit_csv(w)?;
-    let mut w = crate::files::csv_file(&dir.join("extrema.csv"))?;
-    w.write_record([
-        "measure",
-        "rank",
-        "pe",
-        "value",
-        "outlier_mean",
-        "rest_mean",
-    ])?;
-    for e in &p.extrema {
-        for (i, (pe, v)) in e.pes.iter().zip(&e.values).enumerate() {
-            w.write_record([
-                e.measure.to_string(),
-                (i + 1).to_string(),
-                pe.to_string(),
-                v.to_string(),
-                format!("{:.1}", e.outlier_mean),
-                format!("{:.1}", e.rest_mean),
-            ])?;
-        }
-    }
-    crate::files::commit_csv(w)
 }
 
 fn pct(x: u64, of: u64) -> f64 {

@@ -118,7 +118,17 @@ pub(crate) fn demo(a: DemoArgs) -> Result<()> {
     };
     std::fs::create_dir_all(w.join("replay"))
         .with_context(|| format!("cannot create {}", w.join("replay").display()))?;
-    outputs::write_all(&w.join("replay"), &info, &r, Ratio::ONE, false, false)?;
+    let views = crate::views_out::Views::of(&e.trace, &r, &spec, 0)?;
+    outputs::write_all(
+        &w.join("replay"),
+        &info,
+        &r,
+        Ratio::ONE,
+        false,
+        false,
+        &views.clusters.representatives(),
+    )?;
+    views.write(&w.join("replay"), &e.trace)?;
     // Why the replay takes as long as it does: critical path and re-simulated diagnoses, with
     // commands on the trace the demo wrote.
     let an = analysis::analyze_report(

@@ -215,7 +215,17 @@ fn sweep_section(dir: &Path) -> Result<Option<Section>> {
             series: series.clone(),
         };
         h.push_str("<figure>");
-        h.push_str(&chart.svg());
+        if is_num {
+            h.push_str(&chart.svg());
+        } else {
+            // Categories (strategies, models) are not a continuum: bars, not a line.
+            h.push_str(&svg::grouped_bars(
+                chart.title,
+                chart.y_label,
+                &cats,
+                &chart.series,
+            ));
+        }
         h.push_str("</figure>");
         if is_num {
             let _ = write!(
@@ -264,6 +274,7 @@ fn sweep_section(dir: &Path) -> Result<Option<Section>> {
 }
 
 struct Rec {
+    block: u32,
     entry: String,
     pe: u32,
     start: u64,
@@ -279,22 +290,61 @@ fn read_timeline(path: &Path) -> Result<Vec<Rec>> {
             .position(|c| c == n)
             .with_context(|| format!("{}: no column {n}", path.display()))
     };
-    let (e, p, s, en) = (col("entry")?, col("pe")?, col("start_s")?, col("end_s")?);
+    let (bl, e, p, s, en) = (
+        col("block")?,
+        col("entry")?,
+        col("pe")?,
+        col("start_s")?,
+        col("end_s")?,
+    );
     let ps = |v: &str| {
         crate::report::parse_secs(v)
             .with_context(|| format!("{}: `{v}` is not a time in seconds", path.display()))
     };
     let mut v = Vec::new();
-    for rec in r.records() {
+    for (line, rec) in r.records().enumerate() {
         let rec = rec?;
+        let bad = |what: &str| format!("{} line {}: {what}", path.display(), line + 2);
         v.push(Rec {
+            block: rec[bl]
+                .parse()
+                .with_context(|| bad("block is not a number"))?,
             entry: rec[e].to_string(),
-            pe: rec[p].parse()?,
+            pe: rec[p].parse().with_context(|| bad("pe is not a number"))?,
             start: ps(&rec[s])?,
             end: ps(&rec[en])?,
         });
     }
     Ok(v)
+}
+
+/// The rows of an optional CSV file of `dir` as header-keyed maps (empty when absent).
+fn read_csv(dir: &Path, name: &str) -> Result<Vec<std::collections::HashMap<String, String>>> {
+    let p = dir.join(name);
+    if !p.exists() {
+        return Ok(Vec::new());
+    }
+    let mut r =
+        csv::Reader::from_path(&p).with_context(|| format!("cannot read {}", p.display()))?;
+    let h = r.headers()?.clone();
+    let mut out = Vec::new();
+    for rec in r.records() {
+        let rec = rec.with_context(|| format!("{}: not CSV", p.display()))?;
+        out.push(
+            h.iter()
+                .zip(rec.iter())
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        );
+    }
+    Ok(out)
+}
+
+fn field<T: std::str::FromStr>(
+    row: &std::collections::HashMap<String, String>,
+    k: &str,
+) -> Option<T> {
+    row.get(k).and_then(|v| v.parse().ok())
 }
 
 /// Cells, title and cell labeller of a machine plot.
@@ -307,7 +357,7 @@ type Layout = (
 /// Per-node utilisation laid out on the topology: a 2-D grid for meshes and tori (3-D: the z
 /// planes side by side), a Gray-code grid for hypercubes (neighbouring cells differ in one
 /// address bit, as in Rover's machine plots), a near-square grid otherwise.
-fn machine_plot(util: &[f64], net: Option<&NetSpec>) -> String {
+fn machine_plot(util: &[f64], net: Option<&NetSpec>, when: &str, max_cells: usize) -> String {
     let pes = util.len();
     let (topo, ppn) = match net.and_then(|n| n.topology()) {
         Some((t, ppn)) => (Some(t.clone()), ppn as usize),
@@ -319,7 +369,36 @@ fn machine_plot(util: &[f64], net: Option<&NetSpec>) -> String {
         (!r.is_empty()).then(|| r.clone().map(|p| util[p]).sum::<f64>() / r.len() as f64)
     };
     let gray = |i: usize| i ^ (i >> 1);
+    // Past `max_cells` nodes, a near-square grid of consecutive node groups (averaged)
+    // keeps the page small.
+    let grouped = nodes > max_cells;
     let (cells, title, label): Layout = match &topo {
+        _ if grouped => {
+            let g = nodes.div_ceil(max_cells);
+            let n = nodes.div_ceil(g);
+            let cols = (n as f64).sqrt().ceil().max(1.0) as usize;
+            let mean = |k: usize| {
+                let r = k * g..((k + 1) * g).min(nodes);
+                let v: Vec<f64> = r.filter_map(node_util).collect();
+                (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+            };
+            let cells = (0..n.div_ceil(cols))
+                .map(|r| {
+                    (0..cols)
+                        .map(|c| r * cols + c)
+                        .map(|k| if k < n { mean(k) } else { None })
+                        .collect()
+                })
+                .collect();
+            (
+                cells,
+                format!("Machine: {nodes} nodes in groups of {g} (mean utilisation), row by row"),
+                Box::new(move |r, c| {
+                    let k = r * cols + c;
+                    format!("nodes {}-{}", k * g, (k + 1) * g - 1)
+                }),
+            )
+        }
         Some(Topology::Hypercube { dim }) => {
             let (rb, cb) = ((*dim / 2) as usize, (*dim - *dim / 2) as usize);
             let cells = (0..1usize << rb)
@@ -445,7 +524,17 @@ fn machine_plot(util: &[f64], net: Option<&NetSpec>) -> String {
             )
         }
     };
-    svg::grid(&title, &cells, &*label)
+    svg::grid(
+        &if when.is_empty() {
+            title
+        } else {
+            when.to_string()
+        },
+        &cells,
+        &*label,
+        &|u| format!("{:.1}% busy", u * 100.0),
+        ("idle", "100% busy"),
+    )
 }
 
 /// "Why is it slow?": the critical path's breakdown and the ranked findings of
@@ -516,6 +605,164 @@ fn analysis_html(dir: &Path) -> Result<Option<String>> {
     Ok(Some(h))
 }
 
+/// Cells of a machine plot at most (nodes are grouped beyond).
+const MAX_MACHINE_CELLS: usize = 4096;
+
+/// Top entry methods drawn in their own colours; the rest share grey ("other").
+const TOP_ENTRIES: usize = 9;
+/// Rows of the whole-run overview at most (PEs are grouped beyond).
+const OVERVIEW_ROWS: usize = 96;
+/// Columns (time pixels) of the overview.
+const OVERVIEW_COLS: usize = 640;
+/// Rows of a zoomed window at most.
+const WINDOW_ROWS: usize = 48;
+
+/// An HTML legend (wraps instead of clipping).
+fn legend(names: &[String], colours: &[&str]) -> String {
+    let items: Vec<String> = names
+        .iter()
+        .zip(colours)
+        .map(|(n, c)| {
+            format!(
+                "<span class=\"key\"><span style=\"background:{c}\"></span>{}</span>",
+                esc(n)
+            )
+        })
+        .collect();
+    format!("<div class=\"legend\">{}</div>", items.join(" "))
+}
+
+fn fmt_time(ps: f64) -> String {
+    let (d, u) = svg::time_unit(ps.abs().max(1.0) * 2.0);
+    format!("{} {u}", svg::num(ps / d))
+}
+
+fn fmt_bytes(b: u64) -> String {
+    match b {
+        0..1024 => format!("{b} B"),
+        1024..1048576 => format!("{} KiB", b / 1024),
+        1048576..1073741824 => format!("{} MiB", b / 1048576),
+        _ => format!("{} GiB", b / 1073741824),
+    }
+}
+
+/// A zoomed window: where it is, why, and the PE rows it shows.
+struct Zoom {
+    t0: u64,
+    t1: u64,
+    why: String,
+    pe: Option<u32>,
+}
+
+/// Windows at the points the top findings name: for each of the first three findings that
+/// save time, the critical-path step that finding is about (the longest step of the hot
+/// entry or bottleneck object, the costliest message, the longest scheduling wait), widened
+/// to show its neighbourhood. Without findings: the start and the end of the run.
+fn zooms(dir: &Path, makespan: u64) -> Result<Vec<Zoom>> {
+    let steps = read_csv(dir, "critical_path.csv")?;
+    let a: Value = match std::fs::read_to_string(dir.join("analysis.json")) {
+        Ok(t) => serde_json::from_str(&t).unwrap_or(Value::Null),
+        Err(_) => Value::Null,
+    };
+    let num =
+        |r: &std::collections::HashMap<String, String>, k: &str| field::<u64>(r, k).unwrap_or(0);
+    let net = |r: &std::collections::HashMap<String, String>| {
+        [
+            "net_overhead_ps",
+            "net_latency_ps",
+            "net_serialization_ps",
+            "net_queueing_ps",
+        ]
+        .iter()
+        .map(|k| num(r, k))
+        .sum::<u64>()
+    };
+    let widen = |r: &std::collections::HashMap<String, String>, why: String| {
+        let (s, e) = (num(r, "start_ps"), num(r, "end_ps"));
+        let from = s.saturating_sub(net(r) + num(r, "sched_wait_ps") + num(r, "idle_before_ps"));
+        let span = (e - from).max(1);
+        // Three times the step, between 1/40 and 1/4 of the run; a step longer than that
+        // is shown by its end (where the path goes on).
+        let w = (3 * span).clamp(makespan / 40, makespan / 4).max(1);
+        let c = if w >= span {
+            from + span / 2
+        } else {
+            e.saturating_sub(w / 6)
+        };
+        let t0 = c.saturating_sub(w / 2).min(makespan.saturating_sub(w));
+        Zoom {
+            t0,
+            t1: (t0 + w).min(makespan.max(1)),
+            why,
+            pe: field(r, "pe"),
+        }
+    };
+    let best = |key: &dyn Fn(&std::collections::HashMap<String, String>) -> Option<u64>| {
+        steps
+            .iter()
+            .filter_map(|r| key(r).map(|k| (k, r)))
+            .max_by_key(|(k, _)| *k)
+            .map(|(_, r)| r)
+    };
+    let mut out = Vec::new();
+    for f in a["findings"].as_array().into_iter().flatten() {
+        if out.len() == 3 || f["saved_ps"].as_i64().unwrap_or(0) <= 0 {
+            continue;
+        }
+        let w = &f["what_if"];
+        let target = &w["target"];
+        let step = match (w["kind"].as_str(), target["kind"].as_str()) {
+            (Some("faster"), Some("entry")) => {
+                let name = target["name"].as_str().unwrap_or("").to_string();
+                best(&|r| (r.get("entry") == Some(&name)).then(|| num(r, "compute_ps")))
+            }
+            (Some("faster"), Some("object")) => {
+                let id = target["name"].as_u64().map(|v| v.to_string());
+                best(&|r| (r.get("object") == id.as_ref()).then(|| num(r, "compute_ps")))
+            }
+            (Some("ideal_network"), _) => best(&|r| Some(net(r))),
+            (Some("critical_path_priority"), _) => best(&|r| Some(num(r, "sched_wait_ps"))),
+            _ => best(&|r| Some(num(r, "compute_ps"))),
+        };
+        if let Some(r) = step {
+            let block = r.get("block").cloned();
+            let why = format!(
+                "{} ({}): around {} on PE {} at {}",
+                f["diagnosis"].as_str().unwrap_or("").replace('_', " "),
+                f["remedy"].as_str().unwrap_or(""),
+                r.get("entry").map_or("", String::as_str),
+                r.get("pe").map_or("", String::as_str),
+                fmt_time(num(r, "start_ps") as f64)
+            );
+            // Two findings about the same step share its window.
+            match out.iter_mut().find(|(b, _)| *b == block) {
+                Some((_, z)) => {
+                    let z: &mut Zoom = z;
+                    z.why = format!("{}; {}", z.why, why);
+                }
+                None => out.push((block, widen(r, why))),
+            }
+        }
+    }
+    let mut out: Vec<Zoom> = out.into_iter().map(|(_, z)| z).collect();
+    if out.is_empty() && makespan > 0 {
+        let w = (makespan / 20).max(1);
+        out.push(Zoom {
+            t0: 0,
+            t1: w,
+            why: "the start of the run".into(),
+            pe: None,
+        });
+        out.push(Zoom {
+            t0: makespan - w,
+            t1: makespan,
+            why: "the end of the run".into(),
+            pe: None,
+        });
+    }
+    Ok(out)
+}
+
 fn replay_section(dir: &Path) -> Result<Option<Section>> {
     let spath = dir.join("summary.json");
     if !spath.exists() || !dir.join("timeline.csv").exists() {
@@ -524,99 +771,211 @@ fn replay_section(dir: &Path) -> Result<Option<Section>> {
     let s: Value = serde_json::from_str(&std::fs::read_to_string(&spath)?)
         .with_context(|| format!("{}: not JSON", spath.display()))?;
     let tl = read_timeline(&dir.join("timeline.csv"))?;
-    let pes = s["pes"].as_u64().unwrap_or(1) as u32;
+    let pes = (s["pes"].as_u64().unwrap_or(1) as u32).max(1);
+    if let Some(r) = tl.iter().find(|r| r.pe >= pes) {
+        bail!(
+            "{}: block {} on PE {} but summary.json says {pes} PEs",
+            dir.join("timeline.csv").display(),
+            r.block,
+            r.pe
+        );
+    }
     let makespan = s["makespan_ps"].as_u64().unwrap_or(0);
+    let span = makespan.max(1) as f64;
     let net: Option<NetSpec> = s["net"].as_str().and_then(|n| n.parse().ok());
     let mut h = String::new();
     let _ = write!(
         h,
-        "<table class=\"summary\"><tr><th>trace</th><td>{}</td></tr><tr><th>network</th><td>{}</td></tr><tr><th>PEs</th><td>{pes}</td></tr><tr><th>makespan</th><td>{} us</td></tr><tr><th>utilisation</th><td>{:.1}%</td></tr><tr><th>blocks</th><td>{}</td></tr><tr><th>messages</th><td>{} ({} remote)</td></tr></table>",
+        "<table class=\"summary\"><tr><th>trace</th><td>{}</td></tr><tr><th>network</th><td>{}</td></tr><tr><th>PEs</th><td>{pes}</td></tr><tr><th>makespan</th><td>{}</td></tr><tr><th>utilisation</th><td>{:.1}%</td></tr><tr><th>blocks</th><td>{}</td></tr><tr><th>messages</th><td>{} ({} remote)</td></tr></table>",
         esc(s["trace"].as_str().unwrap_or("")),
         esc(s["net"].as_str().unwrap_or("")),
-        svg::num(makespan as f64 / 1e6),
+        fmt_time(makespan as f64),
         s["utilization"].as_f64().unwrap_or(0.0) * 100.0,
         s["blocks"],
         s["messages"],
         s["remote_messages"]
     );
+    // Entry methods: the top ones by busy time get stable colours everywhere in the section.
+    let mut entries: Vec<String> = Vec::new();
+    let mut index: std::collections::HashMap<String, usize> = Default::default();
+    let mut totals: Vec<u64> = Vec::new();
+    let mut eidx = Vec::with_capacity(tl.len());
+    for r in &tl {
+        let i = *index.entry(r.entry.clone()).or_insert_with(|| {
+            entries.push(r.entry.clone());
+            totals.push(0);
+            entries.len() - 1
+        });
+        totals[i] += r.end - r.start;
+        eidx.push(i);
+    }
+    let (class_of, top) = analysis::views::top_classes(&totals, TOP_ENTRIES);
+    let other = entries.len() > top.len();
+    let classes = top.len() + usize::from(other);
+    let mut names: Vec<String> = top.iter().map(|&e| entries[e].clone()).collect();
+    if other {
+        names.push(format!(
+            "other ({} entry methods)",
+            entries.len() - top.len()
+        ));
+    }
+    let colours: Vec<&str> = (0..classes)
+        .map(|k| svg::class_colour(k, other, classes))
+        .collect();
+    let key = legend(&names, &colours);
+    let colour_of = |e: usize| colours[class_of[e] as usize];
     if let Some(a) = analysis_html(dir)? {
         h.push_str(&a);
     }
-    let mut entries: Vec<String> = Vec::new();
-    let mut total_by_entry: Vec<u64> = Vec::new();
-    let idx = |e: &str, entries: &mut Vec<String>, totals: &mut Vec<u64>| -> usize {
-        match entries.iter().position(|x| x == e) {
-            Some(i) => i,
-            None => {
-                entries.push(e.to_string());
-                totals.push(0);
-                entries.len() - 1
+    // The whole run.
+    let zs = zooms(dir, makespan)?;
+    let group = (pes as usize).div_ceil(OVERVIEW_ROWS).max(1);
+    let rows = (pes as usize).div_ceil(group);
+    let row_of_pe: Vec<u32> = (0..pes).map(|p| p / group as u32).collect();
+    let row_labels: Vec<String> = (0..rows)
+        .map(|r| {
+            let (a, b) = (r * group, ((r + 1) * group).min(pes as usize) - 1);
+            if a == b {
+                format!("PE {a}")
+            } else {
+                format!("PE {a}-{b}")
             }
-        }
-    };
-    let mut eidx = Vec::with_capacity(tl.len());
-    for r in &tl {
-        let i = idx(&r.entry, &mut entries, &mut total_by_entry);
-        total_by_entry[i] += r.end - r.start;
-        eidx.push(i);
-    }
-    // Timeline window: the first iterations (up to 2), else the first 10% of the run.
-    let ends: Vec<u64> = s["iteration_ends_ps"]
-        .as_array()
-        .map(|v| v.iter().filter_map(Value::as_u64).collect())
-        .unwrap_or_default();
-    let t1 = ends
-        .get(1)
-        .or(ends.first())
-        .copied()
-        .unwrap_or(makespan / 10)
-        .max(1);
-    let mut shown: Vec<(u32, f64, f64, usize, String)> = Vec::new();
-    for (r, &e) in tl.iter().zip(&eidx) {
-        if r.start < t1 && r.end > r.start && shown.len() < 20_000 {
-            shown.push((
-                r.pe,
-                r.start as f64 / 1e6,
-                r.end as f64 / 1e6,
-                e,
-                format!(
-                    "{} on PE {}: {} - {} us",
-                    r.entry,
-                    r.pe,
-                    svg::num(r.start as f64 / 1e6),
-                    svg::num(r.end as f64 / 1e6)
-                ),
-            ));
-        }
-    }
-    h.push_str("<h3>Timeline</h3><figure>");
-    h.push_str(&svg::timeline(
-        &format!("Timeline, first {} us", svg::num(t1 as f64 / 1e6)),
-        pes,
-        0.0,
-        t1 as f64 / 1e6,
-        &shown,
-    ));
-    let legend: Vec<String> = entries
-        .iter()
-        .enumerate()
-        .map(|(i, e)| {
-            format!(
-                "<span style=\"color:{}\">&#9632;</span> {}",
-                svg::PALETTE[i % svg::PALETTE.len()],
-                esc(e)
-            )
         })
+        .collect();
+    let runs: Vec<analysis::views::Run> = tl
+        .iter()
+        .zip(&eidx)
+        .map(|(r, &e)| analysis::views::Run {
+            pe: r.pe,
+            class: class_of[e],
+            start_ps: r.start,
+            end_ps: r.end,
+        })
+        .collect();
+    let ras = analysis::views::raster(
+        &runs,
+        &row_of_pe,
+        rows,
+        classes,
+        (0, makespan.max(1)),
+        OVERVIEW_COLS,
+    )
+    .context("the overview")?;
+    let fraction: Vec<f64> = (0..rows * OVERVIEW_COLS)
+        .map(|i| ras.fraction(i / OVERVIEW_COLS, i % OVERVIEW_COLS))
+        .collect();
+    let letters = ["A", "B", "C", "D"];
+    let marks: Vec<(f64, f64, String)> = zs
+        .iter()
+        .zip(letters)
+        .map(|(z, l)| (z.t0 as f64, z.t1 as f64, l.to_string()))
         .collect();
     let _ = write!(
         h,
-        "<figcaption>{}</figcaption></figure>",
-        legend.join(" &nbsp; ")
+        "<h3>The whole run</h3><p>Every PE{} over all {} of the run, {} time columns of {} each; a cell takes the colour of the entry method that ran most in it, darker the busier it was (blank: idle). Dashed boxes mark the zoomed windows below.</p><figure>",
+        if group > 1 {
+            format!(" (rows of {group} PEs, averaged)")
+        } else {
+            String::new()
+        },
+        fmt_time(span),
+        OVERVIEW_COLS,
+        fmt_time(span / OVERVIEW_COLS as f64)
     );
+    h.push_str(
+        &svg::Overview {
+            title: &format!("Timeline overview: {pes} PEs, 0 to {}", fmt_time(span)),
+            rows: &row_labels,
+            span_ps: (0.0, span),
+            cols: OVERVIEW_COLS,
+            dominant: &ras.dominant,
+            fraction: &fraction,
+            colours: &colours,
+            names: &names,
+            marks: &marks,
+        }
+        .svg(),
+    );
+    let _ = write!(h, "<figcaption>{key}</figcaption></figure>");
+    // Zoomed windows, with the critical path outlined.
+    let critical: std::collections::HashSet<u32> = read_csv(dir, "critical_path.csv")?
+        .iter()
+        .filter_map(|r| field(r, "block"))
+        .collect();
+    let reps: Vec<u32> = read_csv(dir, "clusters.csv")?
+        .iter()
+        .filter(|r| r.get("role").is_some_and(|x| x != "member"))
+        .filter_map(|r| field(r, "pe"))
+        .collect();
+    for (z, l) in zs.iter().zip(letters) {
+        let mut shown: Vec<u32> = if pes as usize <= WINDOW_ROWS {
+            (0..pes).collect()
+        } else {
+            let mut v: Vec<u32> = reps.iter().copied().take(WINDOW_ROWS - 1).collect();
+            v.extend(z.pe);
+            v.sort_unstable();
+            v.dedup();
+            v
+        };
+        if shown.is_empty() {
+            shown = (0..pes.min(WINDOW_ROWS as u32)).collect();
+        }
+        let row: std::collections::HashMap<u32, usize> =
+            shown.iter().enumerate().map(|(i, &p)| (p, i)).collect();
+        let mut blocks = Vec::new();
+        for (r, &e) in tl.iter().zip(&eidx) {
+            if r.end > z.t0 && r.start < z.t1 && blocks.len() < 20_000 {
+                if let Some(&i) = row.get(&r.pe) {
+                    blocks.push((
+                        i,
+                        r.start as f64,
+                        r.end as f64,
+                        colour_of(e),
+                        format!(
+                            "{} (block {}) on PE {}: {} - {}",
+                            r.entry,
+                            r.block,
+                            r.pe,
+                            fmt_time(r.start as f64),
+                            fmt_time(r.end as f64)
+                        ),
+                        critical.contains(&r.block),
+                    ));
+                }
+            }
+        }
+        let labels: Vec<String> = shown.iter().map(|p| format!("PE {p}")).collect();
+        let _ = write!(
+            h,
+            "<h3>Window {l}: {}</h3><p>{} to {}{}; blocks outlined in black are on the critical path.</p><figure>",
+            esc(&z.why),
+            fmt_time(z.t0 as f64),
+            fmt_time(z.t1 as f64),
+            if pes as usize > WINDOW_ROWS {
+                format!(
+                    "; {} of {pes} PEs: the k-means representatives (clusters.csv) and the PE named",
+                    shown.len()
+                )
+            } else {
+                String::new()
+            }
+        );
+        h.push_str(&svg::window(
+            &format!(
+                "Window {l}: {} - {}",
+                fmt_time(z.t0 as f64),
+                fmt_time(z.t1 as f64)
+            ),
+            &labels,
+            (z.t0 as f64, z.t1 as f64),
+            &blocks,
+        ));
+        let _ = write!(h, "<figcaption>{key}</figcaption></figure>");
+    }
     // Time profile: utilisation by entry method over 100 bins.
     let bins = 100usize;
-    let bin = (makespan / bins as u64).max(1);
-    let mut layers = vec![vec![0.0f64; bins]; entries.len()];
+    let bin = makespan.div_ceil(bins as u64).max(1);
+    let mut layers = vec![vec![0.0f64; bins]; classes];
     for (r, &e) in tl.iter().zip(&eidx) {
         let (mut a, b) = (r.start, r.end);
         while a < b {
@@ -626,92 +985,344 @@ fn replay_section(dir: &Path) -> Result<Option<Section>> {
             } else {
                 ((k as u64 + 1) * bin).min(b)
             };
-            layers[e][k] += (edge - a) as f64;
+            layers[class_of[e] as usize][k] += (edge - a) as f64;
             a = edge;
         }
     }
-    let denom = bin as f64 * pes as f64;
     for l in &mut layers {
         for v in l.iter_mut() {
-            *v /= denom;
+            *v /= bin as f64 * pes as f64;
         }
     }
     h.push_str("<h3>Time profile</h3><figure>");
     h.push_str(&svg::stacked(
         "Utilisation by entry method over time",
-        "time (us)",
-        makespan as f64 / 1e6,
-        &entries,
+        (bin * bins as u64) as f64,
+        &names,
+        &colours,
         &layers,
     ));
-    h.push_str("</figure>");
-    // Usage per PE.
-    let mut busy = vec![0u64; pes as usize];
-    for r in &tl {
-        if let Some(b) = busy.get_mut(r.pe as usize) {
-            *b += r.end - r.start;
+    let _ = write!(h, "<figcaption>{key}</figcaption></figure>");
+    h.push_str(&metrics_html(dir)?);
+    // Usage per PE, split by entry method.
+    let ugroup = (pes as usize).div_ceil(64).max(1);
+    let ubars = (pes as usize).div_ceil(ugroup);
+    let mut usage = vec![vec![0.0f64; ubars]; classes];
+    for (r, &e) in tl.iter().zip(&eidx) {
+        usage[class_of[e] as usize][r.pe as usize / ugroup] += (r.end - r.start) as f64;
+    }
+    for (b, _) in (0..ubars).zip(0..) {
+        let n = (((b + 1) * ugroup).min(pes as usize) - b * ugroup) as f64;
+        for l in &mut usage {
+            l[b] /= n * span;
         }
     }
-    let util: Vec<f64> = busy
-        .iter()
-        .map(|b| *b as f64 / makespan.max(1) as f64)
+    let ulabels: Vec<String> = (0..ubars)
+        .map(|b| {
+            if ugroup == 1 {
+                b.to_string()
+            } else {
+                format!("{}-", b * ugroup)
+            }
+        })
         .collect();
     h.push_str("<h3>Usage per PE</h3><figure>");
-    h.push_str(&svg::bars(
-        "Busy fraction per PE",
+    h.push_str(&svg::stacked_bars(
+        &if ugroup == 1 {
+            "Busy fraction per PE, by entry method".to_string()
+        } else {
+            format!("Busy fraction per group of {ugroup} PEs (mean), by entry method")
+        },
         "busy fraction",
-        &util
-            .iter()
-            .enumerate()
-            .map(|(p, u)| (p.to_string(), *u))
-            .collect::<Vec<_>>(),
+        &ulabels,
+        &colours,
+        &names,
+        &usage,
     ));
-    h.push_str("</figure><h3>Machine</h3><figure>");
-    h.push_str(&machine_plot(&util, net.as_ref()));
+    let _ = write!(h, "<figcaption>{key}</figcaption></figure>");
+    h.push_str(&clusters_html(dir)?);
+    // The machine: the whole run, then snapshots over time.
+    let mut busy = vec![0u64; pes as usize];
+    for r in &tl {
+        busy[r.pe as usize] += r.end - r.start;
+    }
+    let util: Vec<f64> = busy.iter().map(|b| *b as f64 / span).collect();
+    h.push_str("<h3>Machine</h3><figure>");
+    h.push_str(&machine_plot(&util, net.as_ref(), "", MAX_MACHINE_CELLS));
     h.push_str("</figure>");
-    // Grain size: histogram of block durations for the entries with the most time.
-    let mut order: Vec<usize> = (0..entries.len()).collect();
-    order.sort_by_key(|&i| std::cmp::Reverse(total_by_entry[i]));
-    h.push_str("<h3>Grain size</h3>");
-    for &e in order.iter().take(3).filter(|&&e| total_by_entry[e] > 0) {
-        let durs: Vec<u64> = tl
-            .iter()
-            .zip(&eidx)
-            .filter(|(_, x)| **x == e)
-            .map(|(r, _)| r.end - r.start)
-            .collect();
-        let max = durs.iter().copied().max().unwrap_or(0).max(1);
-        let nb = 20usize;
-        let mut hist = vec![0u64; nb];
-        for d in &durs {
-            hist[((*d as u128 * nb as u128 / (max as u128 + 1)) as usize).min(nb - 1)] += 1;
+    let snaps = read_csv(dir, "snapshots.csv")?;
+    let nsl = snaps
+        .iter()
+        .filter_map(|r| field::<usize>(r, "slice"))
+        .max()
+        .map_or(0, |m| m + 1);
+    if nsl > 1 && snaps.len() == nsl * pes as usize {
+        let _ = write!(
+            h,
+            "<p>Snapshots (Rover's machine plot over time): the same layout, utilisation of each node in {nsl} equal slices of the run.</p><div class=\"multiples\">"
+        );
+        for k in 0..nsl {
+            let u: Vec<f64> = snaps[k * pes as usize..(k + 1) * pes as usize]
+                .iter()
+                .map(|r| field(r, "utilization").unwrap_or(0.0))
+                .collect();
+            let (a, b) = (
+                span * k as f64 / nsl as f64,
+                span * (k + 1) as f64 / nsl as f64,
+            );
+            h.push_str(&machine_plot(
+                &u,
+                net.as_ref(),
+                &format!("{} - {}", fmt_time(a), fmt_time(b)),
+                MAX_MACHINE_CELLS / 4,
+            ));
         }
-        let items: Vec<(String, f64)> = hist
+        h.push_str("</div>");
+    }
+    h.push_str(&comm_html(dir, pes)?);
+    h.push_str(&grains_html(dir, &names[..top.len()], &colours)?);
+    Ok(Some(Section {
+        title: format!("Replay of {}", s["trace"].as_str().unwrap_or("a trace")),
+        html: h,
+    }))
+}
+
+/// Rover's metrics over time (metrics.csv).
+fn metrics_html(dir: &Path) -> Result<String> {
+    let rows = read_csv(dir, "metrics.csv")?;
+    if rows.is_empty() {
+        return Ok(String::new());
+    }
+    let end = rows
+        .last()
+        .and_then(|r| field::<f64>(r, "bin_end_ps"))
+        .unwrap_or(1.0);
+    let (div, unit) = svg::time_unit(end);
+    let mid = |r: &std::collections::HashMap<String, String>| {
+        (field::<f64>(r, "bin_start_ps").unwrap_or(0.0)
+            + field::<f64>(r, "bin_end_ps").unwrap_or(0.0))
+            / 2.0
+            / div
+    };
+    let series = |name: &str, col: &str, scale: f64| Series {
+        name: name.to_string(),
+        points: rows
             .iter()
-            .enumerate()
-            .map(|(i, c)| {
+            .filter_map(|r| field::<f64>(r, col).map(|v| (mid(r), v * scale)))
+            .collect(),
+    };
+    let mut lines = vec![
+        series("utilisation", "utilization", 1.0),
+        series("balance", "balance", 1.0),
+    ];
+    let chan = series("channel utilisation", "channel_utilization", 1.0);
+    if !chan.points.is_empty() {
+        lines.push(chan);
+    }
+    let fmt = |v: f64| svg::tick(v);
+    let mut h = String::from(
+        "<h3>Rover's metrics over time</h3><p>Utilisation (busy PEs / PEs), balance (mean over max busy time per PE in the bin; 1 is even), and, on topologies, channel utilisation (link serialisation time charged to each link of a message's route, over all links); then the grain size (mean run time of the blocks starting in the bin). Data: metrics.csv.</p><figure>",
+    );
+    h.push_str(
+        &LineChart {
+            title: "Utilisation, balance and channel utilisation",
+            x_label: &format!("time ({unit})"),
+            y_label: "fraction",
+            log_x: false,
+            categories: None,
+            x_fmt: &fmt,
+            series: lines,
+        }
+        .svg(),
+    );
+    let grain = series("mean grain", "mean_grain_ps", 1.0);
+    let gmax = grain.points.iter().map(|p| p.1).fold(0.0, f64::max);
+    let (gd, gu) = svg::time_unit(gmax * 2.0);
+    let grain = Series {
+        name: "mean grain".into(),
+        points: grain.points.iter().map(|&(x, y)| (x, y / gd)).collect(),
+    };
+    h.push_str(
+        &LineChart {
+            title: "Granularity: mean grain size of the blocks starting in each bin",
+            x_label: &format!("time ({unit})"),
+            y_label: &format!("grain ({gu})"),
+            log_x: false,
+            categories: None,
+            x_fmt: &fmt,
+            series: vec![grain],
+        }
+        .svg(),
+    );
+    h.push_str("</figure>");
+    Ok(h)
+}
+
+/// The k-means clusters (clusters.csv).
+fn clusters_html(dir: &Path) -> Result<String> {
+    let rows = read_csv(dir, "clusters.csv")?;
+    if rows.is_empty() {
+        return Ok(String::new());
+    }
+    let mut by: std::collections::BTreeMap<u32, (u32, Option<u32>, Vec<u32>, f64)> =
+        Default::default();
+    for r in &rows {
+        let (Some(c), Some(pe)) = (field::<u32>(r, "cluster"), field::<u32>(r, "pe")) else {
+            continue;
+        };
+        let e = by.entry(c).or_insert((0, None, Vec::new(), 0.0));
+        e.0 += 1;
+        e.3 = e.3.max(field(r, "distance_ps").unwrap_or(0.0));
+        match r.get("role").map(String::as_str) {
+            Some("exemplar") => e.1 = Some(pe),
+            Some("outlier") => e.2.push(pe),
+            _ => {}
+        }
+    }
+    let mut h = format!(
+        "<h3>Clusters of PEs</h3><p>k-means on each PE's busy time per entry method (Lee 2009): {} cluster(s). Each exemplar stands for its cluster; outliers are the members farthest from their centroid. Data: clusters.csv.</p><table><tr><th>cluster</th><th>PEs</th><th>exemplar</th><th>outliers</th><th>farthest from centroid</th></tr>",
+        by.len()
+    );
+    for (c, (n, ex, out, far)) in by.iter().take(30) {
+        let _ = write!(
+            h,
+            "<tr><td>{c}</td><td>{n}</td><td>{}</td><td style=\"text-align:left\">{}</td><td>{}</td></tr>",
+            ex.map_or("-".into(), |p| format!("PE {p}")),
+            out.iter()
+                .map(|p| format!("PE {p}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            fmt_time(*far)
+        );
+    }
+    h.push_str("</table>");
+    Ok(h)
+}
+
+/// The communication matrix and the message sizes.
+fn comm_html(dir: &Path, pes: u32) -> Result<String> {
+    let rows = read_csv(dir, "comm_matrix.csv")?;
+    let mut h = String::new();
+    if let Some(size) = rows.first().and_then(|r| field::<u32>(r, "group_pes")) {
+        let size = size.max(1);
+        let g = pes.div_ceil(size) as usize;
+        let mut cells = vec![vec![Some(0.0f64); g]; g];
+        let mut max = 0u64;
+        for r in &rows {
+            let (Some(a), Some(b), Some(v)) = (
+                field::<u32>(r, "src_first_pe"),
+                field::<u32>(r, "dst_first_pe"),
+                field::<u64>(r, "bytes"),
+            ) else {
+                continue;
+            };
+            let (i, j) = ((a / size) as usize, (b / size) as usize);
+            if i < g && j < g {
+                cells[i][j] = Some(v as f64);
+                max = max.max(v);
+            }
+        }
+        for row in &mut cells {
+            for c in row.iter_mut() {
+                *c = c.map(|v| v / max.max(1) as f64);
+            }
+        }
+        let who = if size == 1 {
+            "PE".to_string()
+        } else {
+            format!("group of {size} PEs")
+        };
+        let _ = write!(
+            h,
+            "<h3>Communication</h3><p>Bytes sent between PEs over the run (row: sender, column: receiver{}). Data: comm_matrix.csv.</p><figure>",
+            if size > 1 {
+                format!("; PEs in contiguous groups of {size}")
+            } else {
+                String::new()
+            }
+        );
+        let m = max as f64;
+        h.push_str(&svg::grid(
+            &format!("Bytes by {who} pair (max {})", fmt_bytes(max)),
+            &cells,
+            &|r, c| {
+                format!(
+                    "{who} {} -> {}",
+                    r as u64 * size as u64,
+                    c as u64 * size as u64
+                )
+            },
+            &|u| fmt_bytes((u * m).round() as u64),
+            ("0", &fmt_bytes(max)),
+        ));
+        h.push_str("</figure>");
+    }
+    let sizes = read_csv(dir, "message_sizes.csv")?;
+    if !sizes.is_empty() {
+        let items: Vec<(String, f64)> = sizes
+            .iter()
+            .map(|r| {
                 (
-                    svg::num((i as f64 + 0.5) * max as f64 / nb as f64 / 1e6),
-                    *c as f64,
+                    fmt_bytes(field(r, "lo_bytes").unwrap_or(0)),
+                    field::<f64>(r, "messages").unwrap_or(0.0),
                 )
             })
             .collect();
         h.push_str("<figure>");
         h.push_str(&svg::bars(
-            &format!(
-                "Grain size of {} ({} blocks; x: duration in us)",
-                entries[e],
-                durs.len()
-            ),
-            "blocks",
+            "Message sizes between PEs (x: at least this size, power-of-two bins)",
+            "messages",
             &items,
         ));
         h.push_str("</figure>");
     }
-    Ok(Some(Section {
-        title: format!("Replay of {}", s["trace"].as_str().unwrap_or("a trace")),
-        html: h,
-    }))
+    Ok(h)
+}
+
+/// Grain-size histograms (grain_sizes.csv) of the top entries, in their colours.
+fn grains_html(dir: &Path, top: &[String], colours: &[&str]) -> Result<String> {
+    let rows = read_csv(dir, "grain_sizes.csv")?;
+    if rows.is_empty() {
+        return Ok(String::new());
+    }
+    let mut h = String::from(
+        "<h3>Grain size</h3><p>Blocks per run-time class (power-of-two bins) for the entry methods with the most time. Data: grain_sizes.csv.</p>",
+    );
+    for (k, name) in top.iter().enumerate().take(4) {
+        let items: Vec<(String, f64)> = rows
+            .iter()
+            .filter(|r| r.get("entry") == Some(name))
+            .map(|r| {
+                let lo = field::<f64>(r, "lo_ps").unwrap_or(0.0);
+                (
+                    if lo == 0.0 {
+                        "0".to_string()
+                    } else {
+                        fmt_time(lo)
+                    },
+                    field(r, "blocks").unwrap_or(0.0),
+                )
+            })
+            .collect();
+        if items.is_empty() {
+            continue;
+        }
+        let n: f64 = items.iter().map(|i| i.1).sum();
+        h.push_str("<figure>");
+        h.push_str(&svg::stacked_bars(
+            &format!(
+                "Grain size of {} ({n} blocks; x: at least this long)",
+                svg::truncate(name, 40)
+            ),
+            "blocks",
+            &items.iter().map(|i| i.0.clone()).collect::<Vec<_>>(),
+            &colours[k..=k],
+            std::slice::from_ref(name),
+            &[items.iter().map(|i| i.1).collect()],
+        ));
+        h.push_str("</figure>");
+    }
+    Ok(h)
 }
 
 /// Writes the report for `dir` (and its `sweep/` and `replay/` subfolders, as `whatif demo`
@@ -750,6 +1361,8 @@ pub fn write_titled(dir: &Path, out: Option<&Path>, title: &Path) -> Result<Path
 body{font-family:system-ui,sans-serif;margin:2em;max-width:1100px;color:#222}\
 table{border-collapse:collapse;font-size:12px;margin:0.5em 0}td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}\
 th{background:#f3f3f3}figure{margin:1em 0}svg.chart{max-width:100%;height:auto;background:#fff}\
+.legend{font-size:12px;line-height:1.6}.key{white-space:nowrap;margin-right:1em}.key span{display:inline-block;width:10px;height:10px;margin-right:4px}\
+td code{word-break:break-all}.multiples{display:flex;flex-wrap:wrap;gap:8px}.multiples svg.chart{max-width:360px}\
 h2{border-bottom:2px solid #4e79a7;padding-bottom:4px}</style></head><body>\n<h1>whatif report</h1>\n",
     );
     let _ = write!(

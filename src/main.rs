@@ -16,6 +16,7 @@ mod progress;
 mod report;
 mod svg;
 mod sweep_cmd;
+mod views_out;
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -1177,7 +1178,18 @@ fn replay_and_report(input: Repeated, m: &MachineArgs, o: &OutputArgs) -> Result
     if let Some(dir) = &o.out {
         let t0 = Instant::now();
         let staged = files::begin_dir(dir, m.force)?;
-        let notes = outputs::write_all(staged.path(), &info, &r, cpu_scale, m.force, o.compress)?;
+        let views = views_out::Views::of(trace, &r, &spec, 0)?;
+        let reps = views.clusters.representatives();
+        let notes = outputs::write_all(
+            staged.path(),
+            &info,
+            &r,
+            cpu_scale,
+            m.force,
+            o.compress,
+            &reps,
+        )?;
+        views.write(staged.path(), trace)?;
         if o.report {
             // The analysis (critical path, re-simulated diagnoses) for the report's "why".
             let t1 = Instant::now();
@@ -1210,7 +1222,7 @@ fn replay_and_report(input: Repeated, m: &MachineArgs, o: &OutputArgs) -> Result
                 eprintln!("wrote {}", dir.join("report.html").display());
             }
             eprintln!(
-                "wrote {} ({}, projections/, CSV summaries) in {:.2} s",
+                "wrote {} ({}, projections/, CSV summaries and analyses) in {:.2} s",
                 dir.display(),
                 if o.compress {
                     "trace.json.gz"

@@ -6,12 +6,13 @@
 //! |---|---|
 //! | `summary.json` | the `--json` object |
 //! | `trace.json` | Chrome trace-event JSON (Perfetto, `chrome://tracing`): one track per PE, one complete (`X`) event per block named by its entry method, one flow (`s`/`f`) per delivered message |
-//! | `projections/predicted.sts`, `predicted.<pe>.log` | Projections 11.0 logs of the predicted run (times in whole microseconds) |
+//! | `projections/predicted.sts`, `predicted.<pe>.log` | Projections 11.0 logs of the predicted run (times in whole microseconds); above 65,536 PEs only the representative PEs' logs (k-means exemplars and outliers, see `clusters.csv`) unless `--force` |
 //! | `timeline.csv` | one row per block: block, object, entry, pe, start, end |
 //! | `pe.csv` | per PE: blocks, busy and idle time, utilisation |
 //! | `entries.csv` | per entry method: blocks, total / mean / max time, share of busy time, remote messages and their network cost |
 //! | `iterations.csv` | per iteration label: end time and duration |
 //! | `links.csv` | per link and NIC traffic (topology models; header only otherwise) |
+//! | analyses | `time_profile.csv`, `usage.csv`, `communication.csv`, `grain_sizes.csv`, `extrema.csv`, `metrics.csv`, `snapshots.csv`, `clusters.csv`, `comm_matrix.csv`, `message_sizes.csv` (see `views_out`) |
 //!
 //! | `otf2/traces.otf2` (+ `traces.def`, `traces/`) | with the `otf2` feature: the predicted run as an OTF2 archive (Vampir, otf2-print): one location per PE, an Enter/Leave of its entry method's region per block, an MPI send and receive per delivered message (tag = the send's index), times in picoseconds |
 //!
@@ -40,6 +41,7 @@ pub fn write_all(
     cpu_scale: Ratio,
     force: bool,
     compress: bool,
+    representatives: &[u32],
 ) -> Result<Vec<String>> {
     let mut notes = Vec::new();
     let t = info.trace;
@@ -64,20 +66,33 @@ pub fn write_all(
         &deliveries,
         compress,
     )?;
-    if r.pes <= MAX_PROJECTIONS_PES || force {
-        write_projections(
-            &dir.join("projections"),
-            info,
-            tl,
-            &deliveries,
-            r,
-            cpu_scale,
+    // Above the limit, Lee's data reduction: the logs of the representative PEs only
+    // (clusters.csv says which cluster each stands for).
+    let all = r.pes <= MAX_PROJECTIONS_PES || force;
+    let mut keep = vec![all; r.pes as usize];
+    for &p in representatives {
+        if let Some(k) = keep.get_mut(p as usize) {
+            *k = true;
+        }
+    }
+    write_projections(
+        &dir.join("projections"),
+        info,
+        tl,
+        &deliveries,
+        r,
+        cpu_scale,
+        LogFiles {
             compress,
-        )?;
-    } else {
+            only: (!all).then_some(&keep[..]),
+        },
+    )?;
+    if !all {
         notes.push(format!(
-            "note: projections/ not written: {} PEs would make {} log files (limit {MAX_PROJECTIONS_PES}; --force writes them)",
-            r.pes, r.pes
+            "note: projections/ holds the logs of {} representative PEs only (see clusters.csv): all {} PEs would make {} log files (limit {MAX_PROJECTIONS_PES}; --force writes them)",
+            representatives.len(),
+            r.pes,
+            r.pes
         ));
     }
     #[cfg(feature = "otf2")]
@@ -441,6 +456,15 @@ fn whole_us(ps: u64) -> u64 {
     ps / 1_000_000
 }
 
+/// Which Projections log files to write, and how.
+#[derive(Clone, Copy)]
+struct LogFiles<'a> {
+    /// gzip them.
+    compress: bool,
+    /// Only the PEs marked here (all when `None`).
+    only: Option<&'a [bool]>,
+}
+
 fn write_projections(
     dir: &Path,
     info: &RunInfo,
@@ -448,8 +472,9 @@ fn write_projections(
     d: &Deliveries,
     r: &ReplayReport,
     scale: Ratio,
-    compress: bool,
+    files: LogFiles,
 ) -> Result<()> {
+    let LogFiles { compress, only } = files;
     let t = info.trace;
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let pes = r.pes;
@@ -507,6 +532,9 @@ fn write_projections(
     let sends = t.all_sends();
     let end_us = whole_us(r.makespan.as_ps());
     for (pe, recs) in per_pe.iter().enumerate() {
+        if only.is_some_and(|k| !k[pe]) {
+            continue;
+        }
         let mut lines: Vec<String> = Vec::with_capacity(recs.len() * 3 + 2);
         lines.push("6 0".into());
         let mut prev_end = 0u64;

@@ -291,23 +291,25 @@ pub fn bars(title: &str, y_label: &str, items: &[(String, f64)]) -> String {
     s
 }
 
-/// Stacked areas: `layers[k][b]` is layer k's value in bin b (bins of equal width from 0 to
-/// `span`). Used for the time profile (utilisation by entry method over time).
+/// Stacked areas: `layers[k][b]` is layer k's value (a fraction, 0..=1 stacked) in bin b
+/// (bins of equal width over `span_ps`), drawn in `colours[k]`. The legend is the caller's
+/// (an HTML list under the figure, which wraps instead of clipping).
 pub fn stacked(
     title: &str,
-    x_label: &str,
-    span: f64,
+    span_ps: f64,
     names: &[String],
+    colours: &[&str],
     layers: &[Vec<f64>],
 ) -> String {
     let bins = layers.first().map_or(0, Vec::len).max(1);
-    let pw = W - ML - MR;
+    let w = W + 160.0;
+    let pw = w - ML - 20.0;
     let ty = |y: f64| MT + (1.0 - y) * (H - MT - MB);
     let tx = |b: f64| ML + pw * b / bins as f64;
     let mut s = String::new();
     let _ = write!(
         s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" class="chart" viewBox="0 0 {W} {H}" width="{W}" height="{H}" role="img"><title>{}</title><text x="{ML}" y="18" font-size="14" font-weight="bold">{}</text>"#,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" class="chart" viewBox="0 0 {w} {H}" width="{w}" height="{H}" role="img"><title>{}</title><text x="{ML}" y="18" font-size="14" font-weight="bold">{}</text>"#,
         esc(title),
         esc(title)
     );
@@ -316,7 +318,7 @@ pub fn stacked(
             s,
             r##"<line x1="{ML}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="#ddd"/><text x="{:.1}" y="{:.1}" font-size="11" text-anchor="end">{:.0}%</text>"##,
             ty(t),
-            W - MR,
+            ML + pw,
             ty(t),
             ML - 6.0,
             ty(t) + 4.0,
@@ -335,118 +337,47 @@ pub fn stacked(
             pts.push(format!("{:.1},{:.1}", tx(b as f64 + 1.0), ty(base[b])));
             pts.push(format!("{:.1},{:.1}", tx(b as f64), ty(base[b])));
         }
-        let c = PALETTE[k % PALETTE.len()];
         let _ = write!(
             s,
-            r#"<polygon class="layer" fill="{c}" stroke="none" points="{}"><title>{}</title></polygon>"#,
+            r#"<polygon class="layer" fill="{}" stroke="none" points="{}"><title>{}</title></polygon>"#,
+            colours.get(k).copied().unwrap_or(OTHER),
             pts.join(" "),
-            esc(&names[k])
-        );
-        let ly = MT + 14.0 + 18.0 * k as f64;
-        let _ = write!(
-            s,
-            r#"<rect x="{:.1}" y="{:.1}" width="12" height="12" fill="{c}"/><text x="{:.1}" y="{:.1}" font-size="12">{}</text>"#,
-            W - MR + 12.0,
-            ly - 10.0,
-            W - MR + 30.0,
-            ly,
-            esc(&names[k])
+            esc(names.get(k).map_or("", String::as_str))
         );
         base = top;
     }
-    for t in ticks(0.0, span, 5) {
-        let x = ML + pw * if span > 0.0 { t / span } else { 0.0 };
-        let _ = write!(
-            s,
-            r#"<text x="{x:.1}" y="{:.1}" font-size="11" text-anchor="middle">{}</text>"#,
-            H - MB + 16.0,
-            tick(t)
-        );
-    }
     let _ = write!(
         s,
-        r##"<rect x="{ML}" y="{MT}" width="{pw:.1}" height="{:.1}" fill="none" stroke="#888"/><text x="{:.1}" y="{:.1}" font-size="12" text-anchor="middle">{}</text></svg>"##,
+        r##"<rect x="{ML}" y="{MT}" width="{pw:.1}" height="{:.1}" fill="none" stroke="#888"/><text x="14" y="{:.1}" font-size="12" text-anchor="middle" transform="rotate(-90 14 {:.1})">utilisation</text>"##,
         H - MT - MB,
-        ML + pw / 2.0,
-        H - 10.0,
-        esc(x_label)
+        (MT + H - MB) / 2.0,
+        (MT + H - MB) / 2.0,
     );
+    time_axis(&mut s, (ML, ML + pw), (0.0, span_ps), H - MB);
+    s.push_str("</svg>");
     s
 }
 
-/// A timeline: one row per PE, one rectangle per block `(pe, start, end, colour index, label)`
-/// between `t0` and `t1`.
-pub fn timeline(
-    title: &str,
-    pes: u32,
-    t0: f64,
-    t1: f64,
-    blocks: &[(u32, f64, f64, usize, String)],
-) -> String {
-    let rows = pes.max(1) as f64;
-    let h = (MT + MB + rows * 12.0).clamp(160.0, 900.0);
-    let rh = (h - MT - MB) / rows;
-    let pw = W - ML - 20.0;
-    let tx = |t: f64| ML + pw * if t1 > t0 { (t - t0) / (t1 - t0) } else { 0.0 };
-    let mut s = String::new();
-    let _ = write!(
-        s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" class="chart" viewBox="0 0 {W} {h:.0}" width="{W}" height="{h:.0}" role="img"><title>{}</title><text x="{ML}" y="18" font-size="14" font-weight="bold">{}</text>"#,
-        esc(title),
-        esc(title)
-    );
-    let every = ((pes as usize) / 16).max(1);
-    for p in (0..pes).step_by(every) {
-        let _ = write!(
-            s,
-            r#"<text x="{:.1}" y="{:.1}" font-size="10" text-anchor="end">PE {p}</text>"#,
-            ML - 6.0,
-            MT + rh * (p as f64 + 0.75)
-        );
-    }
-    for (pe, a, b, c, label) in blocks {
-        let (x0, x1) = (tx(a.max(t0)), tx(b.min(t1)));
-        let _ = write!(
-            s,
-            r#"<rect class="block" x="{x0:.2}" y="{:.2}" width="{:.2}" height="{:.2}" fill="{}"><title>{}</title></rect>"#,
-            MT + rh * *pe as f64 + rh * 0.1,
-            (x1 - x0).max(0.3),
-            rh * 0.8,
-            PALETTE[c % PALETTE.len()],
-            esc(label)
-        );
-    }
-    for t in ticks(t0, t1, 5) {
-        let _ = write!(
-            s,
-            r#"<text x="{:.1}" y="{:.1}" font-size="11" text-anchor="middle">{}</text>"#,
-            tx(t),
-            h - MB + 16.0,
-            tick(t)
-        );
-    }
-    let _ = write!(
-        s,
-        r#"<text x="{:.1}" y="{:.1}" font-size="12" text-anchor="middle">time (us)</text></svg>"#,
-        ML + pw / 2.0,
-        h - 10.0
-    );
-    s
-}
-
-/// A heat grid: `cells[r][c]` in 0..=1 (utilisation), labelled by `label(r, c)`.
+/// A heat grid: `cells[r][c]` in 0..=1, labelled by `label(r, c)`, its value shown by
+/// `value(v)`; a colour scale from `scale.0` (0) to `scale.1` (1) under it.
 pub fn grid(
     title: &str,
     cells: &[Vec<Option<f64>>],
     label: &dyn Fn(usize, usize) -> String,
+    value: &dyn Fn(f64) -> String,
+    scale: (&str, &str),
 ) -> String {
     let rows = cells.len().max(1);
     let cols = cells.iter().map(Vec::len).max().unwrap_or(1).max(1);
     let cell = (560.0 / cols as f64)
         .min(400.0 / rows as f64)
-        .clamp(4.0, 48.0);
-    let w = ML + cell * cols as f64 + 40.0;
-    let h = MT + cell * rows as f64 + 40.0;
+        .clamp(2.0, 48.0);
+    // Wide enough for the title (bold 14 px: about 8.5 px per character).
+    let w = (ML + cell * cols as f64 + 40.0)
+        .max(ML + 300.0)
+        .max(ML + 8.5 * title.chars().count() as f64 + 10.0);
+    let gy = MT + cell * rows as f64 + 14.0;
+    let h = gy + 40.0;
     let mut s = String::new();
     let _ = write!(
         s,
@@ -456,32 +387,455 @@ pub fn grid(
     );
     for (r, row) in cells.iter().enumerate() {
         for (c, v) in row.iter().enumerate() {
-            let fill = match v {
-                Some(u) => {
-                    // White (idle) to dark blue (busy).
-                    let u = u.clamp(0.0, 1.0);
-                    let g = (235.0 - 180.0 * u) as u8;
-                    format!("rgb({},{},{})", (240.0 - 200.0 * u) as u8, g, 250)
-                }
-                None => "#f4f4f4".into(),
+            let fill = v.map_or("#f4f4f4".to_string(), heat);
+            let stroke = if cell >= 6.0 {
+                r##" stroke="#fff""##
+            } else {
+                ""
             };
             let _ = write!(
                 s,
-                r##"<rect class="node" x="{:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="{fill}" stroke="#fff"><title>{}</title></rect>"##,
+                r##"<rect class="node" x="{:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="{fill}"{stroke}><title>{}</title></rect>"##,
                 ML + cell * c as f64,
                 MT + cell * r as f64,
                 cell,
                 cell,
-                esc(&format!(
-                    "{}: {}",
-                    label(r, c),
-                    v.map_or("-".into(), |u| format!("{:.1}% busy", u * 100.0))
-                ))
+                esc(&format!("{}: {}", label(r, c), v.map_or("-".into(), value)))
             );
         }
     }
+    // The colour scale.
+    let steps = 20;
+    for k in 0..steps {
+        let _ = write!(
+            s,
+            r#"<rect class="scale" x="{:.1}" y="{gy:.1}" width="8.1" height="10" fill="{}"/>"#,
+            ML + 8.0 * k as f64,
+            heat((k as f64 + 0.5) / steps as f64)
+        );
+    }
+    let _ = write!(
+        s,
+        r##"<rect x="{ML}" y="{gy:.1}" width="160" height="10" fill="none" stroke="#888"/><text x="{ML}" y="{:.1}" font-size="10">{}</text><text x="{:.1}" y="{:.1}" font-size="10" text-anchor="end">{}</text>"##,
+        gy + 22.0,
+        esc(scale.0),
+        ML + 160.0,
+        gy + 22.0,
+        esc(scale.1)
+    );
     s.push_str("</svg>");
     s
+}
+
+/// Colour of class `k` of `n` classes where the last class is "other" (grey) when
+/// `other` is set: the palette in order, grey for "other".
+pub fn class_colour(k: usize, other: bool, n: usize) -> &'static str {
+    if other && k + 1 == n {
+        OTHER
+    } else {
+        PALETTE[k % (PALETTE.len() - 1)]
+    }
+}
+
+/// The colour of "other" (everything outside the top entries).
+pub const OTHER: &str = "#bab0ac";
+
+/// A time unit for a span in picoseconds: (picoseconds per unit, unit name).
+pub fn time_unit(span_ps: f64) -> (f64, &'static str) {
+    if span_ps >= 2e12 {
+        (1e12, "s")
+    } else if span_ps >= 2e9 {
+        (1e9, "ms")
+    } else if span_ps >= 2e6 {
+        (1e6, "us")
+    } else {
+        (1e3, "ns")
+    }
+}
+
+/// A time axis under a plot from `x0` to `x1` pixels for `[t0_ps, t1_ps)`, at `y`: round
+/// ticks in a unit fitted to the span, and the label `time (unit)`.
+fn time_axis(s: &mut String, (x0, x1): (f64, f64), (t0_ps, t1_ps): (f64, f64), y: f64) {
+    let (div, unit) = time_unit(t1_ps - t0_ps);
+    let (a, b) = (t0_ps / div, t1_ps / div);
+    for t in ticks(a, b, 6) {
+        let x = x0 + (x1 - x0) * if b > a { (t - a) / (b - a) } else { 0.0 };
+        let _ = write!(
+            s,
+            r##"<line x1="{x:.1}" y1="{:.1}" x2="{x:.1}" y2="{:.1}" stroke="#888"/><text x="{x:.1}" y="{:.1}" font-size="11" text-anchor="middle">{}</text>"##,
+            y,
+            y + 4.0,
+            y + 16.0,
+            tick(t)
+        );
+    }
+    let _ = write!(
+        s,
+        r#"<text x="{:.1}" y="{:.1}" font-size="12" text-anchor="middle">time ({unit})</text>"#,
+        (x0 + x1) / 2.0,
+        y + 32.0
+    );
+}
+
+/// A downsampled timeline of the whole run: one row per label, `cols` cells per row; cell
+/// `(r, c)` is drawn in `colour[dominant]` with an opacity from its busy `fraction` (5 steps,
+/// idle cells blank); runs of equal cells are merged into one rectangle. `marks` are shaded
+/// windows `(t0_ps, t1_ps, label)` drawn over the plot.
+pub struct Overview<'a> {
+    /// Title above the plot.
+    pub title: &'a str,
+    /// Row labels, top to bottom.
+    pub rows: &'a [String],
+    /// Window of the plot, ps.
+    pub span_ps: (f64, f64),
+    /// Columns per row.
+    pub cols: usize,
+    /// Dominant class per cell (`u16::MAX`: idle), `rows x cols`.
+    pub dominant: &'a [u16],
+    /// Busy fraction per cell, `rows x cols`.
+    pub fraction: &'a [f64],
+    /// Colour per class.
+    pub colours: &'a [&'a str],
+    /// Class names (for hover titles).
+    pub names: &'a [String],
+    /// Shaded windows.
+    pub marks: &'a [(f64, f64, String)],
+}
+
+impl Overview<'_> {
+    /// The SVG element.
+    pub fn svg(&self) -> String {
+        let n = self.rows.len().max(1);
+        let rh = (520.0 / n as f64).clamp(3.0, 14.0);
+        let (ml, mt, mb) = (96.0, 30.0, 48.0);
+        let pw = W + 160.0 - ml - 20.0;
+        let w = W + 160.0;
+        let h = mt + rh * n as f64 + mb;
+        let cw = pw / self.cols.max(1) as f64;
+        let mut s = String::new();
+        let _ = write!(
+            s,
+            r#"<svg xmlns="http://www.w3.org/2000/svg" class="chart overview" viewBox="0 0 {w} {h:.0}" width="{w}" height="{h:.0}" role="img"><title>{}</title><text x="{ml}" y="18" font-size="14" font-weight="bold">{}</text>"#,
+            esc(self.title),
+            esc(self.title)
+        );
+        let every = (n / 24).max(1);
+        for (r, label) in self.rows.iter().enumerate() {
+            if r % every == 0 {
+                let _ = write!(
+                    s,
+                    r#"<text x="{:.1}" y="{:.1}" font-size="10" text-anchor="end">{}</text>"#,
+                    ml - 6.0,
+                    mt + rh * (r as f64 + 0.5) + 3.5,
+                    esc(label)
+                );
+            }
+            let mut c = 0;
+            while c < self.cols {
+                let i = r * self.cols + c;
+                let class = self.dominant[i];
+                let level = (self.fraction[i] * 5.0).ceil().min(5.0) as u32;
+                let mut e = c + 1;
+                while e < self.cols
+                    && self.dominant[r * self.cols + e] == class
+                    && (self.fraction[r * self.cols + e] * 5.0).ceil().min(5.0) as u32 == level
+                {
+                    e += 1;
+                }
+                if class != u16::MAX && level > 0 {
+                    let k = class as usize;
+                    let _ = write!(
+                        s,
+                        r#"<rect class="cell" x="{:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="{}" fill-opacity="{:.1}"><title>{}: {} {}%</title></rect>"#,
+                        ml + cw * c as f64,
+                        mt + rh * r as f64,
+                        cw * (e - c) as f64,
+                        rh.max(1.0) - if rh > 4.0 { 1.0 } else { 0.0 },
+                        self.colours.get(k).copied().unwrap_or(OTHER),
+                        0.2 * level as f64,
+                        esc(label),
+                        esc(self.names.get(k).map_or("", String::as_str)),
+                        20 * level
+                    );
+                }
+                c = e;
+            }
+        }
+        let (t0, t1) = self.span_ps;
+        let tx = |t: f64| ml + pw * if t1 > t0 { (t - t0) / (t1 - t0) } else { 0.0 };
+        for (i, (a, b, label)) in self.marks.iter().enumerate() {
+            let (x0, x1) = (tx(*a), tx(*b).max(tx(*a) + 2.0));
+            // Labels on a white tag inside the plot, staggered so that close windows stay
+            // readable; right-aligned near the right edge.
+            let (lx, anchor) = if x0 > ml + pw - 30.0 {
+                (x1 - 2.0, "end")
+            } else {
+                (x0 + 2.0, "start")
+            };
+            let ly = mt + 12.0 + 14.0 * i as f64;
+            let tag_x = if anchor == "end" { lx - 12.0 } else { lx - 1.0 };
+            let _ = write!(
+                s,
+                r##"<rect class="mark" x="{x0:.1}" y="{mt}" width="{:.1}" height="{:.1}" fill="none" stroke="#222" stroke-dasharray="4 2"/><rect x="{tag_x:.1}" y="{:.1}" width="13" height="13" fill="#fff" stroke="#222"/><text x="{:.1}" y="{ly:.1}" font-size="11" font-weight="bold" text-anchor="middle">{}</text>"##,
+                x1 - x0,
+                rh * n as f64,
+                ly - 10.5,
+                tag_x + 6.5,
+                esc(label)
+            );
+        }
+        let _ = write!(
+            s,
+            r##"<rect x="{ml}" y="{mt}" width="{pw:.1}" height="{:.1}" fill="none" stroke="#888"/>"##,
+            rh * n as f64
+        );
+        time_axis(&mut s, (ml, ml + pw), (t0, t1), mt + rh * n as f64);
+        s.push_str("</svg>");
+        s
+    }
+}
+
+/// A block-level timeline window: one row per label; blocks `(row, start_ps, end_ps, colour,
+/// label, on the critical path)`; critical-path blocks get a black outline.
+pub fn window(
+    title: &str,
+    rows: &[String],
+    (t0, t1): (f64, f64),
+    blocks: &[(usize, f64, f64, &str, String, bool)],
+) -> String {
+    let n = rows.len().max(1);
+    let rh = (420.0 / n as f64).clamp(6.0, 16.0);
+    let (ml, mt, mb) = (96.0, 30.0, 48.0);
+    let w = W + 160.0;
+    let pw = w - ml - 20.0;
+    let h = mt + rh * n as f64 + mb;
+    let tx = |t: f64| ml + pw * if t1 > t0 { (t - t0) / (t1 - t0) } else { 0.0 };
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" class="chart window" viewBox="0 0 {w} {h:.0}" width="{w}" height="{h:.0}" role="img"><title>{}</title><text x="{ml}" y="18" font-size="14" font-weight="bold">{}</text>"#,
+        esc(title),
+        esc(title)
+    );
+    let every = (n / 24).max(1);
+    for (r, label) in rows.iter().enumerate().step_by(every) {
+        let _ = write!(
+            s,
+            r#"<text x="{:.1}" y="{:.1}" font-size="10" text-anchor="end">{}</text>"#,
+            ml - 6.0,
+            mt + rh * (r as f64 + 0.5) + 3.5,
+            esc(label)
+        );
+    }
+    for (row, a, b, colour, label, critical) in blocks {
+        let (x0, x1) = (tx(a.max(t0)), tx(b.min(t1)));
+        let stroke = if *critical {
+            r##" stroke="#000" stroke-width="1.5""##
+        } else {
+            ""
+        };
+        let _ = write!(
+            s,
+            r#"<rect class="block" x="{x0:.2}" y="{:.2}" width="{:.2}" height="{:.2}" fill="{colour}"{stroke}><title>{}</title></rect>"#,
+            mt + rh * *row as f64 + rh * 0.1,
+            (x1 - x0).max(0.4),
+            rh * 0.8,
+            esc(label)
+        );
+    }
+    let _ = write!(
+        s,
+        r##"<rect x="{ml}" y="{mt}" width="{pw:.1}" height="{:.1}" fill="none" stroke="#888"/>"##,
+        rh * n as f64
+    );
+    time_axis(&mut s, (ml, ml + pw), (t0, t1), mt + rh * n as f64);
+    s.push_str("</svg>");
+    s
+}
+
+/// Stacked bars: `layers[k][i]` is layer k's value for bar i; layer colours given.
+pub fn stacked_bars(
+    title: &str,
+    y_label: &str,
+    labels: &[String],
+    colours: &[&str],
+    names: &[String],
+    layers: &[Vec<f64>],
+) -> String {
+    let n = labels.len().max(1);
+    let tops: Vec<f64> = (0..labels.len())
+        .map(|i| layers.iter().map(|l| l[i]).sum())
+        .collect();
+    let y1 = tops.iter().copied().fold(0.0f64, f64::max).max(1e-30) * 1.05;
+    let pw = W - ML - 20.0;
+    let bw = pw / n as f64;
+    let ty = |y: f64| MT + (1.0 - y / y1) * (H - MT - MB);
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" class="chart" viewBox="0 0 {W} {H}" width="{W}" height="{H}" role="img"><title>{}</title><text x="{ML}" y="18" font-size="14" font-weight="bold">{}</text>"#,
+        esc(title),
+        esc(title)
+    );
+    for t in ticks(0.0, y1, 5) {
+        let _ = write!(
+            s,
+            r##"<line x1="{ML}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="#ddd"/><text x="{:.1}" y="{:.1}" font-size="11" text-anchor="end">{}</text>"##,
+            ty(t),
+            W - 20.0,
+            ty(t),
+            ML - 6.0,
+            ty(t) + 4.0,
+            tick(t)
+        );
+    }
+    let every = (labels.len() / 16).max(1);
+    for (i, label) in labels.iter().enumerate() {
+        let x = ML + bw * i as f64;
+        let mut base = 0.0;
+        for (k, l) in layers.iter().enumerate() {
+            let v = l[i];
+            if v > 0.0 {
+                let _ = write!(
+                    s,
+                    r#"<rect class="bar" x="{:.2}" y="{:.1}" width="{:.2}" height="{:.1}" fill="{}"><title>{}, {}: {}</title></rect>"#,
+                    x + bw * 0.1,
+                    ty(base + v),
+                    (bw * 0.8).max(0.5),
+                    (ty(base) - ty(base + v)).max(0.0),
+                    colours.get(k).copied().unwrap_or(OTHER),
+                    esc(label),
+                    esc(names.get(k).map_or("", String::as_str)),
+                    num(v)
+                );
+            }
+            base += v;
+        }
+        if i % every == 0 {
+            let _ = write!(
+                s,
+                r#"<text x="{:.1}" y="{:.1}" font-size="10" text-anchor="middle">{}</text>"#,
+                x + bw / 2.0,
+                H - MB + 14.0,
+                esc(label)
+            );
+        }
+    }
+    let _ = write!(
+        s,
+        r#"<text x="14" y="{:.1}" font-size="12" text-anchor="middle" transform="rotate(-90 14 {:.1})">{}</text></svg>"#,
+        (MT + H - MB) / 2.0,
+        (MT + H - MB) / 2.0,
+        esc(y_label)
+    );
+    s
+}
+
+/// Grouped bars for a categorical x: one group per category, one bar per series.
+pub fn grouped_bars(
+    title: &str,
+    y_label: &str,
+    categories: &[String],
+    series: &[Series],
+) -> String {
+    let n = categories.len().max(1);
+    let m = series.len().max(1);
+    let y1 = series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.1))
+        .fold(0.0f64, f64::max)
+        .max(1e-30)
+        * 1.05;
+    let pw = W - ML - MR;
+    let gw = pw / n as f64;
+    let bw = gw * 0.8 / m as f64;
+    let ty = |y: f64| MT + (1.0 - y / y1) * (H - MT - MB);
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" class="chart" viewBox="0 0 {W} {H}" width="{W}" height="{H}" role="img"><title>{}</title><text x="{ML}" y="18" font-size="14" font-weight="bold">{}</text>"#,
+        esc(title),
+        esc(title)
+    );
+    for t in ticks(0.0, y1, 5) {
+        let _ = write!(
+            s,
+            r##"<line x1="{ML}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="#ddd"/><text x="{:.1}" y="{:.1}" font-size="11" text-anchor="end">{}</text>"##,
+            ty(t),
+            W - MR,
+            ty(t),
+            ML - 6.0,
+            ty(t) + 4.0,
+            tick(t)
+        );
+    }
+    for (c, cat) in categories.iter().enumerate() {
+        let _ = write!(
+            s,
+            r#"<text x="{:.1}" y="{:.1}" font-size="11" text-anchor="middle">{}</text>"#,
+            ML + gw * (c as f64 + 0.5),
+            H - MB + 16.0,
+            esc(cat)
+        );
+    }
+    for (k, se) in series.iter().enumerate() {
+        let colour = PALETTE[k % PALETTE.len()];
+        for &(x, y) in &se.points {
+            let c = x.round().max(0.0) as usize;
+            let _ = write!(
+                s,
+                r#"<rect class="bar" x="{:.2}" y="{:.1}" width="{:.2}" height="{:.1}" fill="{colour}"><title>{}, {}: {}</title></rect>"#,
+                ML + gw * c as f64 + gw * 0.1 + bw * k as f64,
+                ty(y),
+                bw.max(0.5),
+                (H - MB - ty(y)).max(0.0),
+                esc(&se.name),
+                esc(categories.get(c).map_or("", String::as_str)),
+                num(y)
+            );
+        }
+        let ly = MT + 14.0 + 18.0 * k as f64;
+        let _ = write!(
+            s,
+            r#"<rect x="{:.1}" y="{:.1}" width="12" height="12" fill="{colour}"/><text x="{:.1}" y="{:.1}" font-size="11">{}</text>"#,
+            W - MR + 12.0,
+            ly - 10.0,
+            W - MR + 30.0,
+            ly,
+            esc(&truncate(&se.name, 22))
+        );
+    }
+    let _ = write!(
+        s,
+        r##"<rect x="{ML}" y="{MT}" width="{pw:.1}" height="{:.1}" fill="none" stroke="#888"/><text x="14" y="{:.1}" font-size="12" text-anchor="middle" transform="rotate(-90 14 {:.1})">{}</text></svg>"##,
+        H - MT - MB,
+        (MT + H - MB) / 2.0,
+        (MT + H - MB) / 2.0,
+        esc(y_label)
+    );
+    s
+}
+
+/// `s` cut to `n` characters with an ellipsis.
+pub fn truncate(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_string()
+    } else {
+        let mut t: String = s.chars().take(n.saturating_sub(1)).collect();
+        t.push('\u{2026}');
+        t
+    }
+}
+
+/// Fill of a heat cell for a value in 0..=1: white to dark blue.
+pub fn heat(u: f64) -> String {
+    let u = u.clamp(0.0, 1.0);
+    format!(
+        "rgb({},{},{})",
+        (240.0 - 200.0 * u) as u8,
+        (235.0 - 180.0 * u) as u8,
+        (250.0 - 90.0 * u) as u8
+    )
 }
 
 #[cfg(test)]

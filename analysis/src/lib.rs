@@ -15,6 +15,11 @@
 //! * [`profile`]: Projections' analyses as data (time profile, usage per PE by entry,
 //!   communication over time, grain-size histograms) and the extrema (outlier PEs by busy
 //!   time, messages and bytes sent, against the rest).
+//! * [`cluster`]: k-means clustering of the PEs by busy time per entry method, with
+//!   exemplars and outliers as representatives (Lee 2009, ch. 4).
+//! * [`views`]: what the report draws, as data: a downsampled timeline raster, Rover's
+//!   metrics over time (utilisation, balance, granularity, channel utilisation), utilisation
+//!   snapshots per PE, the communication matrix and message sizes.
 //! * [`transform`]: the trace changes the what-ifs make (an entry or object made faster,
 //!   critical-path priorities), also offered by `whatif replay` so that each finding can be
 //!   reproduced.
@@ -23,10 +28,12 @@
 //! fresh network models built from the spec. Analysis needs the replay's timeline, so its
 //! memory grows with the number of blocks (about 100 bytes per block on top of the replay).
 
+pub mod cluster;
 mod critical;
 mod diagnose;
 pub mod profile;
 pub mod transform;
+pub mod views;
 
 pub use critical::{CriticalPath, Edge, NetworkParts, Share, Step, critical_path};
 pub use diagnose::{

@@ -356,6 +356,56 @@ fn analyze_on_the_bigsim_jacobi_trace() {
     );
 }
 
+/// The report of the BigSim trace shows the whole run (the first wave showed its first
+/// 262 us of 2,623 us, the start-up phase only), with windows and the analyses' files.
+#[test]
+fn the_bigsim_jacobi_report_shows_the_whole_run() {
+    let Some(data) = crate::shared_data("bigsim-jacobi2d/traceJ0") else {
+        return;
+    };
+    let dir = tmpdir("j0-report");
+    let out = dir.join("out");
+    let o = whatif(&[
+        "replay",
+        data.join("bgTrace").to_str().unwrap(),
+        "--format",
+        "bgtrace",
+        "--net",
+        "alphabeta:lat=5us,bw=1GB/s",
+        "--out",
+        out.to_str().unwrap(),
+        "--report",
+        "-q",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    for f in [
+        "metrics.csv",
+        "snapshots.csv",
+        "clusters.csv",
+        "comm_matrix.csv",
+        "message_sizes.csv",
+        "time_profile.csv",
+        "usage.csv",
+        "grain_sizes.csv",
+    ] {
+        assert!(out.join(f).exists(), "replay --out wrote no {f}");
+    }
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    crate::cli::check_whole_run(&html, "2.62 ms");
+    // 24 entry methods: 9 named in the legend, the rest as "other".
+    assert!(
+        html.contains("other (15 entry methods)"),
+        "legend: top 9 + other"
+    );
+    assert_eq!(
+        html.matches("<h3>Window ").count(),
+        3,
+        "three zoomed windows"
+    );
+    crate::cli::render_and_check(&out.join("report.html"), &dir);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
 #[test]
 fn projections_analyses_add_up_to_the_replay() {
     let t = crate::emulator::emulate(
@@ -418,4 +468,164 @@ fn the_overloaded_pe_is_the_busy_extreme() {
     // The other two are cold PEs of 100 us; the rest (27 PEs) average 100 us too.
     assert_eq!(e.outlier_mean, us(700).as_ps() as f64 / 3.0);
     assert_eq!(e.rest_mean, us(100).as_ps() as f64);
+}
+
+#[test]
+fn views_add_up_to_the_replay() {
+    // A 3-D halo on a torus, so that channel utilisation is defined.
+    let t = crate::emulator::emulate(
+        "stencil3d",
+        &[
+            ("grid".to_string(), "16x16x16".to_string()),
+            ("block".to_string(), "8x8x8".to_string()),
+            ("iters".to_string(), "3".to_string()),
+        ],
+        8,
+        "latency:lat=1us",
+        emulator::Timing::Model,
+    );
+    let net = "hops:topo=torus:2x2x2,lat=2us,hop=100ns,bw=1GB/s";
+    let spec: NetSpec = net.parse().unwrap();
+    let cfg = ReplayConfig {
+        timeline: true,
+        ..Default::default()
+    };
+    let r = crate::run_with(&t, net, &cfg);
+    let m = r.makespan.as_ps();
+    let busy = r.busy_total().as_ps();
+    // Metrics: utilisation x width x P over the bins is the busy time (to rounding).
+    let rows = analysis::views::metrics(&t, &r, &spec, 0).unwrap();
+    assert_eq!(rows.last().unwrap().bin_end_ps, m);
+    let back: f64 = rows
+        .iter()
+        .map(|x| x.utilization * (x.bin_end_ps - x.bin_start_ps) as f64 * r.pes as f64)
+        .sum();
+    assert!(
+        (back - busy as f64).abs() < 1e-6 * busy as f64,
+        "{back} vs {busy}"
+    );
+    assert_eq!(rows.iter().map(|x| x.blocks).sum::<u64>(), r.blocks);
+    assert_eq!(
+        rows.iter().map(|x| x.remote_bytes).sum::<u64>(),
+        r.messages.remote_bytes
+    );
+    for x in &rows {
+        assert!(
+            x.balance.is_none_or(|b| b > 0.0 && b <= 1.0 + 1e-12),
+            "{x:?}"
+        );
+        assert!(x.channel_utilization.is_some(), "a torus has channels");
+    }
+    // Channel utilisation: bytes x hops / bw over (links x time), summed back over the bins.
+    let topo = network_models::Topology::Torus {
+        dims: vec![2, 2, 2],
+    };
+    let bw = Bandwidth::parse("1GB/s").unwrap();
+    let mut link_ps = 0u128;
+    let tl = r.timeline.as_ref().unwrap();
+    let mut pe = vec![0u32; t.num_blocks()];
+    for rec in tl {
+        pe[rec.block as usize] = rec.pe;
+    }
+    let cons = t.consumers();
+    let sends = t.all_sends();
+    for b in 0..t.num_blocks() as u32 {
+        for si in t.send_range(trace::BlockId(b)) {
+            for &c in &cons.blocks[cons.start[si] as usize..cons.start[si + 1] as usize] {
+                let (a, d) = (pe[b as usize] as u64, pe[c as usize] as u64);
+                link_ps +=
+                    topo.hops(a, d) as u128 * bw.transfer_time(sends[si].bytes).as_ps() as u128;
+            }
+        }
+    }
+    let chan: f64 = rows
+        .iter()
+        .map(|x| {
+            x.channel_utilization.unwrap() * (x.bin_end_ps - x.bin_start_ps) as f64 * 8.0 * 6.0
+        })
+        .sum();
+    assert!(link_ps > 0);
+    assert!(
+        (chan - link_ps as f64).abs() < 1e-6 * link_ps as f64,
+        "{chan} vs {link_ps}"
+    );
+    // Snapshots: each slice's utilisation per PE, back to each PE's busy time.
+    let snaps = analysis::views::snapshots(&r, 4).unwrap();
+    assert_eq!(snaps.len(), 4);
+    assert_eq!(snaps[0].len(), 8);
+    // Matrix and sizes: every byte between PEs once.
+    let mx = analysis::views::comm_matrix(&t, &r, 4).unwrap();
+    assert_eq!((mx.group_size, mx.groups), (2, 4));
+    assert_eq!(mx.bytes.iter().sum::<u64>(), r.messages.remote_bytes);
+    assert_eq!(mx.messages.iter().sum::<u64>(), r.messages.remote);
+    let sizes = analysis::views::message_sizes(&t, &r).unwrap();
+    assert_eq!(
+        sizes.iter().map(|s| s.messages).sum::<u64>(),
+        r.messages.remote
+    );
+    for s in &sizes {
+        assert!(s.bytes >= s.lo_bytes * s.messages && s.bytes < s.hi_bytes * s.messages);
+    }
+    // Raster of the whole run: its cells hold every busy picosecond.
+    let runs: Vec<analysis::views::Run> = tl
+        .iter()
+        .map(|x| analysis::views::Run {
+            pe: x.pe,
+            class: 0,
+            start_ps: x.start.as_ps(),
+            end_ps: x.end.as_ps(),
+        })
+        .collect();
+    let rows_of: Vec<u32> = (0..8).map(|p| p / 3).collect();
+    let ras = analysis::views::raster(&runs, &rows_of, 3, 1, (0, m), 97).unwrap();
+    assert_eq!(ras.busy_ps.iter().sum::<u64>(), busy);
+    assert_eq!(ras.row_pes, [3, 3, 2]);
+    for row in 0..3 {
+        for c in 0..97 {
+            assert!((0.0..=1.0).contains(&ras.fraction(row, c)));
+        }
+    }
+    // Sizes that would not fit are errors, not allocations.
+    assert!(analysis::views::raster(&runs, &rows_of, 1 << 20, 16, (0, m), 1 << 10).is_err());
+}
+
+#[test]
+fn balance_and_clusters_of_an_overloaded_pe() {
+    // PE 0 runs 5 x 100 us, 29 PEs 100 us each: in the first bin balance is mean/max.
+    let t = overloaded_pe(30, 5, us(100));
+    let cfg = ReplayConfig {
+        timeline: true,
+        ..Default::default()
+    };
+    let r = crate::run_with(&t, "ideal", &cfg);
+    let spec: NetSpec = "ideal".parse().unwrap();
+    // Bins of 100 us: in the first, every PE is busy (balance 1); after it, only PE 0.
+    let rows = analysis::views::metrics(&t, &r, &spec, us(100).as_ps()).unwrap();
+    assert_eq!(rows.len(), 5);
+    assert_eq!(rows[0].balance, Some(1.0));
+    assert_eq!(rows[0].utilization, 1.0);
+    for x in &rows[1..] {
+        assert_eq!(x.balance, Some(1.0 / 30.0));
+        assert_eq!(x.utilization, 1.0 / 30.0);
+    }
+    assert_eq!(
+        rows[0].channel_utilization, None,
+        "no topology, no channels"
+    );
+    // Two behaviours, two clusters: PE 0 alone (its own exemplar), the 29 others.
+    let c = analysis::cluster::cluster_pes(&t, &r, 15, 20).unwrap();
+    assert_eq!(c.clusters.len(), 2);
+    assert_eq!(c.clusters[0].size, 1);
+    assert_eq!(c.clusters[0].exemplar, 0);
+    assert_eq!(c.clusters[1].size, 29);
+    assert_eq!(
+        c.clusters[1].exemplar, 1,
+        "all cold PEs are equal: the lowest"
+    );
+    assert!(
+        c.clusters[1].outliers.is_empty(),
+        "no cold PE is off its centroid"
+    );
+    assert_eq!(c.representatives(), [0, 1]);
+    assert_eq!(c.assignment.iter().filter(|&&k| k == 1).count(), 29);
 }

@@ -516,6 +516,139 @@ fn run_native_reports_iterations_as_json() {
     assert!(v["median_mean_iteration_s"].as_f64().unwrap() >= 20e-6);
 }
 
+/// The overview of a report spans the whole run: its title ends at `makespan` and it draws
+/// cells in the last tenth of the plot.
+pub fn check_whole_run(html: &str, makespan: &str) {
+    let i = html
+        .find("class=\"chart overview\"")
+        .expect("the report has a timeline overview");
+    let svg = &html[i..i + html[i..].find("</svg>").unwrap()];
+    assert!(
+        svg.contains(&format!("0 to {makespan}")),
+        "the overview does not span 0 to {makespan}"
+    );
+    // Plot from x = 96 to 96 + 764 (see svg::Overview).
+    let right = svg
+        .split("class=\"cell\" x=\"")
+        .skip(1)
+        .map(|c| {
+            let x: f64 = c.split('"').next().unwrap().parse().unwrap();
+            let w: f64 = c
+                .split("width=\"")
+                .nth(1)
+                .unwrap()
+                .split('"')
+                .next()
+                .unwrap()
+                .parse()
+                .unwrap();
+            x + w
+        })
+        .fold(0.0f64, f64::max);
+    assert!(
+        right > 96.0 + 0.9 * 764.0,
+        "the overview's cells end at x = {right}: not the whole run"
+    );
+}
+
+/// Renders `report` in headless Chromium (skipped with a message when it is not installed;
+/// .ci/run installs the Debian `chromium` package) and checks: the page renders its charts;
+/// no element of any chart lies outside its chart and the page does not overflow the window
+/// sideways (a script measures both in a copy of the page); the screenshot is not blank.
+pub fn render_and_check(report: &std::path::Path, dir: &std::path::Path) {
+    let browser = ["chromium", "chromium-browser", "google-chrome"]
+        .into_iter()
+        .find(|b| {
+            Command::new(b)
+                .arg("--version")
+                .output()
+                .is_ok_and(|o| o.status.success())
+        });
+    let Some(b) = browser else {
+        eprintln!("skipped: no chromium on PATH (apt-get install chromium)");
+        return;
+    };
+    let html = std::fs::read_to_string(report).unwrap();
+    let probe = r#"<script>
+const bad = [];
+for (const svg of document.querySelectorAll('svg.chart')) {
+  const s = svg.getBoundingClientRect();
+  for (const el of svg.querySelectorAll('text,rect,polyline,polygon,line,circle')) {
+    const r = el.getBoundingClientRect();
+    if (r.width === 0 && r.height === 0) continue;
+    if (r.left < s.left - 1 || r.top < s.top - 1 || r.right > s.right + 1 || r.bottom > s.bottom + 1) {
+      bad.push(svg.querySelector('title').textContent + ': <' + el.tagName + '> ' + (el.textContent || '').slice(0, 40));
+    }
+  }
+}
+const p = document.createElement('pre');
+p.textContent = 'CLIPPED ' + bad.length + ' OVERFLOW ' + (document.documentElement.scrollWidth > window.innerWidth ? 1 : 0) + '\n' + bad.slice(0, 10).join('\n') + '\nEND';
+document.body.appendChild(p);
+</script></body>"#;
+    let probed = dir.join("probe.html");
+    std::fs::write(&probed, html.replace("</body>", probe)).unwrap();
+    let url = |p: &std::path::Path| format!("file://{}", p.display());
+    let dom = Command::new(b)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--window-size=1200,2000",
+            "--dump-dom",
+            &url(&probed),
+        ])
+        .output()
+        .expect("run chromium");
+    let dom = String::from_utf8_lossy(&dom.stdout);
+    assert!(
+        dom.contains("<h1>whatif report</h1>"),
+        "chromium did not render the page"
+    );
+    let charts = dom.matches("<svg").count();
+    assert!(charts >= 6, "chromium sees {charts} charts");
+    // The last occurrence is the script's output (the page also holds its source).
+    let verdict = dom
+        .rsplit("CLIPPED ")
+        .next()
+        .and_then(|v| v.split("END").next())
+        .filter(|v| v.as_bytes().first().is_some_and(u8::is_ascii_digit))
+        .expect("the probe script ran");
+    assert!(
+        verdict.starts_with("0 OVERFLOW 0"),
+        "clipped or overflowing content: {verdict}"
+    );
+    let png = dir.join("report.png");
+    let shot = Command::new(b)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--window-size=1200,3000",
+            &format!("--screenshot={}", png.display()),
+            &url(report),
+        ])
+        .output()
+        .expect("run chromium");
+    assert!(shot.status.success());
+    let decoder = png::Decoder::new(std::io::BufReader::new(
+        std::fs::File::open(&png).expect("a screenshot"),
+    ));
+    let mut reader = decoder.read_info().expect("a PNG");
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).expect("PNG pixels");
+    let px = info.color_type.samples();
+    let pixels = &buf[..info.buffer_size()];
+    let inked = pixels
+        .chunks_exact(px)
+        .filter(|p| p[..3].iter().any(|&c| c < 200))
+        .count();
+    let total = pixels.len() / px;
+    assert!(
+        inked * 20 > total,
+        "a nearly blank screenshot: {inked} of {total} pixels drawn"
+    );
+}
+
 /// `whatif demo`: a study, a detailed replay and a report with every kind of chart.
 #[test]
 fn demo_writes_a_report_with_charts_and_chromium_renders_it() {
@@ -539,8 +672,9 @@ fn demo_writes_a_report_with_charts_and_chromium_renders_it() {
     ] {
         assert!(html.contains(needle), "report lacks {needle}");
     }
+    let sweep = &html[..html.find("<h2>Replay of").expect("a replay section")];
     assert_eq!(
-        html.matches("class=\"series\"").count(),
+        sweep.matches("class=\"series\"").count(),
         4,
         "one curve per VF"
     );
@@ -564,57 +698,20 @@ fn demo_writes_a_report_with_charts_and_chromium_renders_it() {
         stderr(&e)
     );
 
-    // Headless Chromium renders the page with its charts (skipped when it is not installed;
-    // .ci/run installs the Debian `chromium` package).
-    let browser = ["chromium", "chromium-browser", "google-chrome"]
-        .into_iter()
-        .find(|b| {
-            Command::new(b)
-                .arg("--version")
-                .output()
-                .is_ok_and(|o| o.status.success())
-        });
-    match browser {
-        None => eprintln!("skipped: no chromium on PATH (apt-get install chromium)"),
-        Some(b) => {
-            let url = format!("file://{}", out.join("report.html").display());
-            let dom = Command::new(b)
-                .args([
-                    "--headless",
-                    "--no-sandbox",
-                    "--disable-gpu",
-                    "--dump-dom",
-                    &url,
-                ])
-                .output()
-                .expect("run chromium");
-            let dom = String::from_utf8_lossy(&dom.stdout);
-            assert!(
-                dom.contains("<h1>whatif report</h1>"),
-                "chromium did not render the page"
-            );
-            assert!(
-                dom.matches("<svg").count() >= 6,
-                "chromium sees {} charts",
-                dom.matches("<svg").count()
-            );
-            assert!(dom.contains("<polyline"));
-            let png = dir.join("report.png");
-            let shot = Command::new(b)
-                .args([
-                    "--headless",
-                    "--no-sandbox",
-                    "--disable-gpu",
-                    "--window-size=1000,1400",
-                    &format!("--screenshot={}", png.display()),
-                    &url,
-                ])
-                .output()
-                .expect("run chromium");
-            assert!(shot.status.success());
-            let size = std::fs::metadata(&png).map(|m| m.len()).unwrap_or(0);
-            assert!(size > 20_000, "a blank screenshot ({size} bytes)");
-        }
-    }
+    // The report shows the whole run: the overview spans 0 to the makespan and has cells in
+    // its last tenth; the zoomed windows are marked on it.
+    check_whole_run(&html, "1.85 ms");
+    assert!(html.contains("class=\"mark\""), "zoom windows marked");
+    assert!(html.contains("class=\"chart window\""));
+    assert!(html.contains("Rover's metrics over time"));
+    assert!(html.contains("Bytes by PE pair"));
+    assert!(html.contains("Message sizes between PEs"));
+    assert!(html.contains("Snapshots (Rover's machine plot over time)"));
+    assert!(
+        html.contains("idle</text>"),
+        "the machine plot has a colour scale"
+    );
+    // Headless Chromium renders it, nothing is clipped, the screenshot is not blank.
+    render_and_check(&out.join("report.html"), &dir);
     std::fs::remove_dir_all(&dir).ok();
 }

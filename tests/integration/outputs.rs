@@ -253,9 +253,11 @@ fn csv_summaries_add_up_and_outputs_are_deterministic() {
     let last_end = secs(&its.last().unwrap()[1]);
     assert!(last_end <= summary["makespan_ps"].as_u64().unwrap());
     assert!(read(&out.join("links.csv")).starts_with("kind,node,port"));
-    // --report: the machine plot lays the 3x2 mesh out.
+    // --report: the machine plot lays the 3x2 mesh out, for the whole run and in six
+    // snapshots (and the communication matrix is 6 x 6 cells).
     let html = read(&out.join("report.html"));
-    assert!(html.contains("3x2 mesh") && html.matches("class=\"node\"").count() == 6);
+    assert!(html.contains("3x2 mesh"));
+    assert_eq!(html.matches("class=\"node\"").count(), 6 * (1 + 6) + 6 * 6);
 
     // Same inputs, same bytes in every file.
     let first: Vec<(String, Vec<u8>)> = walk(&out);

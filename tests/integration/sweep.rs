@@ -288,3 +288,33 @@ steps = 14
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// A categorical axis (LB strategies) is drawn as bars, one per strategy, not as a line.
+#[test]
+fn a_strategy_comparison_is_drawn_as_bars() {
+    let dir = tmpdir("sweep-bars");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/studies");
+    let out = dir.join("out");
+    ok(&[
+        "sweep",
+        root.join("simple-imbalance-lb.toml").to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "-q",
+    ]);
+    ok(&["report", out.to_str().unwrap()]);
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert_eq!(
+        html.matches("class=\"bar\"").count(),
+        7,
+        "one bar per strategy"
+    );
+    assert!(
+        !html.contains("class=\"series\""),
+        "no line through categories"
+    );
+    for s in ["dummy", "greedy-refine", "rec-bipart"] {
+        assert!(html.contains(&format!(">{s}</text>")), "{s} labels its bar");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
