@@ -69,8 +69,12 @@ pub(crate) struct AnalyzeArgs {
     /// per path block: its run, how its start was bound, the message's parts) into this folder,
     /// with Projections' analyses as data: time_profile.csv (busy time per bin and entry),
     /// usage.csv (per PE and entry), communication.csv (messages and bytes sent per bin),
-    /// grain_sizes.csv (blocks per entry in power-of-two duration bins) and extrema.csv (the
-    /// PEs that stand out by busy time, messages and bytes sent).
+    /// grain_sizes.csv (blocks per entry in power-of-two duration bins), extrema.csv (the
+    /// PEs that stand out by busy time, messages and bytes sent), metrics.csv (Rover's
+    /// utilisation, balance, grain, busy time per byte and channel utilisation per bin),
+    /// snapshots.csv (utilisation per PE in 6 slices), clusters.csv (k-means of the PEs by
+    /// busy time per entry: cluster, exemplar / outlier / member), comm_matrix.csv (bytes by
+    /// PE pair, PEs grouped beyond 64) and message_sizes.csv (power-of-two bins).
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
     /// No progress or notes on stderr.

@@ -399,7 +399,11 @@ struct OutputArgs {
     /// Write every output into this folder: trace.json (Chrome trace events, opens in
     /// Perfetto / chrome://tracing), projections/ (Projections 11.0 logs), otf2/ (an OTF2
     /// archive for Vampir, in builds with the `otf2` feature), summary.json, timeline.csv,
-    /// pe.csv, entries.csv, iterations.csv, links.csv.
+    /// pe.csv, entries.csv, iterations.csv, links.csv, and the analyses as CSV:
+    /// time_profile, usage, communication, grain_sizes, extrema, metrics (Rover's
+    /// utilisation, balance, grain and channel utilisation over time), snapshots, clusters
+    /// (k-means of PEs; above 65,536 PEs projections/ holds only these representatives' logs
+    /// unless --force), comm_matrix, message_sizes.
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
     /// With --out: also analyse the run (critical path and diagnoses re-simulated as `whatif
