@@ -50,6 +50,10 @@ pub(crate) struct EmulateArgs {
     /// Network model the emulated timeline uses (recorded as the trace's default for replay).
     #[arg(long, default_value = "latency:lat=1us")]
     net: NetSpec,
+    /// A named machine instead of --net: `paragon` (the Intel Paragon of MK's ATM2D study:
+    /// 2-D mesh, 120 us latency, 30 MB/s).
+    #[arg(long, value_name = "NAME", value_parser = crate::parse_machine, conflicts_with = "net")]
+    machine: Option<NetSpec>,
     /// Initial placement of each collection: block or round-robin.
     #[arg(long, default_value = "block")]
     map: InitialMap,
@@ -88,8 +92,11 @@ fn peak_rss() -> Option<String> {
     Some(format!("{:.1} MiB", kb as f64 / 1024.0))
 }
 
-pub(crate) fn emulate(a: EmulateArgs) -> Result<()> {
+pub(crate) fn emulate(mut a: EmulateArgs) -> Result<()> {
     crate::files::check_outputs(&[("--out", &a.out)], &[], false)?;
+    if let Some(m) = a.machine.take() {
+        a.net = m;
+    }
     let generator = format!(
         "whatif emulate {} --pes {}{} --timing {} --net {}",
         a.program,

@@ -309,8 +309,12 @@ struct InspectArgs {
 struct MachineArgs {
     /// Network model, e.g. `latency:lat=5us` or `alphabeta:lat=1us,bw=10GB/s` [default: the
     /// trace's recorded model, else ideal]. Models and parameters are listed below.
-    #[arg(long, conflicts_with = "net_file")]
+    #[arg(long, conflicts_with_all = ["net_file", "machine"])]
     net: Option<NetSpec>,
+    /// A named machine instead of --net: `paragon` (the Intel Paragon of MK's ATM2D study:
+    /// 2-D mesh, 120 us latency, 30 MB/s).
+    #[arg(long, value_name = "NAME", value_parser = parse_machine, conflicts_with = "net_file")]
+    machine: Option<NetSpec>,
     /// Network model from a TOML file: a `[net]` table (or top-level keys) with
     /// `model = "..."` and the model's parameters, e.g. `model = "hops"`, `topo = "torus:8x8x8"`,
     /// `lat = "1us"`, `bw = "10GB/s"`.
@@ -1060,17 +1064,24 @@ fn net_from_file(path: &std::path::Path) -> Result<NetSpec> {
         .with_context(|| format!("{}: network model", path.display()))
 }
 
+/// `--machine NAME`: the machine's network model.
+pub(crate) fn parse_machine(name: &str) -> Result<NetSpec, String> {
+    network_models::machine(name).map_err(|e| e.to_string())
+}
+
 fn net_for(trace: &Trace, m: &MachineArgs) -> Result<NetSpec> {
     if let Some(p) = &m.net_file {
         return net_from_file(p);
     }
-    Ok(match (&m.net, &trace.meta.net) {
-        (Some(n), _) => n.clone(),
-        (None, Some(rec)) => rec.parse().with_context(|| {
-            format!("the network model recorded in trace `{}`", trace.meta.name)
-        })?,
-        (None, None) => NetSpec::Ideal,
-    })
+    Ok(
+        match (m.net.as_ref().or(m.machine.as_ref()), &trace.meta.net) {
+            (Some(n), _) => n.clone(),
+            (None, Some(rec)) => rec.parse().with_context(|| {
+                format!("the network model recorded in trace `{}`", trace.meta.name)
+            })?,
+            (None, None) => NetSpec::Ideal,
+        },
+    )
 }
 
 /// `whatif replay` flags that choose outputs, not the run: dropped from the reproduce

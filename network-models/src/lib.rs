@@ -56,7 +56,9 @@ pub use hops::{Hops, HopsModel};
 pub use loggops::{LogGops, LogGopsParams};
 pub use lone::lone_wire_time;
 pub use sim_core::Bandwidth;
-pub use spec::{NET_HELP, NetSpec, SpecError, TOPOLOGY_KEYS, fmt_ppm, parse_ppm};
+pub use spec::{
+    MACHINES, NET_HELP, NetSpec, SpecError, TOPOLOGY_KEYS, fmt_ppm, machine, parse_ppm,
+};
 pub use topology::{LinkId, Topology};
 
 use sim_core::{SimDuration, SimTime};

@@ -105,6 +105,9 @@ Network models (--net MODEL[:key=value,...]; durations take ps|ns|us|ms|s, bandw
                                           lv08 defaults them to 13.01 and 0.97, weight_s=20537.
                                           Checked against SimGrid 3.32 (see `whatif platform`).
                                           Other defaults as hops
+Machines (a name instead of a model; also --machine NAME):
+  paragon                                 Intel Paragon at NASA Ames (MK 5.2): hops:topo=mesh:16x16,
+                                          lat=120us,hop=0ns,bw=30MB/s (120 us + bytes / 30 MB/s)
 Messages between objects on the same PE arrive when sent and pay no overheads.";
 
 impl NetSpec {
@@ -271,6 +274,33 @@ impl fmt::Display for NetSpec {
     }
 }
 
+/// Named machines: name, what it is, and the model it stands for. `--net NAME`,
+/// `--machine NAME` and a study's `model = "NAME"` all accept them.
+pub const MACHINES: &[(&str, &str, &str)] = &[(
+    "paragon",
+    "the Intel Paragon at NASA Ames (MK, section 5.2): a 2-D mesh (16x16 nodes), 120 us latency, 30 MB/s; MK gives no per-hop cost or contention, so a message takes 120 us + bytes / 30 MB/s",
+    "hops:topo=mesh:16x16,lat=120us,hop=0ns,bw=30MB/s",
+)];
+
+/// The model of machine `name` (see [`MACHINES`]).
+pub fn machine(name: &str) -> Result<NetSpec, SpecError> {
+    let fail = |reason: String| SpecError {
+        spec: name.to_string(),
+        reason,
+    };
+    let m = MACHINES
+        .iter()
+        .find(|m| m.0 == name.trim())
+        .ok_or_else(|| {
+            let known: Vec<&str> = MACHINES.iter().map(|m| m.0).collect();
+            fail(format!(
+                "unknown machine `{name}`; known machines: {}",
+                known.join(", ")
+            ))
+        })?;
+    m.2.parse()
+}
+
 impl FromStr for NetSpec {
     type Err = SpecError;
 
@@ -309,6 +339,15 @@ impl FromStr for NetSpec {
         if let Some(t) = kv.iter_mut().find(|(k, _)| *k == "topo") {
             t.1 = topo_text.as_str();
         }
+        if MACHINES.iter().any(|m| m.0 == model) {
+            if !kv.is_empty() {
+                return Err(fail(format!(
+                    "machine `{model}` takes no parameters; it stands for `{}` (give that with your changes instead)",
+                    machine(model)?
+                )));
+            }
+            return machine(model);
+        }
         let allowed: &[&str] = match model {
             "ideal" | "recorded" => &[],
             "latency" => &["lat"],
@@ -342,7 +381,8 @@ impl FromStr for NetSpec {
             ],
             other => {
                 return Err(fail(format!(
-                    "unknown model `{other}`; known models: ideal, recorded, latency, alphabeta, hops, loggops, contention, flow (see `whatif replay --help`)"
+                    "unknown model `{other}`; known models: ideal, recorded, latency, alphabeta, hops, loggops, contention, flow, and the machines {} (see `whatif replay --help`)",
+                    MACHINES.iter().map(|m| m.0).collect::<Vec<_>>().join(", ")
                 )));
             }
         };

@@ -715,3 +715,62 @@ fn demo_writes_a_report_with_charts_and_chromium_renders_it() {
     render_and_check(&out.join("report.html"), &dir);
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// `--machine paragon` (replay and emulate) is `--net paragon`, the Paragon of MK's ATM2D
+/// study: a message of m bytes takes 120 us + m / 30 MB/s. Parameters on a machine and
+/// unknown machines are clear errors.
+#[test]
+fn the_paragon_machine_in_emulate_and_replay() {
+    let dir = tmpdir("paragon");
+    let t = dir.join("a.trace");
+    let o = whatif(&[
+        "emulate",
+        "atm2d",
+        "--pes",
+        "4",
+        "--machine",
+        "paragon",
+        "--set",
+        "steps=3",
+        "--out",
+        t.to_str().unwrap(),
+        "-q",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // 3 steps of 2 (120 us + 2048 B / 30 MB/s) + 128^2 x 1 us.
+    let bw = sim_core::Bandwidth::parse("30MB/s").unwrap();
+    let tau = 120_000_000 + bw.transfer_time(2048).as_ps();
+    let want = 3 * (2 * tau + 16_384_000_000);
+    for net in [
+        &["--machine", "paragon"][..],
+        &["--net", "paragon"][..],
+        &[][..],
+    ] {
+        let mut a = vec!["replay", t.to_str().unwrap()];
+        a.extend_from_slice(net);
+        let got = makespan_ps(&a);
+        assert_eq!(got, want, "{net:?}");
+    }
+    let e = whatif(&["replay", t.to_str().unwrap(), "--net", "paragon:lat=1us"]);
+    assert!(
+        stderr(&e).contains("takes no parameters") && stderr(&e).contains("lat=120us"),
+        "{}",
+        stderr(&e)
+    );
+    let e = whatif(&["replay", t.to_str().unwrap(), "--machine", "cray"]);
+    assert!(
+        stderr(&e).contains("unknown machine `cray`; known machines: paragon"),
+        "{}",
+        stderr(&e)
+    );
+    let e = whatif(&[
+        "replay",
+        t.to_str().unwrap(),
+        "--machine",
+        "paragon",
+        "--net",
+        "ideal",
+    ]);
+    assert!(!e.status.success());
+    std::fs::remove_dir_all(&dir).ok();
+}

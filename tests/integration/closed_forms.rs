@@ -207,3 +207,102 @@ fn hops_refuses_a_machine_larger_than_the_topology() {
         "{e}"
     );
 }
+
+/// MK's ATM2D on a 2 x 2 grid: each object has two neighbours and both exchanges pair objects
+/// that are ready together, so a step is exactly 2 (tau(m) + s + r) + lambda^2 cell_cost with
+/// m = 2 lambda x 8 bytes; on the `paragon` machine tau(m) = 120 us + m / 30 MB/s.
+#[test]
+fn atm2d_steps_are_two_synchronous_phases_and_lambda_squared_work() {
+    let kv = |k: &str, v: &str| (k.to_string(), v.to_string());
+    for (lambda, net, s, r) in [
+        (128u64, "paragon", 0u64, 0u64),
+        (
+            64,
+            "alphabeta:lat=10us,bw=1GB/s,o_send=2us,o_recv=3us",
+            2,
+            3,
+        ),
+        (256, "paragon", 0, 0),
+    ] {
+        let steps = 5u64;
+        let sets = [
+            kv("lambda", &lambda.to_string()),
+            kv("steps", &steps.to_string()),
+            kv("cell_cost", "100ns"),
+        ];
+        let t = crate::emulator::emulate("atm2d", &sets, 4, net, emulator::Timing::Model);
+        let r_ = run(&t, net);
+        let m = 2 * lambda * 8;
+        let tau = match net {
+            "paragon" => l(us(120), "30MB/s", m),
+            _ => l(us(10), "1GB/s", m),
+        };
+        let step = 2 * (tau + us(s).as_ps() + us(r).as_ps()) + lambda * lambda * 100_000;
+        assert_eq!(
+            r_.makespan.as_ps(),
+            steps * step,
+            "lambda {lambda} on {net}"
+        );
+        assert_eq!(r_.iterations.len() as u64, steps);
+    }
+}
+
+/// MK's pipelined Gaussian elimination. Without CPU overheads each pipeline of depth D takes
+/// MK's Fill + Remain, (D-1)(tau(m2) + W) + B W, and PGE2 is two such stages around the
+/// middle exchange: its backward stage is MK's worked formula tau(m1) + (P/2-1)(tau(m2) +
+/// T(C3)) + B T(C3) (his convention: o = 0, no overhead in the fill). With send and receive
+/// overheads s and r each pipeline takes MK's general Fill + Remain, (D-1)(tau + s + r + W)
+/// + B (s + r + W), less s + r: the source receives nothing and the turn forwards nothing.
+#[test]
+fn pge_pipelines_follow_mks_fill_and_remain() {
+    let kv = |k: &str, v: u64| (k.to_string(), v.to_string());
+    let (n, arrays, row_ps) = (1024u64, 96u64, 50_000u64);
+    for (pes, k, ways, s, r) in [
+        (8u32, 8u64, 2u32, 0u64, 0u64),
+        (16, 4, 2, 0, 0),
+        (2, 32, 2, 0, 0),
+        (8, 8, 1, 0, 0),
+        (4, 5, 1, 0, 0),
+        (8, 8, 2, 2, 3),
+        (16, 12, 1, 1, 4),
+    ] {
+        let net = format!("alphabeta:lat=20us,bw=50MB/s,o_send={s}us,o_recv={r}us");
+        let sets = [
+            kv("n", n),
+            kv("arrays", arrays),
+            kv("k", k),
+            kv("ways", ways as u64),
+        ];
+        let mut sets = sets.to_vec();
+        sets.push(("row_cost".into(), "50ns".into()));
+        let t = crate::emulator::emulate("pge", &sets, pes, &net, emulator::Timing::Model);
+        let got = run(&t, &net).makespan.as_ps();
+        let tau = |m: u64| l(us(20), "50MB/s", m);
+        let rows = n / pes as u64;
+        let blocks = arrays.div_ceil(k);
+        // Every block here holds k systems except perhaps the last.
+        let w = |b: u64| (arrays - b * k).min(k) * rows * row_ps;
+        let all_w: u64 = (0..blocks).map(w).sum();
+        let (so, ro) = (us(s).as_ps(), us(r).as_ps());
+        let depth = if ways == 1 {
+            pes as u64
+        } else {
+            pes as u64 / 2
+        };
+        // The fill carries the first block (full when k <= arrays).
+        let pipeline = (depth - 1) * (tau(2 * k * 8) + so + ro + w(0)) + blocks * (so + ro) + all_w
+            - (so + ro);
+        let want = if ways == 1 {
+            2 * pipeline
+        } else {
+            2 * pipeline + tau(2 * arrays * 8) + so + ro
+        };
+        assert_eq!(got, want, "P={pes} k={k} ways={ways} s={s} r={r}");
+        if ways == 2 && s == 0 && r == 0 {
+            // MK's worked backward-stage formula, after the forward stage.
+            let h = pes as u64 / 2;
+            let backward = tau(2 * arrays * 8) + (h - 1) * (tau(2 * k * 8) + w(0)) + all_w;
+            assert_eq!(got - pipeline, backward, "P={pes} k={k}");
+        }
+    }
+}

@@ -198,6 +198,7 @@ fn builtin_studies_are_valid() {
         ("topology-compare.toml", 30),
         ("stencil-vf-overhead.toml", 16),
         ("stencil-noise.toml", 5),
+        ("atm2d-paragon.toml", 18),
     ] {
         let s = scenarios::study::Study::from_file(&root.join(f))
             .unwrap_or_else(|e| panic!("{f}: {e}"));

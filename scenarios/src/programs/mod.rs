@@ -13,11 +13,15 @@
 //! | `divide-conquer` | binary task tree, split down and combine up | `2 (2^(depth+1) - 2)` messages per problem |
 //! | `chain` | Sinha's sequential chain | each token visits every object once |
 //! | `cycle` | Sinha's cycle: every object's token goes around the ring | each object receives `N` tokens per cycle |
+//! | `atm2d` | MK's ATM2D: 2-D blocks, four red/black synchronous boundary exchanges of 2 lambda values, lambda^2 work per step | on 2 x 2: a step is 2 (tau(m) + s + r) + lambda^2 cell_cost |
+//! | `pge` | MK's pipelined Gaussian elimination of tridiagonal systems, one-way (PGE1) or two-way (PGE2), k systems per message | PGE2: 2 [(P/2-1)(tau(m2)+W) + B W] + tau(m1) |
 //! | `leanmd` | cells + pairwise computes + energy reduction per step | 27 positions and 27 forces per cell per step |
 
+pub mod atm2d;
 pub mod basic;
 pub mod leanmd;
 pub mod params;
+pub mod pge;
 pub mod simple_imbalance;
 pub mod stencil3d;
 pub mod trees;
@@ -97,6 +101,16 @@ pub const PROGRAMS: &[ProgramInfo] = &[
         params: basic::CYCLE,
     },
     ProgramInfo {
+        name: "atm2d",
+        about: atm2d::ABOUT,
+        params: atm2d::PARAMS,
+    },
+    ProgramInfo {
+        name: "pge",
+        about: pge::ABOUT,
+        params: pge::PARAMS,
+    },
+    ProgramInfo {
         name: "leanmd",
         about: leanmd::ABOUT,
         params: leanmd::PARAMS,
@@ -152,6 +166,8 @@ pub fn with_program<W: WithProgram>(
         "collect-tree" => f.run(&Tree::new(Kind::Collect, &p)?),
         "divide-conquer" => f.run(&Tree::new(Kind::DivideConquer, &p)?),
         "leanmd" => f.run(&leanmd::LeanMd::new(&p)?),
+        "atm2d" => f.run(&atm2d::Atm2d::new(&p)?),
+        "pge" => f.run(&pge::Pge::new(&p)?),
         other => unreachable!("program table and dispatch disagree on {other}"),
     }
 }

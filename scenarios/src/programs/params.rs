@@ -47,6 +47,10 @@ impl Params {
         }
         Ok(Params { program, values })
     }
+    /// The text of parameter `key` (its default when not set).
+    pub fn text(&self, key: &str) -> &str {
+        self.raw(key)
+    }
     fn raw(&self, key: &str) -> &str {
         self.values
             .get(key)
