@@ -180,33 +180,39 @@ impl Obj {
                 .saturating_mul(self.rows * self.cfg.systems(b)),
         )
     }
+    /// One forward block: its stage's work, then the pivots downstream.
+    fn forward_unit(&mut self, ctx: &mut Ctx<'_, Msg>) {
+        let b = self.fwd_done;
+        ctx.work(self.stage(b));
+        ctx.iteration(b);
+        if let Some(d) = self.down {
+            ctx.send(self.at(ctx, d), self.cfg.block_bytes(), Msg::Fwd(b));
+        }
+        self.fwd_done += 1;
+    }
+    /// One backward block: its stage's work, then the values upstream.
+    fn backward_unit(&mut self, ctx: &mut Ctx<'_, Msg>) {
+        let b = self.bwd_done;
+        ctx.work(self.stage(b));
+        if let Some(u) = self.up {
+            ctx.send(self.at(ctx, u), self.cfg.block_bytes(), Msg::Bwd(b));
+        }
+        self.bwd_done += 1;
+    }
     /// Does the work its messages allow; self-driven loops go one block per `Tick`.
     fn advance(&mut self, ctx: &mut Ctx<'_, Msg>) {
         let blocks = self.cfg.blocks();
-        let bytes = self.cfg.block_bytes();
-        // Forward loop.
+        // Forward loop: the source drives itself, the others follow their messages.
         if self.fwd_done < blocks {
             if self.up.is_none() {
-                let b = self.fwd_done;
-                ctx.work(self.stage(b));
-                ctx.iteration(b);
-                if let Some(d) = self.down {
-                    ctx.send(self.at(ctx, d), bytes, Msg::Fwd(b));
-                }
-                self.fwd_done += 1;
+                self.forward_unit(ctx);
                 if self.fwd_done < blocks || self.down.is_none() {
                     ctx.send(ctx.me(), 0, Msg::Tick);
                 }
                 return;
             }
             while self.fwd_done < self.fwd_in {
-                let b = self.fwd_done;
-                ctx.work(self.stage(b));
-                ctx.iteration(b);
-                if let Some(d) = self.down {
-                    ctx.send(self.at(ctx, d), bytes, Msg::Fwd(b));
-                }
-                self.fwd_done += 1;
+                self.forward_unit(ctx);
             }
             if self.fwd_done < blocks {
                 return;
@@ -224,12 +230,7 @@ impl Obj {
                 }
             }
             if self.bwd_done < blocks {
-                let b = self.bwd_done;
-                ctx.work(self.stage(b));
-                if let Some(u) = self.up {
-                    ctx.send(self.at(ctx, u), bytes, Msg::Bwd(b));
-                }
-                self.bwd_done += 1;
+                self.backward_unit(ctx);
                 if self.bwd_done < blocks {
                     ctx.send(ctx.me(), 0, Msg::Tick);
                 }
@@ -237,12 +238,7 @@ impl Obj {
             return;
         }
         while self.bwd_done < self.bwd_in {
-            let b = self.bwd_done;
-            ctx.work(self.stage(b));
-            if let Some(u) = self.up {
-                ctx.send(self.at(ctx, u), bytes, Msg::Bwd(b));
-            }
-            self.bwd_done += 1;
+            self.backward_unit(ctx);
         }
     }
 }
