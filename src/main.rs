@@ -10,6 +10,7 @@ mod fuzz_cmd;
 mod html_report;
 mod lb_cmd;
 mod limits;
+mod model_cmd;
 mod opsim_cmd;
 mod outputs;
 mod progress;
@@ -90,6 +91,10 @@ enum Cmd {
     /// each cause saves, with the command that reproduces each.
     #[command(after_help = analyze_cmd::analyze_help())]
     Analyze(analyze_cmd::AnalyzeArgs),
+    /// Fit scaling models (Extra-P's normal form, leave-one-out cross-validation) to
+    /// measurements: an Extra-P text file or a sweep's results.csv; predict with 95% bands.
+    #[command(after_help = model_cmd::MODEL_HELP)]
+    Model(model_cmd::ModelArgs),
     /// Run a study: every point of a TOML study file (workload x machine x network x LB x
     /// sweep axes), in parallel, into CSV and JSON results.
     #[command(after_help = sweep_cmd::SWEEP_HELP)]
@@ -599,6 +604,7 @@ fn dispatch(cli: Cli) -> Result<()> {
         Cmd::RunNative(a) => emulate_cmd::run_native(a),
         Cmd::Lb(a) => lb_cmd::lb(a),
         Cmd::Analyze(a) => analyze_cmd::analyze(a),
+        Cmd::Model(a) => model_cmd::model(a),
         Cmd::Sweep(a) => sweep_cmd::sweep(a),
         Cmd::Merge(a) => sweep_cmd::merge(a),
         Cmd::Report(a) => {

@@ -10,6 +10,7 @@ mod hardening;
 mod importers;
 mod lb;
 mod loggopsim;
+mod models;
 mod network;
 mod noise;
 mod otf2;

@@ -1,0 +1,183 @@
+//! `whatif model`: Extra-P's model choice, checked against Extra-P itself (PyPI `extrap`,
+//! installed by .ci/run into a venv) on Extra-P's example and on three whatif sweeps.
+
+use crate::cli::{stderr, tmpdir, whatif};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The `extrap` executable: $WHATIF_EXTRAP, the venv .ci/run makes, or PATH.
+fn extrap() -> Option<PathBuf> {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let candidates = [
+        std::env::var_os("WHATIF_EXTRAP").map(PathBuf::from),
+        home.map(|h| h.join(".cache/whatif/extrap-venv/bin/extrap")),
+        Some(PathBuf::from("extrap")),
+    ];
+    candidates.into_iter().flatten().find(|c| {
+        Command::new(c)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    })
+}
+
+/// (constant, coefficient, term) of an Extra-P model string: `c0 + c1 * term` or `c0`.
+fn parse_model(s: &str) -> (f64, f64, String) {
+    let s = s.trim();
+    match s.split_once(" + ") {
+        None => (s.parse().unwrap(), 0.0, String::new()),
+        Some((c0, rest)) => {
+            let (c1, term) = rest.split_once(" * ").unwrap();
+            (c0.parse().unwrap(), c1.parse().unwrap(), term.to_string())
+        }
+    }
+}
+
+fn close(a: f64, b: f64, scale: f64) -> bool {
+    (a - b).abs() <= 1e-6 * a.abs().max(b.abs()) + 1e-9 * scale.abs()
+}
+
+/// whatif's models for `input` (JSON), written as Extra-P text too.
+fn whatif_models(input: &Path, extra: &[&str], txt: &Path) -> Vec<serde_json::Value> {
+    let mut a = vec![
+        "model",
+        input.to_str().unwrap(),
+        "--json",
+        "--extrap-out",
+        txt.to_str().unwrap(),
+    ];
+    a.extend_from_slice(extra);
+    let o = whatif(&a);
+    assert!(o.status.success(), "{}", stderr(&o));
+    serde_json::from_slice::<serde_json::Value>(&o.stdout)
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+/// Extra-P's `Model:` lines for an Extra-P text file, in callpath order.
+fn extrap_models(bin: &Path, txt: &Path) -> Vec<String> {
+    let o = Command::new(bin)
+        .args(["--text", txt.to_str().unwrap(), "--disable-progress"])
+        .output()
+        .expect("run extrap");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("Model: ").map(str::to_string))
+        .collect()
+}
+
+/// Extra-P 4.2.5's model for its own example (`extrap --text docs/examples/input.txt`, run
+/// here): 2.8183276094059404 + 0.48270031135124886 * p^(5/4) * log2(p)^(1), RSS 61.8.
+#[test]
+fn the_extrap_example_gets_extraps_model() {
+    let Some(data) = crate::shared_data("extrap/input.txt") else {
+        return;
+    };
+    let dir = tmpdir("model-example");
+    let m = whatif_models(&data, &[], &dir.join("x.txt"));
+    assert_eq!(m.len(), 1);
+    let (c0, c1, term) = parse_model(m[0]["model"].as_str().unwrap());
+    assert_eq!(term, "p^(5/4) * log2(p)^(1)");
+    assert!(close(c0, 2.8183276094059404, 1.0), "{c0}");
+    assert!(close(c1, 0.48270031135124886, 1.0), "{c1}");
+    assert!((m[0]["rss"].as_f64().unwrap() - 61.8).abs() < 0.05);
+    // The human output names the model and a band that holds the prediction.
+    let o = whatif(&["model", data.to_str().unwrap(), "--predict", "1024"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("p^(5/4) * log2(p)^(1)") && out.contains("95% band"),
+        "{out}"
+    );
+    // Bad input: a clear error with the line.
+    let bad = dir.join("bad.txt");
+    std::fs::write(&bad, "PARAMETER p\nPOINTS (4) (8)\nDATA 1\nDATA x\n").unwrap();
+    let e = whatif(&["model", bad.to_str().unwrap()]);
+    assert!(
+        stderr(&e).contains("line 4: value `x` is not a number"),
+        "{}",
+        stderr(&e)
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// Side by side with Extra-P: the same term and coefficients on Extra-P's example and on
+/// three sweeps (a binomial broadcast: log2 P; ATM2D on the Paragon, three lambdas; PGE2's
+/// makespan, a strong-scaling U that PMNF fits poorly, chosen alike all the same).
+#[test]
+fn whatif_chooses_the_models_extrap_chooses() {
+    let Some(bin) = extrap() else {
+        eprintln!(
+            "skipped: Extra-P not found (.ci/run installs it: python3 -m venv ~/.cache/whatif/extrap-venv && pip install extrap)"
+        );
+        return;
+    };
+    let dir = tmpdir("model-vs-extrap");
+    let sweep = |f: &Path, name: &str| -> PathBuf {
+        let out = dir.join(name);
+        let o = whatif(&[
+            "sweep",
+            f.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "-q",
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        out.join("results.csv")
+    };
+    let study = |name: &str, text: &str| -> PathBuf {
+        let f = dir.join(format!("{name}.toml"));
+        std::fs::write(&f, text).unwrap();
+        sweep(&f, name)
+    };
+    let bcast = study(
+        "bcast",
+        "name = \"bcast\"\n[workload]\nprogram = \"broadcast-tree\"\npes = 4\n[net]\nmodel = \"alphabeta\"\nlat = \"5us\"\nbw = \"1GB/s\"\n[[sweep]]\nkey = \"workload.pes\"\nvalues = [4, 8, 16, 32, 64, 128, 256]\n",
+    );
+    let pge = study(
+        "pge",
+        "name = \"pge\"\n[workload]\nprogram = \"pge\"\npes = 4\nparams = { n = 4096, arrays = 256, k = 8, ways = 2, row_cost = \"20ns\" }\n[net]\nmodel = \"paragon\"\n[[sweep]]\nkey = \"workload.pes\"\nvalues = [4, 8, 16, 32, 64, 128]\n",
+    );
+    let atm = sweep(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/studies/atm2d-paragon.toml"),
+        "atm",
+    );
+    let mut cases: Vec<(String, PathBuf, Vec<&str>)> = vec![
+        ("bcast".into(), bcast, vec!["--x", "workload.pes"]),
+        ("atm2d".into(), atm, vec!["--x", "workload.pes"]),
+        (
+            "pge".into(),
+            pge,
+            vec!["--x", "workload.pes", "--metric", "makespan_s"],
+        ),
+    ];
+    if let Some(d) = crate::shared_data("extrap/input.txt") {
+        cases.push(("example".into(), d, vec![]));
+    }
+    let mut compared = 0;
+    for (name, input, extra) in cases {
+        let txt = dir.join(format!("{name}.txt"));
+        let ours = whatif_models(&input, &extra, &txt);
+        let theirs = extrap_models(&bin, &txt);
+        assert_eq!(ours.len(), theirs.len(), "{name}: {theirs:?}");
+        for (o, t) in ours.iter().zip(&theirs) {
+            let (a0, a1, at) = parse_model(o["model"].as_str().unwrap());
+            let (b0, b1, bt) = parse_model(t);
+            let scale = o["points"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|p| p["mean"].as_f64().unwrap().abs())
+                .fold(0.0, f64::max);
+            eprintln!("{name}: whatif {} | Extra-P {t}", o["model"]);
+            assert_eq!(at, bt, "{name}: terms differ");
+            assert!(close(a0, b0, scale), "{name}: constant {a0} vs {b0}");
+            assert!(close(a1, b1, scale), "{name}: coefficient {a1} vs {b1}");
+            compared += 1;
+        }
+    }
+    assert!(compared >= 5, "{compared} models compared");
+    std::fs::remove_dir_all(&dir).ok();
+}
