@@ -3,6 +3,7 @@
 
 mod analyze_cmd;
 mod bench;
+mod calibrate_cmd;
 mod demo;
 mod emulate_cmd;
 mod files;
@@ -95,6 +96,10 @@ enum Cmd {
     /// measurements: an Extra-P text file or a sweep's results.csv; predict with 95% bands.
     #[command(after_help = model_cmd::MODEL_HELP)]
     Model(model_cmd::ModelArgs),
+    /// Set one cost or machine parameter of a study so that its predictions match
+    /// measurements (MK's calibration); writes the calibrated study.
+    #[command(after_help = calibrate_cmd::CALIBRATE_HELP)]
+    Calibrate(calibrate_cmd::CalibrateArgs),
     /// Run a study: every point of a TOML study file (workload x machine x network x LB x
     /// sweep axes), in parallel, into CSV and JSON results.
     #[command(after_help = sweep_cmd::SWEEP_HELP)]
@@ -605,6 +610,7 @@ fn dispatch(cli: Cli) -> Result<()> {
         Cmd::Lb(a) => lb_cmd::lb(a),
         Cmd::Analyze(a) => analyze_cmd::analyze(a),
         Cmd::Model(a) => model_cmd::model(a),
+        Cmd::Calibrate(a) => calibrate_cmd::calibrate(a),
         Cmd::Sweep(a) => sweep_cmd::sweep(a),
         Cmd::Merge(a) => sweep_cmd::merge(a),
         Cmd::Report(a) => {

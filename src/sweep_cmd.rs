@@ -109,9 +109,22 @@ enum Cell {
     Null,
 }
 
-struct Row {
+pub(crate) struct Row {
     index: usize,
     cells: Vec<(String, Cell)>,
+}
+
+impl Row {
+    /// The number in column `name`, if the row has one there.
+    pub(crate) fn number(&self, name: &str) -> Option<f64> {
+        self.cells
+            .iter()
+            .find(|(k, _)| k == name)
+            .and_then(|(_, c)| match c {
+                Cell::Num(s) => s.parse().ok(),
+                _ => None,
+            })
+    }
 }
 
 fn secs(ps: u64) -> String {
@@ -146,7 +159,7 @@ impl Row {
     }
 }
 
-fn load_workload(study: &Study, p: &Point) -> Result<Trace> {
+pub(crate) fn load_workload(study: &Study, p: &Point) -> Result<Trace> {
     match &p.workload {
         Workload::Trace(path) => trace::read_trace_file(path)
             .with_context(|| format!("study {}: trace {}", study.name, path.display())),
@@ -226,7 +239,7 @@ fn machine(p: &Point, trace: &Trace) -> Result<(ReplayConfig, Ratio)> {
     ))
 }
 
-fn run_point(p: &Point, trace: &Trace) -> Result<Row> {
+pub(crate) fn run_point(p: &Point, trace: &Trace) -> Result<Row> {
     let spec = match (&p.net, &trace.meta.net) {
         (Some(n), _) => n.clone(),
         (None, Some(rec)) => rec

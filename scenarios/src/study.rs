@@ -479,7 +479,9 @@ impl AxisDoc {
 }
 
 /// Sets `key` (dotted path) in `t` to `v`, creating tables on the way.
-fn set_path(t: &mut toml::Table, key: &str, v: toml::Value) -> Result<(), String> {
+/// Sets the dotted `key` of `t` to `v`, creating tables on the way; an error names a part
+/// that is not a table.
+pub fn set_path(t: &mut toml::Table, key: &str, v: toml::Value) -> Result<(), String> {
     let parts: Vec<&str> = key.split('.').collect();
     let mut cur = t;
     for (i, p) in parts.iter().enumerate() {
@@ -505,7 +507,7 @@ fn set_path(t: &mut toml::Table, key: &str, v: toml::Value) -> Result<(), String
 
 /// The canonical key of an axis: `params.X` means `workload.params.X`; `net` values become a
 /// table first.
-fn canonical_key(k: &str) -> String {
+pub fn canonical_key(k: &str) -> String {
     match k.strip_prefix("params.") {
         Some(rest) => format!("workload.params.{rest}"),
         None => k.to_string(),

@@ -181,3 +181,96 @@ fn whatif_chooses_the_models_extrap_chooses() {
     assert!(compared >= 5, "{compared} models compared");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// `whatif calibrate` recovers a known per-cell cost exactly: ATM2D on 2 x 2 takes
+/// steps x (2 tau(m) + lambda^2 c) on the Paragon (tested in closed_forms), so a "measured"
+/// time made with c = 2.5 us must calibrate back to 2.5 us, from one measurement (bisection)
+/// and from two (golden section); the calibrated study loads and predicts the measurement.
+#[test]
+fn calibrate_recovers_a_known_cell_cost() {
+    let dir = tmpdir("calibrate");
+    let study = dir.join("atm.toml");
+    std::fs::write(
+        &study,
+        "name = \"atm\"\n[workload]\nprogram = \"atm2d\"\npes = 4\nparams = { lambda = 128, steps = 3, cell_cost = \"1us\" }\n[net]\nmodel = \"paragon\"\n[[sweep]]\nkey = \"params.lambda\"\nvalues = [64, 128, 256]\n",
+    )
+    .unwrap();
+    let bw = sim_core::Bandwidth::parse("30MB/s").unwrap();
+    let t = |lambda: u64| {
+        let tau = 120_000_000 + bw.transfer_time(16 * lambda).as_ps();
+        3 * (2 * tau + lambda * lambda * 2_500_000)
+    };
+    let secs = |ps: u64| format!("{}s", sim_core::SimDuration::from_ps(ps).secs_exact());
+    let one = format!("params.lambda=128:{}", secs(t(128)));
+    let two = format!("params.lambda=64:{}", secs(t(64)));
+    for (name, measured) in [("one", vec![one.clone()]), ("two", vec![one, two])] {
+        let out = dir.join(format!("{name}.toml"));
+        let mut a = vec![
+            "calibrate",
+            study.to_str().unwrap(),
+            "--param",
+            "params.cell_cost",
+            "--out",
+            out.to_str().unwrap(),
+            "-q",
+        ];
+        for m in &measured {
+            a.push("--measured");
+            a.push(m);
+        }
+        let o = whatif(&a);
+        assert!(o.status.success(), "{name}: {}", stderr(&o));
+        let text = std::fs::read_to_string(&out).unwrap();
+        let v: toml::Table = toml::from_str(&text).unwrap();
+        let c = v["workload"]["params"]["cell_cost"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let ps: u64 = c.trim_end_matches("ps").parse().unwrap();
+        assert!(ps.abs_diff(2_500_000) <= 1, "{name}: calibrated {c}");
+        // The calibrated study keeps its axes and runs.
+        let res = dir.join(format!("{name}-out"));
+        let o = whatif(&[
+            "sweep",
+            out.to_str().unwrap(),
+            "--out",
+            res.to_str().unwrap(),
+            "-q",
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let csv = std::fs::read_to_string(res.join("results.csv")).unwrap();
+        assert_eq!(csv.lines().count(), 4);
+    }
+    // A measurement below what even a zero cost predicts is a clear error.
+    let e = whatif(&[
+        "calibrate",
+        study.to_str().unwrap(),
+        "--param",
+        "params.cell_cost",
+        "--measured",
+        "params.lambda=128:1us",
+        "--out",
+        dir.join("x.toml").to_str().unwrap(),
+    ]);
+    assert!(
+        stderr(&e).contains("predicts more than measured"),
+        "{}",
+        stderr(&e)
+    );
+    let e = whatif(&[
+        "calibrate",
+        study.to_str().unwrap(),
+        "--param",
+        "params.nope",
+        "--measured",
+        "params.lambda=128:1s",
+        "--out",
+        dir.join("x.toml").to_str().unwrap(),
+    ]);
+    assert!(
+        stderr(&e).contains("no `workload.params.nope` to calibrate"),
+        "{}",
+        stderr(&e)
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}

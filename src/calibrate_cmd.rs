@@ -1,0 +1,359 @@
+//! `whatif calibrate`: set one cost or machine parameter of a study so that its predictions
+//! match measurements, and write the calibrated study back (MK calibrated ATM2D on one P = 4
+//! run). The parameter must make the predicted metric non-decreasing (a cost, a latency, a
+//! per-cell time): one measurement is matched by bisection to the picosecond (durations) or
+//! to 1e-9 relative (numbers); several by minimising the sum of squared relative errors with
+//! a golden-section search over the bracket.
+
+use crate::sweep_cmd::{load_workload, run_point};
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use scenarios::study::{Study, canonical_key, set_path};
+use sim_core::SimDuration;
+use sim_core::units::parse_duration;
+use std::path::{Path, PathBuf};
+
+pub(crate) const CALIBRATE_HELP: &str = "\
+How it works: every measurement is one point of the study (its sweep axes dropped, the
+measurement's KEY=VALUE settings applied); the parameter is searched in [--lo, --hi] (--hi
+doubles from the study's value until the prediction passes the measurement). The parameter
+must make the metric grow (or stay): costs, latencies, per-cell times. The calibrated study
+keeps its sweep axes, so `whatif sweep` on it predicts the whole grid.
+
+Examples (MK's ATM2D, calibrated on one Paragon run of P = 4, lambda = 128: 0.817 s):
+  whatif calibrate scenarios/studies/atm2d-paragon.toml --param params.cell_cost \\
+      --measured workload.pes=4,params.lambda=128:0.817s --out atm2d-calibrated.toml
+  whatif sweep atm2d-calibrated.toml --out atm/";
+
+#[derive(Args)]
+pub(crate) struct CalibrateArgs {
+    /// The study file to calibrate.
+    study: PathBuf,
+    /// The dotted key of the parameter to set, e.g. params.cell_cost, net.lat,
+    /// machine.block_overhead. Durations (e.g. \"1us\") are searched to the picosecond.
+    #[arg(long)]
+    param: String,
+    /// A measurement, repeatable: KEY=VALUE[,KEY=VALUE...]:SECONDS (e.g.
+    /// workload.pes=4,params.lambda=128:0.817s; the unit s/ms/us is optional, s by default).
+    #[arg(long = "measured", required = true, value_name = "SETTINGS:TIME")]
+    measured: Vec<String>,
+    /// The predicted column to match: makespan_s or mean_iteration_s.
+    #[arg(long, default_value = "makespan_s")]
+    metric: String,
+    /// Lower end of the search [default: 0].
+    #[arg(long)]
+    lo: Option<String>,
+    /// Upper end of the search [default: found by doubling].
+    #[arg(long)]
+    hi: Option<String>,
+    /// Where to write the calibrated study.
+    #[arg(long)]
+    out: PathBuf,
+    /// No progress on stderr.
+    #[arg(short, long)]
+    quiet: bool,
+}
+
+/// A measurement: settings and the measured time in seconds.
+struct Measured {
+    settings: Vec<(String, toml::Value)>,
+    seconds: f64,
+    text: String,
+}
+
+/// A TOML value from command-line text: integer, float, boolean, else string.
+fn value_of(v: &str) -> toml::Value {
+    if let Ok(i) = v.parse::<i64>() {
+        toml::Value::Integer(i)
+    } else if let Ok(f) = v.parse::<f64>() {
+        toml::Value::Float(f)
+    } else if let Ok(b) = v.parse::<bool>() {
+        toml::Value::Boolean(b)
+    } else {
+        toml::Value::String(v.to_string())
+    }
+}
+
+fn parse_measured(m: &str) -> Result<Measured> {
+    let (settings, time) = m
+        .rsplit_once(':')
+        .with_context(|| format!("--measured `{m}`: expected KEY=VALUE[,...]:SECONDS"))?;
+    let seconds = match parse_duration(time) {
+        Ok(d) if time.chars().any(|c| c.is_ascii_alphabetic()) => d.as_ps() as f64 / 1e12,
+        _ => time
+            .parse::<f64>()
+            .ok()
+            .filter(|s| s.is_finite() && *s > 0.0)
+            .with_context(|| format!("--measured `{m}`: `{time}` is not a positive time"))?,
+    };
+    let settings = settings
+        .split(',')
+        .filter(|s| !s.trim().is_empty())
+        .map(|kv| {
+            let (k, v) = kv
+                .split_once('=')
+                .with_context(|| format!("--measured `{m}`: `{kv}` is not KEY=VALUE"))?;
+            Ok((canonical_key(k.trim()), value_of(v.trim())))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Measured {
+        settings,
+        seconds,
+        text: m.to_string(),
+    })
+}
+
+/// The parameter's kind, from its value in the study.
+#[derive(Clone, Copy, PartialEq)]
+enum Kind {
+    Duration,
+    Number,
+}
+
+fn get_path<'a>(t: &'a toml::Table, key: &str) -> Option<&'a toml::Value> {
+    let mut cur = t;
+    let parts: Vec<&str> = key.split('.').collect();
+    for (i, p) in parts.iter().enumerate() {
+        let v = cur.get(*p)?;
+        if i + 1 == parts.len() {
+            return Some(v);
+        }
+        cur = v.as_table()?;
+    }
+    None
+}
+
+struct Problem {
+    base: toml::Table,
+    key: String,
+    kind: Kind,
+    metric: String,
+    origin: String,
+    dir: PathBuf,
+}
+
+impl Problem {
+    fn value(&self, x: f64) -> toml::Value {
+        match self.kind {
+            Kind::Duration => toml::Value::String(format!("{}ps", x.round() as u64)),
+            Kind::Number => toml::Value::Float(x),
+        }
+    }
+    /// The predicted metric (seconds) of measurement `m` with the parameter at `x`.
+    fn predict(&self, x: f64, m: &Measured) -> Result<f64> {
+        let mut t = self.base.clone();
+        t.remove("sweep");
+        t.remove("report");
+        set_path(&mut t, &self.key, self.value(x)).map_err(anyhow::Error::msg)?;
+        for (k, v) in &m.settings {
+            set_path(&mut t, k, v.clone()).map_err(anyhow::Error::msg)?;
+        }
+        let text = toml::to_string(&t)?;
+        let study = Study::from_text(&text, &self.origin, &self.dir)
+            .with_context(|| format!("--measured {}", m.text))?;
+        let p = study.point(0)?;
+        let trace = load_workload(&study, &p)?;
+        let row = run_point(&p, &trace)?;
+        row.number(&self.metric).with_context(|| {
+            format!(
+                "--measured {}: the prediction has no `{}` (makespan_s or mean_iteration_s)",
+                m.text, self.metric
+            )
+        })
+    }
+}
+
+fn parse_param(kind: Kind, v: &str) -> Result<f64> {
+    Ok(match kind {
+        Kind::Duration => parse_duration(v).map_err(anyhow::Error::msg)?.as_ps() as f64,
+        Kind::Number => v
+            .parse::<f64>()
+            .ok()
+            .filter(|x| x.is_finite())
+            .with_context(|| format!("`{v}` is not a number"))?,
+    })
+}
+
+fn show(kind: Kind, x: f64) -> String {
+    match kind {
+        Kind::Duration => SimDuration::from_ps(x.round() as u64).to_string(),
+        Kind::Number => format!("{x}"),
+    }
+}
+
+pub(crate) fn calibrate(a: CalibrateArgs) -> Result<()> {
+    crate::files::check_outputs(&[("--out", &a.out)], &[], false)?;
+    if a.out == a.study {
+        bail!(
+            "--out {} would overwrite the study it reads",
+            a.out.display()
+        );
+    }
+    let text = std::fs::read_to_string(&a.study)
+        .with_context(|| format!("cannot read {}", a.study.display()))?;
+    // Validate the study as it is.
+    Study::from_file(&a.study)?;
+    let base: toml::Table =
+        toml::from_str(&text).with_context(|| format!("{}: not TOML", a.study.display()))?;
+    let key = canonical_key(&a.param);
+    let current = get_path(&base, &key).with_context(|| {
+        format!(
+            "{}: no `{key}` to calibrate (give it a value in the study first)",
+            a.study.display()
+        )
+    })?;
+    let kind = match current {
+        toml::Value::String(s) if parse_duration(s).is_ok() => Kind::Duration,
+        toml::Value::Integer(_) | toml::Value::Float(_) => Kind::Number,
+        other => bail!("`{key}` = {other}: only durations and numbers can be calibrated"),
+    };
+    let start = match current {
+        toml::Value::String(s) => parse_param(kind, s)?,
+        toml::Value::Integer(i) => *i as f64,
+        toml::Value::Float(f) => *f,
+        _ => unreachable!("checked above"),
+    };
+    let measured: Vec<Measured> = a
+        .measured
+        .iter()
+        .map(|m| parse_measured(m))
+        .collect::<Result<_>>()?;
+    let prob = Problem {
+        base: base.clone(),
+        key: key.clone(),
+        kind,
+        metric: a.metric.clone(),
+        origin: a.study.display().to_string(),
+        dir: a.study.parent().map(Path::to_path_buf).unwrap_or_default(),
+    };
+    // Sum of squared relative errors, and the sign of the (mean) error.
+    let cost = |x: f64| -> Result<(f64, f64)> {
+        let mut sse = 0.0;
+        let mut mean = 0.0;
+        for m in &measured {
+            let e = (prob.predict(x, m)? - m.seconds) / m.seconds;
+            sse += e * e;
+            mean += e / measured.len() as f64;
+        }
+        Ok((sse, mean))
+    };
+    let mut lo = match &a.lo {
+        Some(v) => parse_param(kind, v)?,
+        None => 0.0,
+    };
+    let mut hi = match &a.hi {
+        Some(v) => parse_param(kind, v)?,
+        None => {
+            let mut h = start.max(if kind == Kind::Duration { 1000.0 } else { 1e-9 });
+            let mut n = 0;
+            while cost(h)?.1 < 0.0 {
+                lo = h;
+                h *= 2.0;
+                n += 1;
+                if n > 80 {
+                    bail!(
+                        "no value of {key} up to {} makes the prediction reach the measurements: does it grow with {key}?",
+                        show(kind, h)
+                    );
+                }
+            }
+            h
+        }
+    };
+    if cost(lo)?.1 > 0.0 {
+        bail!(
+            "even {key} = {} predicts more than measured; lower --lo, or choose a parameter the time grows with",
+            show(kind, lo)
+        );
+    }
+    let mut evals = 0;
+    let tol = |lo: f64, hi: f64| match kind {
+        Kind::Duration => hi - lo <= 1.0,
+        Kind::Number => hi - lo <= 1e-9 * hi.abs().max(1e-300),
+    };
+    let x = if measured.len() == 1 {
+        // Bisection on the sign of the error.
+        while !tol(lo, hi) && evals < 200 {
+            let mid = if kind == Kind::Duration {
+                ((lo + hi) / 2.0).floor()
+            } else {
+                (lo + hi) / 2.0
+            };
+            if cost(mid)?.1 < 0.0 {
+                lo = mid
+            } else {
+                hi = mid
+            }
+            evals += 1;
+        }
+        let (el, eh) = (cost(lo)?.0, cost(hi)?.0);
+        if el < eh { lo } else { hi }
+    } else {
+        // Golden section on the sum of squared relative errors.
+        let g = (5f64.sqrt() - 1.0) / 2.0;
+        let (mut a1, mut b1) = (lo, hi);
+        let mut c = b1 - g * (b1 - a1);
+        let mut d = a1 + g * (b1 - a1);
+        let (mut fc, mut fd) = (cost(c)?.0, cost(d)?.0);
+        while !tol(a1, b1) && evals < 200 {
+            if fc < fd {
+                b1 = d;
+                d = c;
+                fd = fc;
+                c = b1 - g * (b1 - a1);
+                fc = cost(c)?.0;
+            } else {
+                a1 = c;
+                c = d;
+                fc = fd;
+                d = a1 + g * (b1 - a1);
+                fd = cost(d)?.0;
+            }
+            evals += 1;
+        }
+        let x = (a1 + b1) / 2.0;
+        if kind == Kind::Duration { x.round() } else { x }
+    };
+    let mut out = base;
+    set_path(&mut out, &key, prob.value(x)).map_err(anyhow::Error::msg)?;
+    // A relative trace path resolves from the study's folder: keep it valid wherever --out is.
+    if let Some(toml::Value::String(t)) = get_path(&out, "workload.trace").cloned()
+        && Path::new(&t).is_relative()
+    {
+        let abs = prob.dir.join(&t);
+        let abs = abs.canonicalize().unwrap_or(abs);
+        set_path(
+            &mut out,
+            "workload.trace",
+            toml::Value::String(abs.display().to_string()),
+        )
+        .map_err(anyhow::Error::msg)?;
+    }
+    let mut report = format!(
+        "# Calibrated by `whatif calibrate {} --param {}`: {key} = {} ({} search steps).\n",
+        a.study.display(),
+        a.param,
+        show(kind, x),
+        evals
+    );
+    println!("{key} = {}", show(kind, x));
+    for m in &measured {
+        let p = prob.predict(x, m)?;
+        let line = format!(
+            "measured {} -> predicted {p:.6} s ({:+.4}%)",
+            m.text,
+            100.0 * (p - m.seconds) / m.seconds
+        );
+        println!("  {line}");
+        report.push_str(&format!("# {line}\n"));
+    }
+    let text = format!("{report}{}", toml::to_string(&out)?);
+    // The written study must load as it is.
+    Study::from_text(&text, &a.out.display().to_string(), &prob.dir)
+        .context("the calibrated study")?;
+    crate::files::write_text(&a.out, &text)?;
+    if !a.quiet {
+        eprintln!("wrote {}", a.out.display());
+    }
+    Ok(())
+}
