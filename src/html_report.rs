@@ -20,6 +20,10 @@ fn esc(s: &str) -> String {
 
 /// A swept value as a number with its axis unit, if it has one.
 fn numeric(v: &str) -> Option<(f64, &'static str)> {
+    // A bare number is itself (a PE count is not 4 B/s).
+    if let Ok(x) = v.parse::<f64>() {
+        return Some((x, ""));
+    }
     if let Ok(d) = parse_duration(v) {
         return Some((d.as_ps() as f64 / 1e6, "us"));
     }
@@ -204,7 +208,7 @@ fn sweep_section(dir: &Path) -> Result<Option<Section>> {
         } else {
             format!("{x} ({unit})")
         };
-        let fmt = |v: f64| svg::num(v);
+        let fmt = |v: f64| svg::tick(v);
         let chart = LineChart {
             title: &format!("{study}: {metric} vs {x}"),
             x_label: &x_label,
@@ -230,7 +234,12 @@ fn sweep_section(dir: &Path) -> Result<Option<Section>> {
         if is_num {
             let _ = write!(
                 h,
-                "<h3>Knees</h3><p>Where each curve first exceeds its value at the smallest {x} by 10% (interpolated in log {x}).</p><table class=\"knees\"><tr><th>series</th><th>at smallest {x}</th><th>knee ({unit})</th></tr>"
+                "<h3>Knees</h3><p>Where each curve first exceeds its value at the smallest {x} by 10% (interpolated in log {x}).</p><table class=\"knees\"><tr><th>series</th><th>at smallest {x}</th><th>knee{}</th></tr>",
+                if unit.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({unit})")
+                }
             );
             for s in &series {
                 let k = knee(&s.points, 1.1);
@@ -245,6 +254,7 @@ fn sweep_section(dir: &Path) -> Result<Option<Section>> {
             h.push_str("</table>");
         }
     }
+    h.push_str(&scaling_html(dir)?);
     // The rows themselves (first 200).
     h.push_str("<h3>Rows</h3><table class=\"rows\"><tr>");
     let cols: Vec<&String> = header.iter().collect();
@@ -271,6 +281,112 @@ fn sweep_section(dir: &Path) -> Result<Option<Section>> {
         title: format!("Study {study}"),
         html: h,
     }))
+}
+
+/// Speedup and efficiency curves (speedup.csv) and the best grain (optimum.csv) of a sweep.
+fn scaling_html(dir: &Path) -> Result<String> {
+    let mut h = String::new();
+    let sp = read_csv(dir, "speedup.csv")?;
+    if !sp.is_empty() {
+        let fixed = [
+            "pes",
+            "speedup",
+            "efficiency",
+            "makespan_s",
+            "mean_iteration_s",
+        ];
+        let mut series: Vec<Series> = Vec::new();
+        let mut eff: Vec<Series> = Vec::new();
+        for r in &sp {
+            let mut keys: Vec<(&String, &String)> = r
+                .iter()
+                .filter(|(k, _)| !fixed.contains(&k.as_str()) && !k.starts_with("best_"))
+                .collect();
+            keys.sort();
+            let name = keys
+                .iter()
+                .map(|(k, v)| format!("{}={v}", k.rsplit('.').next().unwrap_or(k)))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let name = if name.is_empty() {
+                "all".to_string()
+            } else {
+                name
+            };
+            let (Some(p), Some(s), Some(e)) = (
+                field::<f64>(r, "pes"),
+                field::<f64>(r, "speedup"),
+                field::<f64>(r, "efficiency"),
+            ) else {
+                continue;
+            };
+            for (list, y) in [(&mut series, s), (&mut eff, e)] {
+                match list.iter_mut().find(|x| x.name == name) {
+                    Some(x) => x.points.push((p, y)),
+                    None => list.push(Series {
+                        name: name.clone(),
+                        points: vec![(p, y)],
+                    }),
+                }
+            }
+        }
+        let fmt = |v: f64| svg::tick(v);
+        let _ = write!(
+            h,
+            "<h3>Scalability</h3><p>Speedup relative to the smallest P (P0 T(P0) / T(P)) and efficiency (speedup / P){}. Data: speedup.csv.</p><figure>",
+            if sp[0].keys().any(|k| k.starts_with("best_")) {
+                ", each at its best grain"
+            } else {
+                ""
+            }
+        );
+        for (title, y, list) in [
+            ("Speedup", "speedup", series),
+            ("Efficiency", "efficiency", eff),
+        ] {
+            h.push_str(
+                &LineChart {
+                    title,
+                    x_label: "PEs",
+                    y_label: y,
+                    log_x: true,
+                    categories: None,
+                    x_fmt: &fmt,
+                    series: list,
+                }
+                .svg(),
+            );
+        }
+        h.push_str("</figure>");
+    }
+    let op = read_csv(dir, "optimum.csv")?;
+    if let Some(first) = op.first() {
+        let csv = std::fs::read_to_string(dir.join("optimum.csv")).unwrap_or_default();
+        let header: Vec<&str> = csv.lines().next().unwrap_or("").split(',').collect();
+        let best = header
+            .iter()
+            .find(|c| c.starts_with("best_workload") || c.starts_with("best_"))
+            .map_or("", |c| c);
+        let _ = write!(
+            h,
+            "<h3>Optimal grain</h3><p>The value of <code>{}</code> with the least time, per combination of the other axes (the argmin MK derives from dT/dK = 0). Data: optimum.csv.</p><table><tr>",
+            esc(best.trim_start_matches("best_"))
+        );
+        for c in &header {
+            let _ = write!(h, "<th>{}</th>", esc(c));
+        }
+        h.push_str("</tr>");
+        for r in &op {
+            h.push_str("<tr>");
+            for c in &header {
+                let _ = write!(h, "<td>{}</td>", esc(r.get(*c).map_or("", String::as_str)));
+            }
+            h.push_str("</tr>");
+        }
+        h.push_str("</table>");
+        let _ = first;
+    }
+    Ok(h)
 }
 
 struct Rec {

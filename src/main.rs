@@ -16,6 +16,7 @@ mod opsim_cmd;
 mod outputs;
 mod progress;
 mod report;
+mod scaling_out;
 mod svg;
 mod sweep_cmd;
 mod views_out;

@@ -329,6 +329,7 @@ fn manifest(study: &Study, points: &[usize]) -> String {
             total,
             x: study.x.clone(),
             series: study.series.clone(),
+            optimum: study.optimum.clone(),
         },
         covered,
     )
@@ -342,6 +343,7 @@ struct Manifest {
     total: usize,
     x: Option<String>,
     series: Option<String>,
+    optimum: Option<String>,
 }
 
 /// The manifest text: `points` is `"all"` when `covered` is `None`.
@@ -359,12 +361,13 @@ fn manifest_text(m: &Manifest, covered: Option<&[usize]>) -> String {
         })
     };
     format!(
-        "{{\n  \"study\": {},\n  \"fingerprint\": \"{}\",\n  \"points_total\": {},\n  \"x\": {},\n  \"series\": {},\n  \"points\": {covered}\n}}\n",
+        "{{\n  \"study\": {},\n  \"fingerprint\": \"{}\",\n  \"points_total\": {},\n  \"x\": {},\n  \"series\": {},\n  \"optimum\": {},\n  \"points\": {covered}\n}}\n",
         serde_json::Value::String(m.study.clone()),
         m.fingerprint,
         m.total,
         opt(&m.x),
-        opt(&m.series)
+        opt(&m.series),
+        opt(&m.optimum)
     )
 }
 
@@ -394,6 +397,11 @@ fn write_outputs(
         ("manifest.json", manifest),
     ] {
         crate::files::write_text(&staged.path().join(name), text)?;
+    }
+    // Speedup, efficiency and the best grain, from the study's axes.
+    let m: serde_json::Value = serde_json::from_str(manifest).context("manifest")?;
+    for (name, text) in crate::scaling_out::files(&csv, m["x"].as_str(), m["optimum"].as_str())? {
+        crate::files::write_text(&staged.path().join(name), &text)?;
     }
     if report {
         crate::html_report::write_titled(staged.path(), None, dir)?;
@@ -594,6 +602,7 @@ pub(crate) fn merge(a: MergeArgs) -> Result<()> {
             total: m["points_total"].as_u64().unwrap_or(0) as usize,
             x: text("x"),
             series: text("series"),
+            optimum: text("optimum"),
         };
         match &study {
             None => study = Some(id.clone()),

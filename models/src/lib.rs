@@ -5,10 +5,12 @@
 //! performance-model normal form, chosen by leave-one-out cross-validation the way Extra-P's
 //! basic modeller chooses ([`pmnf`]), and gives predictions with a 95% band. [`extrap`]
 //! reads and writes Extra-P's text format, so Extra-P can check whatif's choices and open its
-//! data. Everything is deterministic; no randomness is involved.
+//! data. [`scaling`] turns a table of predictions into speedup, efficiency, the optimal
+//! grain and constant-time curves. Everything is deterministic; no randomness is involved.
 
 pub mod extrap;
 pub mod pmnf;
+pub mod scaling;
 
 pub use pmnf::{EXTRAP_TERMS, Model, Point, Term, fit};
 

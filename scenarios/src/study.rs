@@ -197,6 +197,9 @@ pub struct Study {
     pub x: Option<String>,
     /// Series key.
     pub series: Option<String>,
+    /// A grain axis whose best value (least time) the sweep reports per combination of the
+    /// other axes (`[report] optimum`).
+    pub optimum: Option<String>,
     /// FNV-1a 64 of the file's canonical TOML (16 hex digits).
     pub fingerprint: String,
     path: String,
@@ -287,6 +290,7 @@ struct ReportDoc {
     iterations: Option<[u32; 2]>,
     x: Option<String>,
     series: Option<String>,
+    optimum: Option<String>,
 }
 
 #[derive(Deserialize, Clone)]
@@ -638,6 +642,7 @@ impl Study {
         let x = key_known(&report.x, "x")?.or_else(|| axes.first().map(|a| a.key.clone()));
         let series =
             key_known(&report.series, "series")?.or_else(|| axes.get(1).map(|a| a.key.clone()));
+        let optimum = key_known(&report.optimum, "optimum")?;
         let study = Study {
             name,
             description,
@@ -645,6 +650,7 @@ impl Study {
             axes,
             x,
             series,
+            optimum,
             fingerprint,
             path: origin.into(),
             dir: dir.to_path_buf(),

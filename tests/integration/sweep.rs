@@ -199,6 +199,7 @@ fn builtin_studies_are_valid() {
         ("stencil-vf-overhead.toml", 16),
         ("stencil-noise.toml", 5),
         ("atm2d-paragon.toml", 18),
+        ("pge-block-size.toml", 54),
     ] {
         let s = scenarios::study::Study::from_file(&root.join(f))
             .unwrap_or_else(|e| panic!("{f}: {e}"));
@@ -317,5 +318,66 @@ fn a_strategy_comparison_is_drawn_as_bars() {
     for s in ["dummy", "greedy-refine", "rec-bipart"] {
         assert!(html.contains(&format!(">{s}</text>")), "{s} labels its bar");
     }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// `[report] optimum` and a PE axis: optimum.csv holds each P's best block size (checked
+/// against results.csv here), speedup.csv the speedup and efficiency at it, and the report
+/// draws both.
+#[test]
+fn optimal_grain_and_speedup_outputs() {
+    let dir = tmpdir("sweep-optimum");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/studies");
+    let out = dir.join("out");
+    ok(&[
+        "sweep",
+        root.join("pge-block-size.toml").to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--report",
+        "-q",
+    ]);
+    let rows = |f: &str| -> Vec<Vec<String>> {
+        std::fs::read_to_string(out.join(f))
+            .unwrap()
+            .lines()
+            .skip(1)
+            .map(|l| l.split(',').map(String::from).collect())
+            .collect()
+    };
+    let results = rows("results.csv");
+    let optimum = rows("optimum.csv");
+    assert_eq!(optimum.len(), 6, "one best K per P");
+    for o in &optimum {
+        // results.csv: point, fingerprint, workload.pes, workload.params.k, pes, makespan_s, ...
+        let best = results
+            .iter()
+            .filter(|r| r[2] == o[0])
+            .min_by(|a, b| {
+                a[5].parse::<f64>()
+                    .unwrap()
+                    .total_cmp(&b[5].parse::<f64>().unwrap())
+            })
+            .unwrap();
+        assert_eq!(o[1], best[3], "P={}", o[0]);
+        assert!(o[4].parse::<f64>().unwrap() > 1.0, "worst over best");
+    }
+    let sp = rows("speedup.csv");
+    assert_eq!(sp.len(), 6);
+    // pes, makespan_s, best K, speedup, efficiency: the smallest P has speedup P0.
+    assert_eq!(sp[0][0], "4");
+    assert_eq!(sp[0][3].parse::<f64>().unwrap(), 4.0);
+    for r in &sp {
+        let (p, s, e): (f64, f64, f64) = (
+            r[0].parse().unwrap(),
+            r[3].parse().unwrap(),
+            r[4].parse().unwrap(),
+        );
+        assert!((e - s / p).abs() < 1e-5, "{r:?}");
+        let best = optimum.iter().find(|o| o[0] == r[0]).unwrap();
+        assert_eq!(r[2], best[1], "speedup at the best K");
+    }
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("Optimal grain") && html.contains("<title>Speedup</title>"));
     std::fs::remove_dir_all(&dir).ok();
 }

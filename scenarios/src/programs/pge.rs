@@ -184,7 +184,6 @@ impl Obj {
     fn forward_unit(&mut self, ctx: &mut Ctx<'_, Msg>) {
         let b = self.fwd_done;
         ctx.work(self.stage(b));
-        ctx.iteration(b);
         if let Some(d) = self.down {
             ctx.send(self.at(ctx, d), self.cfg.block_bytes(), Msg::Fwd(b));
         }
