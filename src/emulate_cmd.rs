@@ -6,6 +6,7 @@ use clap::Args;
 use emulator::{EmulateConfig, InitialMap, NativeConfig, Timing};
 use network_models::NetSpec;
 use replay::footprint::human_bytes;
+use sim_core::SimDuration;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -54,6 +55,15 @@ pub(crate) struct EmulateArgs {
     /// 2-D mesh, 120 us latency, 30 MB/s).
     #[arg(long, value_name = "NAME", value_parser = crate::parse_machine, conflicts_with = "net")]
     machine: Option<NetSpec>,
+    /// Block-cost models (from `whatif model --trace ... --costs-out`): the blocks of every
+    /// entry method the file models are scaled so that their mean duration is the model's
+    /// value at --costs-at (the program's own costs keep the spread; sends keep their place in
+    /// the block). Replay the written trace for the prediction.
+    #[arg(long, value_name = "FILE", requires = "costs_at")]
+    costs: Option<PathBuf>,
+    /// The parameter value the cost models are evaluated at (e.g. the target block's points).
+    #[arg(long, value_name = "VALUE", requires = "costs")]
+    costs_at: Option<f64>,
     /// Initial placement of each collection: block or round-robin.
     #[arg(long, default_value = "block")]
     map: InitialMap,
@@ -163,6 +173,11 @@ pub(crate) fn emulate(mut a: EmulateArgs) -> Result<()> {
         eprint!("\r{:60}\r", "");
     }
     let wall = t0.elapsed();
+    let mut e = e;
+    let mut cost_notes = Vec::new();
+    if let (Some(f), Some(x)) = (&a.costs, a.costs_at) {
+        cost_notes = apply_costs(&mut e.trace, f, x)?;
+    }
     let t = &e.trace;
     trace::write_trace_file(t, &a.out, Format::from_path(&a.out))
         .with_context(|| format!("writing {}", a.out.display()))?;
@@ -188,9 +203,94 @@ pub(crate) fn emulate(mut a: EmulateArgs) -> Result<()> {
             wall.as_secs_f64(),
             peak_rss().unwrap_or_else(|| "unknown".into())
         );
+        for n in &cost_notes {
+            eprintln!("{n}");
+        }
         eprintln!("wrote {}", a.out.display());
     }
     Ok(())
+}
+
+/// Sets the mean block duration of every entry method `file` models to the model's value at
+/// `x` (seconds, rounded to picoseconds, at least 0) by scaling its blocks (and their send
+/// offsets) by one factor; blocks of an entry that were all 0 get the value. Returns one line
+/// per entry changed.
+fn apply_costs(t: &mut trace::Trace, file: &std::path::Path, x: f64) -> Result<Vec<String>> {
+    let (param, models) = crate::model_cmd::read_costs(file)?;
+    let mut new_of: Vec<Option<u64>> = vec![None; t.entries.len()];
+    let mut notes = Vec::new();
+    for (name, m) in &models {
+        if let Some(e) = t.entries.iter().position(|en| &en.name == name) {
+            let v = m.eval(x);
+            if !v.is_finite() {
+                anyhow::bail!(
+                    "{}: entry `{name}` at {param} = {x} is not a number",
+                    file.display()
+                );
+            }
+            let ps = (v.max(0.0) * 1e12).round().min(u64::MAX as f64 / 2.0) as u64;
+            new_of[e] = Some(ps);
+            notes.push(format!(
+                "costs: {name} = {} per block on average ({} at {param} = {x}, from {})",
+                SimDuration::from_ps(ps),
+                m.show(),
+                file.display()
+            ));
+        }
+    }
+    if notes.is_empty() {
+        anyhow::bail!(
+            "{}: models none of the trace's entry methods ({})",
+            file.display(),
+            t.entries
+                .iter()
+                .map(|e| e.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    let entry: Vec<u32> = t.columns().entry.clone();
+    let ranges: Vec<std::ops::Range<usize>> = (0..t.num_blocks() as u32)
+        .map(|b| t.send_range(trace::BlockId(b)))
+        .collect();
+    // Each modelled entry's blocks are scaled so that their mean is the model's value: the
+    // program's own costs keep the spread across blocks (a block that only receives stays
+    // 0); an entry whose blocks are all 0 gets the value on every block.
+    let mut totals = vec![(0u128, 0u128); t.entries.len()];
+    for (&e, &d) in entry.iter().zip(&t.columns().duration_ps) {
+        totals[e as usize].0 += d as u128;
+        totals[e as usize].1 += 1;
+    }
+    let mut factor = vec![(1u128, 1u128); t.num_blocks()];
+    for (b, d) in t.durations_mut().iter_mut().enumerate() {
+        let e = entry[b] as usize;
+        if let Some(ps) = new_of[e] {
+            let (old, n) = totals[e];
+            if old == 0 {
+                factor[b] = (ps as u128, 1);
+                *d = ps;
+            } else {
+                factor[b] = (ps as u128 * n, old);
+                *d = (*d as u128 * ps as u128 * n / old).min(u64::MAX as u128 / 2) as u64;
+            }
+        }
+    }
+    let mut send_block = vec![0usize; ranges.last().map_or(0, |r| r.end)];
+    for (b, r) in ranges.iter().enumerate() {
+        for i in r.clone() {
+            send_block[i] = b;
+        }
+    }
+    let durations: Vec<u64> = t.columns().duration_ps.clone();
+    for (i, off) in t.send_offsets_mut().enumerate() {
+        let b = send_block[i];
+        let (num, den) = factor[b];
+        if (num, den) != (1, 1) {
+            let scaled = (off.as_ps() as u128 * num / den).min(durations[b] as u128);
+            *off = SimDuration::from_ps(scaled as u64);
+        }
+    }
+    Ok(notes)
 }
 
 #[derive(Args)]

@@ -43,8 +43,20 @@ pub(crate) enum ModelFormat {
 
 #[derive(Args)]
 pub(crate) struct ModelArgs {
-    /// Measurements: an Extra-P text file or a sweep's results.csv.
-    input: PathBuf,
+    /// Measurements: an Extra-P text file or a sweep's results.csv (or give --trace).
+    #[arg(required_unless_present = "trace", conflicts_with = "trace")]
+    input: Option<PathBuf>,
+    /// Block-cost models instead: a trace recorded at a parameter value, repeatable
+    /// (VALUE=PATH, e.g. 512=b8.trace 4096=b16.trace); one model per entry method of its
+    /// mean block duration against the parameter (--param names it).
+    #[arg(long, value_name = "VALUE=PATH")]
+    trace: Vec<String>,
+    /// --trace: the parameter's name (e.g. points, lambda, k).
+    #[arg(long, default_value = "x")]
+    param: String,
+    /// --trace: write the per-entry cost models as JSON, for `whatif emulate --costs`.
+    #[arg(long, value_name = "FILE")]
+    costs_out: Option<PathBuf>,
     /// Input format.
     #[arg(long, value_enum, default_value = "auto")]
     format: ModelFormat,
@@ -146,29 +158,159 @@ fn from_sweep(path: &std::path::Path, x: &str, metric: Option<&str>) -> Result<E
     })
 }
 
+/// Traces at parameter values as an experiment: one series per entry method (present in every
+/// trace), its mean block duration in seconds at each value.
+fn from_traces(specs: &[String], param: &str) -> Result<Experiment> {
+    let mut per_entry: BTreeMap<String, Vec<Point>> = BTreeMap::new();
+    let n = specs.len();
+    for s in specs {
+        let (v, path) = s
+            .split_once('=')
+            .with_context(|| format!("--trace `{s}`: expected VALUE=PATH"))?;
+        let x: f64 = v
+            .trim()
+            .parse()
+            .ok()
+            .filter(|x: &f64| x.is_finite())
+            .with_context(|| format!("--trace `{s}`: `{v}` is not a number"))?;
+        let t = trace::read_trace_file(std::path::Path::new(path.trim()))
+            .with_context(|| format!("--trace {s}"))?;
+        let cols = t.columns();
+        let mut sum = vec![(0u128, 0u64); t.entries.len()];
+        for (&e, &d) in cols.entry.iter().zip(&cols.duration_ps) {
+            sum[e as usize].0 += d as u128;
+            sum[e as usize].1 += 1;
+        }
+        for (e, (total, count)) in t.entries.iter().zip(sum) {
+            if count > 0 {
+                per_entry.entry(e.name.clone()).or_default().push(Point {
+                    x,
+                    values: vec![total as f64 / count as f64 / 1e12],
+                });
+            }
+        }
+    }
+    let series: Vec<Series> = per_entry
+        .into_iter()
+        .filter(|(_, pts)| pts.len() == n)
+        .map(|(region, mut points)| {
+            points.sort_by(|a, b| a.x.total_cmp(&b.x));
+            Series {
+                region,
+                metric: "duration_s".into(),
+                points,
+            }
+        })
+        .collect();
+    if series.is_empty() {
+        bail!("no entry method appears in every --trace");
+    }
+    Ok(Experiment {
+        params: vec![param.to_string()],
+        series,
+    })
+}
+
+/// The per-entry cost models as JSON (`whatif emulate --costs`).
+fn costs_json(param: &str, fits: &[(&Series, Model)]) -> serde_json::Value {
+    serde_json::json!({
+        "param": param,
+        "entries": fits.iter().map(|(s, m)| serde_json::json!({
+            "entry": s.region,
+            "model": m.show(),
+            "constant_s": m.constant,
+            "term": m.term.map(|(c, t)| serde_json::json!({
+                "coefficient_s": c, "num": t.num, "den": t.den, "log": t.log
+            })),
+            "smape_pct": m.smape_pct,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+/// Per-entry cost models read back: entry name -> model.
+pub(crate) fn read_costs(path: &std::path::Path) -> Result<(String, Vec<(String, Model)>)> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let v: serde_json::Value =
+        serde_json::from_str(&text).with_context(|| format!("{}: not JSON", path.display()))?;
+    let param = v["param"].as_str().unwrap_or("x").to_string();
+    let mut out = Vec::new();
+    for (i, e) in v["entries"]
+        .as_array()
+        .with_context(|| format!("{}: no `entries` list", path.display()))?
+        .iter()
+        .enumerate()
+    {
+        let bad = |what: &str| anyhow::anyhow!("{}: entries[{i}]: {what}", path.display());
+        let name = e["entry"].as_str().ok_or_else(|| bad("no `entry` name"))?;
+        let c0 = e["constant_s"]
+            .as_f64()
+            .ok_or_else(|| bad("no `constant_s` number"))?;
+        let term = match &e["term"] {
+            serde_json::Value::Null => None,
+            t => {
+                let c1 = t["coefficient_s"]
+                    .as_f64()
+                    .ok_or_else(|| bad("term without `coefficient_s`"))?;
+                let int = |k: &str| {
+                    t[k].as_i64()
+                        .ok_or_else(|| bad(&format!("term without `{k}`")))
+                };
+                let (num, den, log) = (int("num")?, int("den")?, int("log")?);
+                if !(1..=1000).contains(&den) || !(0..=10).contains(&log) || num.abs() > 1000 {
+                    return Err(bad("term exponents out of range"));
+                }
+                Some((
+                    c1,
+                    models::Term {
+                        num: num as i32,
+                        den: den as u32,
+                        log: log as u32,
+                    },
+                ))
+            }
+        };
+        out.push((name.to_string(), Model::from_parts(&param, c0, term)));
+    }
+    Ok((param, out))
+}
+
 pub(crate) fn model(a: ModelArgs) -> Result<()> {
+    if !a.trace.is_empty() {
+        let exp = from_traces(&a.trace, &a.param)?;
+        return finish(&a, exp);
+    }
+    let input = a.input.clone().context("give an input file or --trace")?;
+    let a = ModelArgs {
+        input: Some(input.clone()),
+        ..a
+    };
     let sweep = match a.format {
         ModelFormat::Sweep => true,
         ModelFormat::Extrap => false,
-        ModelFormat::Auto => a.input.extension().is_some_and(|e| e == "csv"),
+        ModelFormat::Auto => input.extension().is_some_and(|e| e == "csv"),
     };
     let exp = if sweep {
-        from_sweep(&a.input, &a.x, a.metric.as_deref())?
+        from_sweep(&input, &a.x, a.metric.as_deref())?
     } else {
-        let meta = std::fs::metadata(&a.input)
-            .with_context(|| format!("cannot read {}", a.input.display()))?;
+        let meta = std::fs::metadata(&input)
+            .with_context(|| format!("cannot read {}", input.display()))?;
         if meta.len() > models::extrap::MAX_BYTES {
             bail!(
                 "{}: {} bytes; Extra-P text files up to {} bytes are read",
-                a.input.display(),
+                input.display(),
                 meta.len(),
                 models::extrap::MAX_BYTES
             );
         }
-        let text = std::fs::read_to_string(&a.input)
-            .with_context(|| format!("cannot read {}", a.input.display()))?;
-        models::extrap::parse(&text).with_context(|| format!("{}", a.input.display()))?
+        let text = std::fs::read_to_string(&input)
+            .with_context(|| format!("cannot read {}", input.display()))?;
+        models::extrap::parse(&text).with_context(|| format!("{}", input.display()))?
     };
+    finish(&a, exp)
+}
+
+fn finish(a: &ModelArgs, exp: Experiment) -> Result<()> {
     if let Some(p) = &a.extrap_out {
         crate::files::write_text(p, &models::extrap::write(&exp))?;
     }
@@ -178,6 +320,15 @@ pub(crate) fn model(a: ModelArgs) -> Result<()> {
         let m = models::fit(&param, &s.points, EXTRAP_TERMS)
             .with_context(|| format!("region `{}`, metric `{}`", s.region, s.metric))?;
         fits.push((s, m));
+    }
+    if let Some(p) = &a.costs_out {
+        if a.trace.is_empty() {
+            bail!("--costs-out needs --trace (block-cost models come from traces)");
+        }
+        crate::files::write_text(
+            p,
+            &serde_json::to_string_pretty(&costs_json(&param, &fits))?,
+        )?;
     }
     if a.json {
         let v: Vec<serde_json::Value> = fits

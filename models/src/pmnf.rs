@@ -156,6 +156,21 @@ pub struct Model {
 }
 
 impl Model {
+    /// A model from its coefficients alone (read back from a file): no fit statistics, so no
+    /// prediction band.
+    pub fn from_parts(param: &str, constant: f64, term: Option<(f64, Term)>) -> Model {
+        Model {
+            param: param.to_string(),
+            constant,
+            term,
+            smape_pct: f64::NAN,
+            rss: f64::NAN,
+            fit_rss: f64::NAN,
+            adj_r2: f64::NAN,
+            points: 0,
+            inv: [[0.0; 2]; 2],
+        }
+    }
     /// The model's value at `x`.
     pub fn eval(&self, x: f64) -> f64 {
         self.constant + self.term.map_or(0.0, |(c, t)| c * t.eval(x))

@@ -274,3 +274,105 @@ fn calibrate_recovers_a_known_cell_cost() {
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// Block-cost models feed emulation (BigSim's path with MK's models): per-entry mean block
+/// durations of stencil3d at five small block sizes (4x4x4 objects on 8 PEs, so every block
+/// has the same neighbours) are fitted against the block's points (exactly linear here), and
+/// emulating the 8x8x8 block with `--costs` at 512 points predicts the direct emulation's
+/// makespan to rounding.
+#[test]
+fn fitted_block_costs_predict_a_larger_block() {
+    let dir = tmpdir("costs");
+    let emulate = |grid: &str, block: &str, out: &Path, extra: &[&str]| {
+        let mut a = vec![
+            "emulate",
+            "stencil3d",
+            "--pes",
+            "8",
+            "--set",
+            &format!("grid={grid}"),
+            "--set",
+            &format!("block={block}"),
+            "--set",
+            "iters=3",
+        ]
+        .into_iter()
+        .map(String::from)
+        .collect::<Vec<_>>();
+        a.extend(extra.iter().map(|s| s.to_string()));
+        a.extend(["--out".into(), out.display().to_string(), "-q".into()]);
+        let o = whatif(&a.iter().map(String::as_str).collect::<Vec<_>>());
+        assert!(o.status.success(), "{}", stderr(&o));
+    };
+    let mut args: Vec<String> = vec!["model".into()];
+    for (grid, block, pts) in [
+        ("8x8x8", "2x2x2", 8),
+        ("16x8x8", "4x2x2", 16),
+        ("16x16x8", "4x4x2", 32),
+        ("16x16x16", "4x4x4", 64),
+        ("32x16x16", "8x4x4", 128),
+    ] {
+        let t = dir.join(format!("b{pts}.trace"));
+        emulate(grid, block, &t, &[]);
+        args.push("--trace".into());
+        args.push(format!("{pts}={}", t.display()));
+    }
+    let costs = dir.join("costs.json");
+    args.extend([
+        "--param".into(),
+        "points".into(),
+        "--costs-out".into(),
+        costs.display().to_string(),
+    ]);
+    let o = whatif(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&costs).unwrap()).unwrap();
+    let rg = v["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["entry"] == "recvGhost")
+        .unwrap();
+    assert_eq!(rg["term"]["num"], 1, "linear in the points: {rg}");
+    assert_eq!(rg["term"]["log"], 0);
+    let (direct, pred) = (dir.join("direct.trace"), dir.join("pred.trace"));
+    emulate("32x32x32", "8x8x8", &direct, &[]);
+    emulate(
+        "32x32x32",
+        "8x8x8",
+        &pred,
+        &["--costs", costs.to_str().unwrap(), "--costs-at", "512"],
+    );
+    let (a, b) = (
+        crate::cli::makespan_ps(&["replay", direct.to_str().unwrap()]),
+        crate::cli::makespan_ps(&["replay", pred.to_str().unwrap()]),
+    );
+    assert!(
+        a.abs_diff(b) as f64 <= 1e-6 * a as f64,
+        "direct {a} ps vs predicted {b} ps"
+    );
+    // A cost file that models none of the program's entries is an error.
+    let bad = dir.join("bad.json");
+    std::fs::write(
+        &bad,
+        r#"{"param":"x","entries":[{"entry":"nope","constant_s":1e-6,"term":null}]}"#,
+    )
+    .unwrap();
+    let o = whatif(&[
+        "emulate",
+        "stencil3d",
+        "--costs",
+        bad.to_str().unwrap(),
+        "--costs-at",
+        "1",
+        "--out",
+        dir.join("x.trace").to_str().unwrap(),
+    ]);
+    assert!(
+        stderr(&o).contains("models none of the trace's entry methods"),
+        "{}",
+        stderr(&o)
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
