@@ -56,9 +56,10 @@ pub(crate) struct EmulateArgs {
     #[arg(long, value_name = "NAME", value_parser = crate::parse_machine, conflicts_with = "net")]
     machine: Option<NetSpec>,
     /// Block-cost models (from `whatif model --trace ... --costs-out`): the blocks of every
-    /// entry method the file models are scaled so that their mean duration is the model's
-    /// value at --costs-at (the program's own costs keep the spread; sends keep their place in
-    /// the block). Replay the written trace for the prediction.
+    /// entry method the file models are scaled by one factor so that its time per object per
+    /// iteration is the model's value at --costs-at (the program's own costs keep the spread
+    /// across blocks; sends keep their place in the block). Replay the written trace for the
+    /// prediction.
     #[arg(long, value_name = "FILE", requires = "costs_at")]
     costs: Option<PathBuf>,
     /// The parameter value the cost models are evaluated at (e.g. the target block's points).
@@ -211,9 +212,29 @@ pub(crate) fn emulate(mut a: EmulateArgs) -> Result<()> {
     Ok(())
 }
 
-/// Sets the mean block duration of every entry method `file` models to the model's value at
-/// `x` (seconds, rounded to picoseconds, at least 0) by scaling its blocks (and their send
-/// offsets) by one factor; blocks of an entry that were all 0 get the value. Returns one line
+/// Objects x iterations of entry `e` (the divisor of `model_cmd::entry_costs`).
+fn per_units(t: &trace::Trace, e: usize) -> u128 {
+    let cols = t.columns();
+    let objects: std::collections::HashSet<u32> = cols
+        .entry
+        .iter()
+        .zip(&cols.object)
+        .filter(|(x, _)| **x as usize == e)
+        .map(|(_, o)| *o)
+        .collect();
+    let iters = cols
+        .iteration
+        .iter()
+        .filter(|&&i| i != trace::NO_ITERATION)
+        .collect::<std::collections::HashSet<_>>()
+        .len()
+        .max(1);
+    (objects.len() * iters) as u128
+}
+
+/// Sets the time per object per iteration of every entry method `file` models
+/// (`model_cmd::entry_costs`) to the model's value at `x` (seconds, rounded to picoseconds,
+/// at least 0) by scaling its blocks and their send offsets by one factor. Returns one line
 /// per entry changed.
 fn apply_costs(t: &mut trace::Trace, file: &std::path::Path, x: f64) -> Result<Vec<String>> {
     let (param, models) = crate::model_cmd::read_costs(file)?;
@@ -231,7 +252,7 @@ fn apply_costs(t: &mut trace::Trace, file: &std::path::Path, x: f64) -> Result<V
             let ps = (v.max(0.0) * 1e12).round().min(u64::MAX as f64 / 2.0) as u64;
             new_of[e] = Some(ps);
             notes.push(format!(
-                "costs: {name} = {} per block on average ({} at {param} = {x}, from {})",
+                "costs: {name} = {} per object per iteration ({} at {param} = {x}, from {})",
                 SimDuration::from_ps(ps),
                 m.show(),
                 file.display()
@@ -253,26 +274,34 @@ fn apply_costs(t: &mut trace::Trace, file: &std::path::Path, x: f64) -> Result<V
     let ranges: Vec<std::ops::Range<usize>> = (0..t.num_blocks() as u32)
         .map(|b| t.send_range(trace::BlockId(b)))
         .collect();
-    // Each modelled entry's blocks are scaled so that their mean is the model's value: the
-    // program's own costs keep the spread across blocks (a block that only receives stays
-    // 0); an entry whose blocks are all 0 gets the value on every block.
-    let mut totals = vec![(0u128, 0u128); t.entries.len()];
+    // Each modelled entry's blocks are scaled by one factor so that its time per object per
+    // iteration is the model's value: the program's own costs keep the spread across blocks
+    // (a block that only receives stays 0); an entry whose blocks are all 0 gets the time
+    // spread evenly over its blocks.
+    let mut count = vec![0u128; t.entries.len()];
+    let mut old_total = vec![0u128; t.entries.len()];
     for (&e, &d) in entry.iter().zip(&t.columns().duration_ps) {
-        totals[e as usize].0 += d as u128;
-        totals[e as usize].1 += 1;
+        count[e as usize] += 1;
+        old_total[e as usize] += d as u128;
     }
+    // Target total of each modelled entry: its time per object per iteration x objects x
+    // iterations.
+    let target: Vec<Option<u128>> = (0..t.entries.len())
+        .map(|e| new_of[e].map(|ps| ps as u128 * per_units(t, e)))
+        .collect();
     let mut factor = vec![(1u128, 1u128); t.num_blocks()];
     for (b, d) in t.durations_mut().iter_mut().enumerate() {
         let e = entry[b] as usize;
-        if let Some(ps) = new_of[e] {
-            let (old, n) = totals[e];
-            if old == 0 {
-                factor[b] = (ps as u128, 1);
-                *d = ps;
-            } else {
-                factor[b] = (ps as u128 * n, old);
-                *d = (*d as u128 * ps as u128 * n / old).min(u64::MAX as u128 / 2) as u64;
-            }
+        let Some(total) = target[e] else {
+            continue;
+        };
+        if old_total[e] == 0 {
+            let each = total / count[e].max(1);
+            factor[b] = (each, 1);
+            *d = each.min(u64::MAX as u128 / 2) as u64;
+        } else {
+            factor[b] = (total, old_total[e]);
+            *d = (*d as u128 * total / old_total[e]).min(u64::MAX as u128 / 2) as u64;
         }
     }
     let mut send_block = vec![0usize; ranges.last().map_or(0, |r| r.end)];

@@ -47,8 +47,8 @@ pub(crate) struct ModelArgs {
     #[arg(required_unless_present = "trace", conflicts_with = "trace")]
     input: Option<PathBuf>,
     /// Block-cost models instead: a trace recorded at a parameter value, repeatable
-    /// (VALUE=PATH, e.g. 512=b8.trace 4096=b16.trace); one model per entry method of its
-    /// mean block duration against the parameter (--param names it).
+    /// (VALUE=PATH, e.g. --trace 512=b8.trace --trace 4096=b16.trace); one model per entry
+    /// method of its time per object per iteration against the parameter (--param names it).
     #[arg(long, value_name = "VALUE=PATH")]
     trace: Vec<String>,
     /// --trace: the parameter's name (e.g. points, lambda, k).
@@ -158,8 +158,36 @@ fn from_sweep(path: &std::path::Path, x: &str, metric: Option<&str>) -> Result<E
     })
 }
 
+/// Each entry method's time per object per iteration, in picoseconds: its blocks' total
+/// duration over (objects that run it x iteration labels in the trace, at least 1). `None`
+/// for entries without blocks. This is the unit of block-cost models: it does not change when
+/// the mix of an entry's blocks changes (a halo object with more neighbours runs more
+/// receive-only blocks, not more work).
+pub(crate) fn entry_costs(t: &trace::Trace) -> Vec<Option<f64>> {
+    let cols = t.columns();
+    let n = t.entries.len();
+    let mut total = vec![0u128; n];
+    let mut objects: Vec<std::collections::HashSet<u32>> = vec![Default::default(); n];
+    for ((&e, &d), &o) in cols.entry.iter().zip(&cols.duration_ps).zip(&cols.object) {
+        total[e as usize] += d as u128;
+        objects[e as usize].insert(o);
+    }
+    let iters = cols
+        .iteration
+        .iter()
+        .filter(|&&i| i != trace::NO_ITERATION)
+        .collect::<std::collections::HashSet<_>>()
+        .len()
+        .max(1);
+    (0..n)
+        .map(|e| {
+            (!objects[e].is_empty()).then(|| total[e] as f64 / (objects[e].len() * iters) as f64)
+        })
+        .collect()
+}
+
 /// Traces at parameter values as an experiment: one series per entry method (present in every
-/// trace), its mean block duration in seconds at each value.
+/// trace), its time per object per iteration in seconds ([`entry_costs`]) at each value.
 fn from_traces(specs: &[String], param: &str) -> Result<Experiment> {
     let mut per_entry: BTreeMap<String, Vec<Point>> = BTreeMap::new();
     let n = specs.len();
@@ -175,18 +203,15 @@ fn from_traces(specs: &[String], param: &str) -> Result<Experiment> {
             .with_context(|| format!("--trace `{s}`: `{v}` is not a number"))?;
         let t = trace::read_trace_file(std::path::Path::new(path.trim()))
             .with_context(|| format!("--trace {s}"))?;
-        let cols = t.columns();
-        let mut sum = vec![(0u128, 0u64); t.entries.len()];
-        for (&e, &d) in cols.entry.iter().zip(&cols.duration_ps) {
-            sum[e as usize].0 += d as u128;
-            sum[e as usize].1 += 1;
-        }
-        for (e, (total, count)) in t.entries.iter().zip(sum) {
-            if count > 0 {
-                per_entry.entry(e.name.clone()).or_default().push(Point {
-                    x,
-                    values: vec![total as f64 / count as f64 / 1e12],
-                });
+        for (e, v) in crate::model_cmd::entry_costs(&t).into_iter().enumerate() {
+            if let Some(v) = v {
+                per_entry
+                    .entry(t.entries[e].name.clone())
+                    .or_default()
+                    .push(Point {
+                        x,
+                        values: vec![v / 1e12],
+                    });
             }
         }
     }
@@ -197,7 +222,7 @@ fn from_traces(specs: &[String], param: &str) -> Result<Experiment> {
             points.sort_by(|a, b| a.x.total_cmp(&b.x));
             Series {
                 region,
-                metric: "duration_s".into(),
+                metric: "s_per_object_iteration".into(),
                 points,
             }
         })
@@ -218,6 +243,7 @@ fn costs_json(param: &str, fits: &[(&Series, Model)]) -> serde_json::Value {
         "entries": fits.iter().map(|(s, m)| serde_json::json!({
             "entry": s.region,
             "model": m.show(),
+            "unit": "seconds per object per iteration",
             "constant_s": m.constant,
             "term": m.term.map(|(c, t)| serde_json::json!({
                 "coefficient_s": c, "num": t.num, "den": t.den, "log": t.log
