@@ -222,14 +222,7 @@ fn per_units(t: &trace::Trace, e: usize) -> u128 {
         .filter(|(x, _)| **x as usize == e)
         .map(|(_, o)| *o)
         .collect();
-    let iters = cols
-        .iteration
-        .iter()
-        .filter(|&&i| i != trace::NO_ITERATION)
-        .collect::<std::collections::HashSet<_>>()
-        .len()
-        .max(1);
-    (objects.len() * iters) as u128
+    (objects.len() * crate::model_cmd::iteration_count(t)) as u128
 }
 
 /// Sets the time per object per iteration of every entry method `file` models

@@ -158,6 +158,17 @@ fn from_sweep(path: &std::path::Path, x: &str, metric: Option<&str>) -> Result<E
     })
 }
 
+/// Distinct iteration labels of `t`, at least 1.
+pub(crate) fn iteration_count(t: &trace::Trace) -> usize {
+    t.columns()
+        .iteration
+        .iter()
+        .filter(|&&i| i != trace::NO_ITERATION)
+        .collect::<std::collections::HashSet<_>>()
+        .len()
+        .max(1)
+}
+
 /// Each entry method's time per object per iteration, in picoseconds: its blocks' total
 /// duration over (objects that run it x iteration labels in the trace, at least 1). `None`
 /// for entries without blocks. This is the unit of block-cost models: it does not change when
@@ -172,13 +183,7 @@ pub(crate) fn entry_costs(t: &trace::Trace) -> Vec<Option<f64>> {
         total[e as usize] += d as u128;
         objects[e as usize].insert(o);
     }
-    let iters = cols
-        .iteration
-        .iter()
-        .filter(|&&i| i != trace::NO_ITERATION)
-        .collect::<std::collections::HashSet<_>>()
-        .len()
-        .max(1);
+    let iters = iteration_count(t);
     (0..n)
         .map(|e| {
             (!objects[e].is_empty()).then(|| total[e] as f64 / (objects[e].len() * iters) as f64)
