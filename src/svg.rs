@@ -238,12 +238,7 @@ pub fn bars(title: &str, y_label: &str, items: &[(String, f64)]) -> String {
     let bw = pw / n;
     let ty = |y: f64| MT + (1.0 - y / y1) * (H - MT - MB);
     let mut s = String::new();
-    let _ = write!(
-        s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" class="chart" viewBox="0 0 {W} {H}" width="{W}" height="{H}" role="img"><title>{}</title><text x="{ML}" y="18" font-size="14" font-weight="bold">{}</text>"#,
-        esc(title),
-        esc(title)
-    );
+    open(&mut s, "chart", (W, H), title, ML);
     let counts = items.iter().all(|(_, v)| v.fract() == 0.0);
     for t in nice_ticks(0.0, y1, 5, counts) {
         let _ = write!(
@@ -307,12 +302,7 @@ pub fn stacked(
     let ty = |y: f64| MT + (1.0 - y) * (H - MT - MB);
     let tx = |b: f64| ML + pw * b / bins as f64;
     let mut s = String::new();
-    let _ = write!(
-        s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" class="chart" viewBox="0 0 {w} {H}" width="{w}" height="{H}" role="img"><title>{}</title><text x="{ML}" y="18" font-size="14" font-weight="bold">{}</text>"#,
-        esc(title),
-        esc(title)
-    );
+    open(&mut s, "chart", (w, H), title, ML);
     for t in [0.0, 0.25, 0.5, 0.75, 1.0] {
         let _ = write!(
             s,
@@ -379,12 +369,7 @@ pub fn grid(
     let gy = MT + cell * rows as f64 + 14.0;
     let h = gy + 40.0;
     let mut s = String::new();
-    let _ = write!(
-        s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" class="chart" viewBox="0 0 {w:.0} {h:.0}" width="{w:.0}" height="{h:.0}" role="img"><title>{}</title><text x="{ML}" y="18" font-size="14" font-weight="bold">{}</text>"#,
-        esc(title),
-        esc(title)
-    );
+    open(&mut s, "chart", (w, h), title, ML);
     for (r, row) in cells.iter().enumerate() {
         for (c, v) in row.iter().enumerate() {
             let fill = v.map_or("#f4f4f4".to_string(), heat);
@@ -453,6 +438,41 @@ pub fn time_unit(span_ps: f64) -> (f64, &'static str) {
     }
 }
 
+/// Opens a chart: the `<svg>` element of `w x h` with `class`, its hover title and the bold
+/// title text at `x`.
+fn open(s: &mut String, class: &str, (w, h): (f64, f64), title: &str, x: f64) {
+    let _ = write!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" class="{class}" viewBox="0 0 {w:.0} {h:.0}" width="{w:.0}" height="{h:.0}" role="img"><title>{}</title><text x="{x}" y="18" font-size="14" font-weight="bold">{}</text>"#,
+        esc(title),
+        esc(title)
+    );
+}
+
+/// Row labels of a timeline left of `ml`, at most about 24 of them.
+fn row_labels(s: &mut String, rows: &[String], ml: f64, mt: f64, rh: f64) {
+    let every = (rows.len() / 24).max(1);
+    for (r, label) in rows.iter().enumerate().step_by(every) {
+        let _ = write!(
+            s,
+            r#"<text x="{:.1}" y="{:.1}" font-size="10" text-anchor="end">{}</text>"#,
+            ml - 6.0,
+            mt + rh * (r as f64 + 0.5) + 3.5,
+            esc(label)
+        );
+    }
+}
+
+/// The frame of a timeline plot and its time axis, then closes the chart.
+fn close_timeline(s: &mut String, (ml, mt, pw, ph): (f64, f64, f64, f64), span: (f64, f64)) {
+    let _ = write!(
+        s,
+        r##"<rect x="{ml}" y="{mt}" width="{pw:.1}" height="{ph:.1}" fill="none" stroke="#888"/>"##
+    );
+    time_axis(s, (ml, ml + pw), span, mt + ph);
+    s.push_str("</svg>");
+}
+
 /// A time axis under a plot from `x0` to `x1` pixels for `[t0_ps, t1_ps)`, at `y`: round
 /// ticks in a unit fitted to the span, and the label `time (unit)`.
 fn time_axis(s: &mut String, (x0, x1): (f64, f64), (t0_ps, t1_ps): (f64, f64), y: f64) {
@@ -513,23 +533,9 @@ impl Overview<'_> {
         let h = mt + rh * n as f64 + mb;
         let cw = pw / self.cols.max(1) as f64;
         let mut s = String::new();
-        let _ = write!(
-            s,
-            r#"<svg xmlns="http://www.w3.org/2000/svg" class="chart overview" viewBox="0 0 {w} {h:.0}" width="{w}" height="{h:.0}" role="img"><title>{}</title><text x="{ml}" y="18" font-size="14" font-weight="bold">{}</text>"#,
-            esc(self.title),
-            esc(self.title)
-        );
-        let every = (n / 24).max(1);
+        open(&mut s, "chart overview", (w, h), self.title, ml);
+        row_labels(&mut s, self.rows, ml, mt, rh);
         for (r, label) in self.rows.iter().enumerate() {
-            if r % every == 0 {
-                let _ = write!(
-                    s,
-                    r#"<text x="{:.1}" y="{:.1}" font-size="10" text-anchor="end">{}</text>"#,
-                    ml - 6.0,
-                    mt + rh * (r as f64 + 0.5) + 3.5,
-                    esc(label)
-                );
-            }
             let mut c = 0;
             while c < self.cols {
                 let i = r * self.cols + c;
@@ -584,13 +590,7 @@ impl Overview<'_> {
                 esc(label)
             );
         }
-        let _ = write!(
-            s,
-            r##"<rect x="{ml}" y="{mt}" width="{pw:.1}" height="{:.1}" fill="none" stroke="#888"/>"##,
-            rh * n as f64
-        );
-        time_axis(&mut s, (ml, ml + pw), (t0, t1), mt + rh * n as f64);
-        s.push_str("</svg>");
+        close_timeline(&mut s, (ml, mt, pw, rh * n as f64), (t0, t1));
         s
     }
 }
@@ -611,22 +611,8 @@ pub fn window(
     let h = mt + rh * n as f64 + mb;
     let tx = |t: f64| ml + pw * if t1 > t0 { (t - t0) / (t1 - t0) } else { 0.0 };
     let mut s = String::new();
-    let _ = write!(
-        s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" class="chart window" viewBox="0 0 {w} {h:.0}" width="{w}" height="{h:.0}" role="img"><title>{}</title><text x="{ml}" y="18" font-size="14" font-weight="bold">{}</text>"#,
-        esc(title),
-        esc(title)
-    );
-    let every = (n / 24).max(1);
-    for (r, label) in rows.iter().enumerate().step_by(every) {
-        let _ = write!(
-            s,
-            r#"<text x="{:.1}" y="{:.1}" font-size="10" text-anchor="end">{}</text>"#,
-            ml - 6.0,
-            mt + rh * (r as f64 + 0.5) + 3.5,
-            esc(label)
-        );
-    }
+    open(&mut s, "chart window", (w, h), title, ml);
+    row_labels(&mut s, rows, ml, mt, rh);
     for (row, a, b, colour, label, critical) in blocks {
         let (x0, x1) = (tx(a.max(t0)), tx(b.min(t1)));
         let stroke = if *critical {
@@ -643,13 +629,7 @@ pub fn window(
             esc(label)
         );
     }
-    let _ = write!(
-        s,
-        r##"<rect x="{ml}" y="{mt}" width="{pw:.1}" height="{:.1}" fill="none" stroke="#888"/>"##,
-        rh * n as f64
-    );
-    time_axis(&mut s, (ml, ml + pw), (t0, t1), mt + rh * n as f64);
-    s.push_str("</svg>");
+    close_timeline(&mut s, (ml, mt, pw, rh * n as f64), (t0, t1));
     s
 }
 
@@ -671,12 +651,7 @@ pub fn stacked_bars(
     let bw = pw / n as f64;
     let ty = |y: f64| MT + (1.0 - y / y1) * (H - MT - MB);
     let mut s = String::new();
-    let _ = write!(
-        s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" class="chart" viewBox="0 0 {W} {H}" width="{W}" height="{H}" role="img"><title>{}</title><text x="{ML}" y="18" font-size="14" font-weight="bold">{}</text>"#,
-        esc(title),
-        esc(title)
-    );
+    open(&mut s, "chart", (W, H), title, ML);
     for t in ticks(0.0, y1, 5) {
         let _ = write!(
             s,
@@ -751,12 +726,7 @@ pub fn grouped_bars(
     let bw = gw * 0.8 / m as f64;
     let ty = |y: f64| MT + (1.0 - y / y1) * (H - MT - MB);
     let mut s = String::new();
-    let _ = write!(
-        s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" class="chart" viewBox="0 0 {W} {H}" width="{W}" height="{H}" role="img"><title>{}</title><text x="{ML}" y="18" font-size="14" font-weight="bold">{}</text>"#,
-        esc(title),
-        esc(title)
-    );
+    open(&mut s, "chart", (W, H), title, ML);
     for t in ticks(0.0, y1, 5) {
         let _ = write!(
             s,

@@ -5,7 +5,7 @@
 use crate::AnalysisError;
 use replay::ReplayReport;
 use serde::Serialize;
-use trace::{BlockId, Trace};
+use trace::Trace;
 
 /// Busy time of one entry method in one time bin.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -119,11 +119,10 @@ pub fn profiles(
     bin_ps: u64,
 ) -> Result<Profiles, AnalysisError> {
     let tl = report.timeline.as_ref().ok_or(AnalysisError::NoTimeline)?;
-    let n = trace.num_blocks();
-    if tl.len() != n {
+    if tl.len() != trace.num_blocks() {
         return Err(AnalysisError::TimelineMismatch {
             records: tl.len() as u64,
-            blocks: n as u64,
+            blocks: trace.num_blocks() as u64,
         });
     }
     let makespan = report.makespan.as_ps();
@@ -144,14 +143,10 @@ pub fn profiles(
     let mut prof = vec![0u64; bins * entries];
     let mut usage = vec![(0u64, 0u64); pes * entries];
     let mut grains: std::collections::BTreeMap<(u32, u32), u64> = Default::default();
-    let mut start_of = vec![0u64; n];
-    let mut pe_of = vec![0u32; n];
     for r in tl {
         let b = r.block as usize;
         let e = cols.entry[b] as usize;
         let (s, t) = (r.start.as_ps(), r.end.as_ps());
-        start_of[b] = s;
-        pe_of[b] = r.pe;
         let u = &mut usage[r.pe as usize * entries + e];
         u.0 += t - s;
         u.1 += 1;
@@ -181,32 +176,19 @@ pub fn profiles(
             bytes_sent: 0,
         })
         .collect();
-    let consumers = trace.consumers();
-    let sends = trace.all_sends();
-    for b in 0..n as u32 {
-        for si in trace.send_range(BlockId(b)) {
-            let s = &sends[si];
-            let at = start_of[b as usize].saturating_add(s.offset.as_ps());
-            let k = ((at / bin) as usize).min(bins - 1);
-            let (c0, c1) = (
-                consumers.start[si] as usize,
-                consumers.start[si + 1] as usize,
-            );
-            for &c in &consumers.blocks[c0..c1] {
-                let row = &mut comm[k];
-                if pe_of[c as usize] == pe_of[b as usize] {
-                    row.local_messages += 1;
-                    row.local_bytes += s.bytes;
-                } else {
-                    row.remote_messages += 1;
-                    row.remote_bytes += s.bytes;
-                    let f = &mut figs[pe_of[b as usize] as usize];
-                    f.messages_sent += 1;
-                    f.bytes_sent += s.bytes;
-                }
-            }
+    crate::views::for_each_delivery(trace, report, |at, src, dst, bytes| {
+        let row = &mut comm[((at / bin) as usize).min(bins - 1)];
+        if src == dst {
+            row.local_messages += 1;
+            row.local_bytes += bytes;
+        } else {
+            row.remote_messages += 1;
+            row.remote_bytes += bytes;
+            let f = &mut figs[src as usize];
+            f.messages_sent += 1;
+            f.bytes_sent += bytes;
         }
-    }
+    })?;
     let top = outlier_count(report.pes);
     let extrema = [
         ("busy", (|f: &PeFigures| f.busy_ps) as fn(&PeFigures) -> u64),

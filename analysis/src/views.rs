@@ -237,7 +237,7 @@ fn placement(trace: &Trace, report: &ReplayReport) -> Result<(Vec<u64>, Vec<u32>
 }
 
 /// Calls `f(send_time_ps, src_pe, dst_pe, bytes)` for every delivery of `trace` in block order.
-fn for_each_delivery(
+pub(crate) fn for_each_delivery(
     trace: &Trace,
     report: &ReplayReport,
     mut f: impl FnMut(u64, u32, u32, u64),
