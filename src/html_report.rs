@@ -887,7 +887,18 @@ fn replay_section(dir: &Path) -> Result<Option<Section>> {
     let s: Value = serde_json::from_str(&std::fs::read_to_string(&spath)?)
         .with_context(|| format!("{}: not JSON", spath.display()))?;
     let tl = read_timeline(&dir.join("timeline.csv"))?;
-    let pes = (s["pes"].as_u64().unwrap_or(1) as u32).max(1);
+    let pes = s["pes"].as_u64().unwrap_or(1).max(1);
+    // Per-PE arrays follow; a replay's PE count is a u32, and more than 2^26 PEs would not
+    // fit a report anyway.
+    if pes > 1 << 26 {
+        return Err(crate::BadInput(format!(
+            "{}: {pes} PEs; a report covers at most {} PEs",
+            spath.display(),
+            1u64 << 26
+        ))
+        .into());
+    }
+    let pes = pes as u32;
     if let Some(r) = tl.iter().find(|r| r.pe >= pes) {
         bail!(
             "{}: block {} on PE {} but summary.json says {pes} PEs",
@@ -1322,6 +1333,14 @@ fn comm_html(dir: &Path, pes: u32) -> Result<String> {
     if let Some(size) = rows.first().and_then(|r| field::<u32>(r, "group_pes")) {
         let size = size.max(1);
         let g = pes.div_ceil(size) as usize;
+        if g > analysis::views::MAX_MATRIX_GROUPS as usize {
+            return Err(crate::BadInput(format!(
+                "{}: groups of {size} PEs make {g} groups per side; at most {} (whatif writes it with at most 64)",
+                dir.join("comm_matrix.csv").display(),
+                analysis::views::MAX_MATRIX_GROUPS
+            ))
+            .into());
+        }
         let mut cells = vec![vec![Some(0.0f64); g]; g];
         let mut max = 0u64;
         for r in &rows {

@@ -80,6 +80,16 @@ pub(crate) struct ModelArgs {
 
 /// A results.csv as an experiment: one series per combination of the other axes.
 fn from_sweep(path: &std::path::Path, x: &str, metric: Option<&str>) -> Result<Experiment> {
+    let len = std::fs::metadata(path)
+        .with_context(|| format!("cannot read {}", path.display()))?
+        .len();
+    if len > models::extrap::MAX_BYTES {
+        bail!(
+            "{}: {len} bytes; results files up to {} bytes are read",
+            path.display(),
+            models::extrap::MAX_BYTES
+        );
+    }
     let mut r =
         csv::Reader::from_path(path).with_context(|| format!("cannot read {}", path.display()))?;
     let h = r.headers()?.clone();

@@ -617,3 +617,39 @@ fn input_bytes_are_never_echoed_raw() {
         );
     }
 }
+
+/// A replay folder whose files claim sizes the report would allocate for (a PE count past
+/// 2^26, a communication matrix of more than 256 groups a side) is refused with the file named.
+#[test]
+fn report_bounds_sizes_from_its_files() {
+    let dir = tmpdir("hard-report-sizes");
+    let t = dir.join("r.trace");
+    gen_trace(&t, &["ring", "--ranks", "4"]);
+    let out = dir.join("out");
+    let o = whatif(&[
+        "replay",
+        t.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "-q",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let summary = std::fs::read_to_string(out.join("summary.json")).unwrap();
+    let set_pes = |n: u64| {
+        let mut v: serde_json::Value = serde_json::from_str(&summary).unwrap();
+        v["pes"] = n.into();
+        std::fs::write(out.join("summary.json"), v.to_string()).unwrap();
+    };
+    set_pes(1 << 40);
+    let o = whatif(&["report", out.to_str().unwrap()]);
+    refused(&o, &["summary.json", "a report covers at most"]);
+    set_pes(100_000);
+    std::fs::write(
+        out.join("comm_matrix.csv"),
+        "src_first_pe,dst_first_pe,group_pes,messages,bytes\n0,1,1,1,8\n",
+    )
+    .unwrap();
+    let o = whatif(&["report", out.to_str().unwrap()]);
+    refused(&o, &["comm_matrix.csv", "groups per side"]);
+    std::fs::remove_dir_all(&dir).ok();
+}
