@@ -94,28 +94,44 @@ const OWN_FLAGS: &[(&str, bool)] = &[
     ("-q", false),
 ];
 
+/// A trace's replay on the machine the flags describe, with its timeline: what the analyses
+/// start from.
+pub(crate) struct Baseline {
+    pub spec: network_models::NetSpec,
+    pub cfg: replay::ReplayConfig,
+    pub report: replay::ReplayReport,
+}
+
+/// Replays `trace` on the machine `m` describes, with a timeline (PE count checked).
+pub(crate) fn baseline(trace: &Trace, m: &MachineArgs) -> Result<Baseline> {
+    let spec = net_for(trace, m)?;
+    let cpu = cpu_scale_for(trace, m)?;
+    let cfg = machine_config(m, trace, cpu, true)?;
+    let pes = cfg.pes.unwrap_or(trace.meta.recorded_pes);
+    crate::limits::check_pes(pes as u64, trace.objects.len() as u64, m.force)?;
+    let mut net = spec.build();
+    let report = replay::replay(trace, net.as_mut(), &cfg)
+        .with_context(|| format!("replay of `{}`", trace.meta.name))?;
+    Ok(Baseline { spec, cfg, report })
+}
+
 pub(crate) fn analyze(a: AnalyzeArgs) -> Result<()> {
     if let Some(dir) = &a.out {
         crate::limits::refuse_overwrite(std::slice::from_ref(&a.trace), &[("--out", dir)])?;
         crate::files::check_outputs(&[], &[("--out", dir)], a.machine.force)?;
     }
     let trace = crate::load_flat(&a.trace, a.format, &a.import, &a.machine, a.quiet)?;
-    let spec = net_for(&trace, &a.machine)?;
-    let cpu = cpu_scale_for(&trace, &a.machine)?;
-    let cfg = machine_config(&a.machine, &trace, cpu, true)?;
-    let pes = cfg.pes.unwrap_or(trace.meta.recorded_pes);
-    crate::limits::check_pes(pes as u64, trace.objects.len() as u64, a.machine.force)?;
     let t0 = std::time::Instant::now();
+    let Baseline {
+        spec,
+        cfg,
+        report: base_run,
+    } = baseline(&trace, &a.machine)?;
     let sc = Scenario {
         trace: &trace,
         net: &spec,
         cfg: &cfg,
         seed: a.machine.seed,
-    };
-    let base_run = {
-        let mut net = spec.build();
-        replay::replay(&trace, net.as_mut(), &cfg)
-            .with_context(|| format!("replay of `{}`", trace.meta.name))?
     };
     let an = analysis::analyze_report(
         &sc,

@@ -14,6 +14,7 @@ mod limits;
 mod model_cmd;
 mod opsim_cmd;
 mod outputs;
+mod phases_cmd;
 mod progress;
 mod report;
 mod scaling_out;
@@ -93,6 +94,10 @@ enum Cmd {
     /// each cause saves, with the command that reproduces each.
     #[command(after_help = analyze_cmd::analyze_help())]
     Analyze(analyze_cmd::AnalyzeArgs),
+    /// Communication phases (MK): pipelines and synchronous exchanges found from the message
+    /// graph, each with MK's analytic time beside its simulated time.
+    #[command(after_help = phases_cmd::PHASES_HELP)]
+    Phases(phases_cmd::PhasesArgs),
     /// Fit scaling models (Extra-P's normal form, leave-one-out cross-validation) to
     /// measurements: an Extra-P text file or a sweep's results.csv; predict with 95% bands.
     #[command(after_help = model_cmd::MODEL_HELP)]
@@ -610,6 +615,7 @@ fn dispatch(cli: Cli) -> Result<()> {
         Cmd::RunNative(a) => emulate_cmd::run_native(a),
         Cmd::Lb(a) => lb_cmd::lb(a),
         Cmd::Analyze(a) => analyze_cmd::analyze(a),
+        Cmd::Phases(a) => phases_cmd::phases(a),
         Cmd::Model(a) => model_cmd::model(a),
         Cmd::Calibrate(a) => calibrate_cmd::calibrate(a),
         Cmd::Sweep(a) => sweep_cmd::sweep(a),

@@ -20,6 +20,9 @@
 //! * [`views`]: what the report draws, as data: a downsampled timeline raster, Rover's
 //!   metrics over time (utilisation, balance, granularity, channel utilisation), utilisation
 //!   snapshots per PE, the communication matrix and message sizes.
+//! * [`phases`]: MK's communication phases (pipelines, loosely synchronous exchanges) found
+//!   from the message graph, each with MK's analytic time beside its simulated time, and MK's
+//!   whole-run `T_s + T_p`.
 //! * [`transform`]: the trace changes the what-ifs make (an entry or object made faster,
 //!   critical-path priorities), also offered by `whatif replay` so that each finding can be
 //!   reproduced.
@@ -31,6 +34,7 @@
 pub mod cluster;
 mod critical;
 mod diagnose;
+pub mod phases;
 pub mod profile;
 pub mod transform;
 pub mod views;

@@ -218,15 +218,24 @@ pub fn pe_busy_by_bin(
 }
 
 /// Send time of every send slot and the PE of every block, from the timeline.
-fn placement(trace: &Trace, report: &ReplayReport) -> Result<(Vec<u64>, Vec<u32>), AnalysisError> {
+/// The replay's timeline, checked to be `trace`'s (one record per block).
+pub(crate) fn timeline_of<'a>(
+    trace: &Trace,
+    report: &'a ReplayReport,
+) -> Result<&'a [replay::TimelineRecord], AnalysisError> {
     let tl = report.timeline.as_ref().ok_or(AnalysisError::NoTimeline)?;
-    let n = trace.num_blocks();
-    if tl.len() != n {
+    if tl.len() != trace.num_blocks() {
         return Err(AnalysisError::TimelineMismatch {
             records: tl.len() as u64,
-            blocks: n as u64,
+            blocks: trace.num_blocks() as u64,
         });
     }
+    Ok(tl)
+}
+
+fn placement(trace: &Trace, report: &ReplayReport) -> Result<(Vec<u64>, Vec<u32>), AnalysisError> {
+    let tl = timeline_of(trace, report)?;
+    let n = trace.num_blocks();
     let mut start = vec![0u64; n];
     let mut pe = vec![0u32; n];
     for r in tl {

@@ -15,6 +15,7 @@ mod network;
 mod noise;
 mod otf2;
 mod outputs;
+mod phases;
 mod repeated;
 mod runtime_costs;
 mod simgrid;
