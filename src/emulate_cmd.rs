@@ -23,7 +23,7 @@ whatif replay s.trace --net latency:lat=100us   # what if the latency were 100 u
     )
 }
 
-fn parse_kv(s: &str) -> Result<(String, String), String> {
+pub(crate) fn parse_kv(s: &str) -> Result<(String, String), String> {
     match s.split_once('=') {
         Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.trim().to_string())),
         _ => Err(format!("`{s}` is not key=value")),

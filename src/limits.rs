@@ -44,15 +44,22 @@ pub fn check_pes(pes: u64, objects: u64, force: bool) -> anyhow::Result<()> {
 }
 
 /// A warning when some PEs get no object under the mapping (they stay idle), or `None`.
-pub fn idle_warning(pes: u32, busy_pes: usize, map: &str) -> Option<String> {
+pub fn idle_warning(pes: u32, busy_pes: usize, objects: usize, map: &str) -> Option<String> {
     let idle = (pes as usize).saturating_sub(busy_pes);
     if idle == 0 {
         return None;
     }
-    let hint = if map == "recorded" {
-        "; the recorded mapping keeps objects on the recorded PEs (spread out): try --map block or --map round-robin to use them all"
+    let hint = if objects < pes as usize {
+        format!(
+            "; the trace has {objects} objects, and a replay moves objects but never splits them, \
+             so no PE count beyond {objects} can be faster: to predict a larger run, emulate the \
+             program at that scale with a larger problem or finer decomposition (`whatif emulate \
+             PROGRAM --pes P`, or `whatif predict` to fit small runs and check at the target)"
+        )
+    } else if map == "recorded" {
+        "; the recorded mapping keeps objects on the recorded PEs (spread out): try --map block or --map round-robin to use them all".to_string()
     } else {
-        ""
+        String::new()
     };
     Some(format!(
         "warning: {idle} of {pes} PEs get no object and stay idle{hint}"

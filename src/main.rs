@@ -15,6 +15,7 @@ mod model_cmd;
 mod opsim_cmd;
 mod outputs;
 mod phases_cmd;
+mod predict_cmd;
 mod progress;
 mod report;
 mod scaling_out;
@@ -98,6 +99,11 @@ enum Cmd {
     /// graph, each with MK's analytic time beside its simulated time.
     #[command(after_help = phases_cmd::PHASES_HELP)]
     Phases(phases_cmd::PhasesArgs),
+    /// From small runs to large predictions: emulate a program at a few small PE counts, fit
+    /// Extra-P's normal form with a 95% band, and predict target PE counts analytically and by
+    /// simulation at that scale, explaining disagreements with MK's phases.
+    #[command(after_help = predict_cmd::PREDICT_HELP)]
+    Predict(predict_cmd::PredictArgs),
     /// Fit scaling models (Extra-P's normal form, leave-one-out cross-validation) to
     /// measurements: an Extra-P text file or a sweep's results.csv; predict with 95% bands.
     #[command(after_help = model_cmd::MODEL_HELP)]
@@ -616,6 +622,7 @@ fn dispatch(cli: Cli) -> Result<()> {
         Cmd::Lb(a) => lb_cmd::lb(a),
         Cmd::Analyze(a) => analyze_cmd::analyze(a),
         Cmd::Phases(a) => phases_cmd::phases(a),
+        Cmd::Predict(a) => predict_cmd::predict(a),
         Cmd::Model(a) => model_cmd::model(a),
         Cmd::Calibrate(a) => calibrate_cmd::calibrate(a),
         Cmd::Sweep(a) => sweep_cmd::sweep(a),
@@ -1138,7 +1145,7 @@ fn replay_and_report(input: Repeated, m: &MachineArgs, o: &OutputArgs) -> Result
     {
         on.sort_unstable();
         on.dedup();
-        if let Some(w) = limits::idle_warning(pes, on.len(), &m.map.to_string()) {
+        if let Some(w) = limits::idle_warning(pes, on.len(), objects, &m.map.to_string()) {
             eprintln!("{w}");
         }
     }

@@ -215,8 +215,8 @@ pub(crate) fn render(name: &str, pes: u32, net: &str, ph: &Phases) -> String {
     );
     let _ = writeln!(
         s,
-        "  (T_s: object {}'s time outside phases, the most of any object)",
-        ph.t_s_object
+        "  (T_s: PE {}'s time outside phases, the most of any PE)",
+        ph.t_s_pe
     );
     s
 }

@@ -48,7 +48,7 @@
 //! The whole run's analytic time is MK's `T_s + T_p`: `T_p` adds up the instances in the
 //! order they begin, taking the maximum over each run of consecutive instances that are
 //! independent (no object that receives in one sends in a later one of the run: MK's
-//! dependence rule, generalised to runs as the notes suggest); `T_s` is the busiest object's
+//! dependence rule, generalised to runs as the notes suggest); `T_s` is the busiest PE's
 //! time outside phases (its blocks' time less what the phases account for: `r` per receive
 //! and `s` per send of synchronous phases; for pipelines, each stage up to `r + W_max` plus
 //! its sends' `s`).
@@ -223,10 +223,10 @@ pub struct Phases {
     pub phases: Vec<Phase>,
     /// MK's `T_p`: instances in begin order, runs of independent ones maximised.
     pub t_p_ps: u64,
-    /// MK's `T_s`: the busiest object's time outside phases.
+    /// MK's `T_s`: the busiest PE's time outside phases.
     pub t_s_ps: u64,
-    /// The object with that time.
-    pub t_s_object: u32,
+    /// The PE with that time.
+    pub t_s_pe: u32,
     /// The replay's makespan.
     pub makespan_ps: u64,
 }
@@ -827,13 +827,16 @@ pub fn phases(
         }
     }
     t_p += run_max;
-    // T_s: the busiest object's time outside phases.
-    let mut outside = vec![0u64; n_obj];
+    // T_s: the busiest PE's time outside phases (MK's processors run one object each; here a
+    // PE's objects share it).
+    let mut outside = vec![0u64; report.pes as usize];
     for b in 0..n {
         let len = end[b] - start[b];
-        outside[cols.object[b] as usize] += len - attributed[b].min(len);
+        if let Some(v) = outside.get_mut(pe[b] as usize) {
+            *v += len - attributed[b].min(len);
+        }
     }
-    let (t_s_object, t_s) = outside
+    let (t_s_pe, t_s) = outside
         .iter()
         .enumerate()
         .max_by_key(|&(o, &v)| (v, std::cmp::Reverse(o)))
@@ -845,7 +848,7 @@ pub fn phases(
         phases,
         t_p_ps: t_p,
         t_s_ps: t_s,
-        t_s_object,
+        t_s_pe,
         makespan_ps: report.makespan.as_ps(),
     })
 }

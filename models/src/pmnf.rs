@@ -68,6 +68,26 @@ pub const EXTRAP_TERMS: &[(i32, u32, u32)] = &[
     (3, 1, 1),
 ];
 
+/// Falling terms for strong scaling, `x^(-num/den) * log2(x)^log`, which Extra-P's default
+/// space lacks (its exponents are non-negative): time that shrinks as work is divided over P.
+/// [`SCALING_TERMS`] is these followed by [`EXTRAP_TERMS`].
+pub const FALLING_TERMS: &[(i32, u32, u32)] = &[
+    (-1, 4, 0),
+    (-1, 3, 0),
+    (-1, 2, 0),
+    (-2, 3, 0),
+    (-3, 4, 0),
+    (-1, 1, 0),
+    (-1, 1, 1),
+    (-3, 2, 0),
+    (-2, 1, 0),
+];
+
+/// [`FALLING_TERMS`] then [`EXTRAP_TERMS`]: the space `whatif predict` searches.
+pub fn scaling_terms() -> Vec<(i32, u32, u32)> {
+    FALLING_TERMS.iter().chain(EXTRAP_TERMS).copied().collect()
+}
+
 /// Minimum share of a term (and of the constant, in cross-validation), as in Extra-P.
 pub const EPSILON: f64 = 0.0005;
 
@@ -365,6 +385,24 @@ mod tests {
         xy.iter()
             .map(|&(x, y)| Point { x, values: vec![y] })
             .collect()
+    }
+
+    #[test]
+    fn strong_scaling_needs_the_falling_terms() {
+        let data: Vec<(f64, f64)> = [2.0, 4.0, 8.0, 16.0, 32.0]
+            .iter()
+            .map(|&p| (p, 0.5 + 64.0 / p))
+            .collect();
+        let m = fit("p", &pts(&data), &scaling_terms()).unwrap();
+        let (c, t) = m.term.unwrap();
+        assert_eq!((t.num, t.den, t.log), (-1, 1, 0));
+        assert!(
+            (c - 64.0).abs() < 1e-9 && (m.constant - 0.5).abs() < 1e-9,
+            "{m:?}"
+        );
+        // Extra-P's own space cannot express it: its best is worse.
+        let e = fit("p", &pts(&data), EXTRAP_TERMS).unwrap();
+        assert!(e.smape_pct > 1.0, "{e:?}");
     }
 
     #[test]
