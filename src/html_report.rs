@@ -100,13 +100,7 @@ fn sweep_section(dir: &Path) -> Result<Option<Section>> {
         .unwrap_or_default();
     // serde_json keeps keys sorted; restore the column order of the CSV (axis order).
     let csv = std::fs::read_to_string(dir.join("results.csv")).unwrap_or_default();
-    let header: Vec<String> = csv
-        .lines()
-        .next()
-        .unwrap_or("")
-        .split(',')
-        .map(String::from)
-        .collect();
+    let header = csv_header(dir, "results.csv");
     let mut axes_ordered: Vec<String> = header
         .iter()
         .filter(|c| axes.contains(c))
@@ -386,6 +380,93 @@ fn scaling_html(dir: &Path) -> Result<String> {
         h.push_str("</table>");
         let _ = first;
     }
+    h.push_str(&constant_time_html(dir)?);
+    Ok(h)
+}
+
+/// The column names of a CSV file of `dir` (empty when it cannot be read).
+fn csv_header(dir: &Path, name: &str) -> Vec<String> {
+    let csv = std::fs::read_to_string(dir.join(name)).unwrap_or_default();
+    csv.lines()
+        .next()
+        .unwrap_or("")
+        .split(',')
+        .map(String::from)
+        .collect()
+}
+
+/// Constant-time curves (constant_time.csv): the problem size reaching each target time, over
+/// the plot axis.
+fn constant_time_html(dir: &Path) -> Result<String> {
+    let rows = read_csv(dir, "constant_time.csv")?;
+    if rows.is_empty() {
+        return Ok(String::new());
+    }
+    let header = csv_header(dir, "constant_time.csv");
+    let n = header.len();
+    if n < 3 {
+        return Ok(String::new());
+    }
+    let (xk, tk, sk) = (&header[n - 3], &header[n - 2], &header[n - 1]);
+    let mut series: Vec<Series> = Vec::new();
+    for r in &rows {
+        let (Some(x), Some(t), Some(size)) = (
+            field::<f64>(r, xk),
+            field::<f64>(r, tk),
+            field::<f64>(r, sk),
+        ) else {
+            continue;
+        };
+        let mut name: Vec<String> = header[..n - 3]
+            .iter()
+            .map(|k| {
+                format!(
+                    "{}={}",
+                    k.rsplit('.').next().unwrap_or(k),
+                    r.get(k).map_or("", String::as_str)
+                )
+            })
+            .collect();
+        name.push(format!(
+            "T = {}",
+            analysis::fmt_ps((t * 1e12).round() as u64)
+        ));
+        let name = name.join(", ");
+        match series.iter_mut().find(|s| s.name == name) {
+            Some(s) => s.points.push((x, size)),
+            None => series.push(Series {
+                name,
+                points: vec![(x, size)],
+            }),
+        }
+    }
+    if series.is_empty() {
+        return Ok(String::new());
+    }
+    let fmt = |v: f64| svg::tick(v);
+    let short = |k: &str| k.rsplit('.').next().unwrap_or(k).to_string();
+    let (x_label, y_label) = (short(xk), short(sk));
+    let mut h = String::new();
+    let _ = write!(
+        h,
+        "<h3>Constant-time curves</h3><p>The value of <code>{}</code> at which the {} reaches each target time, over <code>{}</code> (log-log interpolation between the swept values; a missing point: no two swept values bracket the target). Data: constant_time.csv.</p><figure>",
+        esc(sk),
+        esc(tk.trim_start_matches("target_")),
+        esc(xk)
+    );
+    h.push_str(
+        &LineChart {
+            title: "Problem size at constant time",
+            x_label: &x_label,
+            y_label: &y_label,
+            log_x: true,
+            categories: None,
+            x_fmt: &fmt,
+            series,
+        }
+        .svg(),
+    );
+    h.push_str("</figure>");
     Ok(h)
 }
 

@@ -70,16 +70,18 @@ fn line(cells: &[String]) -> Result<String> {
     Ok(String::from_utf8(w.into_inner()?)?.trim_end().to_string())
 }
 
-/// The files (name, text) for results.csv text and the manifest's `x` and `optimum`.
+/// The files (name, text) for results.csv text and the manifest's `x`, `optimum` and
+/// `constant_time` (size axis, target seconds).
 pub(crate) fn files(
     csv_text: &str,
     x: Option<&str>,
     optimum: Option<&str>,
+    constant_time: Option<(&str, &[f64])>,
 ) -> Result<Vec<(&'static str, String)>> {
     let t = table(csv_text)?;
+    let mut out = constant_time_file(&t, x, constant_time)?;
     let idx = |k: Option<&str>| k.and_then(|k| t.axes.iter().position(|a| a == k));
     let (xi, oi) = (idx(x), idx(optimum));
-    let mut out = Vec::new();
     // Best grain per combination of the other axes.
     let mut best: Vec<(Vec<String>, (String, f64))> = Vec::new();
     if let Some(oi) = oi {
@@ -191,4 +193,74 @@ pub(crate) fn files(
         out.push(("speedup.csv", text));
     }
     Ok(out)
+}
+
+/// `constant_time.csv`: per combination of the axes other than the size axis and `x`, per
+/// value of `x` and per target time, the problem size that takes that time (log-log
+/// interpolation between the two sizes around it; empty when no two sizes bracket it).
+fn constant_time_file(
+    t: &Table,
+    x: Option<&str>,
+    constant_time: Option<(&str, &[f64])>,
+) -> Result<Vec<(&'static str, String)>> {
+    let Some((size_key, targets)) = constant_time else {
+        return Ok(Vec::new());
+    };
+    let idx = |k: &str| t.axes.iter().position(|a| a == k);
+    let (Some(si), Some(xi)) = (idx(size_key), x.and_then(idx)) else {
+        return Ok(Vec::new());
+    };
+    if si == xi {
+        return Ok(Vec::new());
+    }
+    // Series: the other axes; within each, per x value, the (size, time) points.
+    let mut groups: Groups<(String, f64, f64)> = Groups::new();
+    for (vals, v) in &t.rows {
+        let Ok(n) = vals[si].parse::<f64>() else {
+            continue;
+        };
+        let key: Vec<String> = vals
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i != si && *i != xi)
+            .map(|(_, s)| s.clone())
+            .collect();
+        groups.push(key, (vals[xi].clone(), n, *v));
+    }
+    let mut header: Vec<String> = t
+        .axes
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != si && *i != xi)
+        .map(|(_, a)| a.clone())
+        .collect();
+    header.extend([
+        t.axes[xi].clone(),
+        format!("target_{}", t.metric),
+        t.axes[si].clone(),
+    ]);
+    let mut text = line(&header)? + "\n";
+    for (key, pts) in &groups.order {
+        let mut xs: Vec<&String> = Vec::new();
+        for p in pts {
+            if !xs.contains(&&p.0) {
+                xs.push(&p.0);
+            }
+        }
+        for &target in targets {
+            for xv in &xs {
+                let curve: Vec<(f64, f64)> = pts
+                    .iter()
+                    .filter(|p| &&p.0 == xv)
+                    .map(|p| (p.1, p.2))
+                    .collect();
+                let size = models::scaling::size_for_time(&curve, target)
+                    .map_or(String::new(), |n| format!("{n:.6}"));
+                let mut cells = key.clone();
+                cells.extend([xv.to_string(), format!("{target:e}"), size]);
+                text += &(line(&cells)? + "\n");
+            }
+        }
+    }
+    Ok(vec![("constant_time.csv", text)])
 }

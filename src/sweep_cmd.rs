@@ -330,6 +330,10 @@ fn manifest(study: &Study, points: &[usize]) -> String {
             x: study.x.clone(),
             series: study.series.clone(),
             optimum: study.optimum.clone(),
+            constant_time: study.constant_time.as_ref().map(|c| c.0.clone()),
+            constant_time_s: study.constant_time.as_ref().map_or(Vec::new(), |c| {
+                c.1.iter().map(|v| format!("{v:e}")).collect()
+            }),
         },
         covered,
     )
@@ -344,6 +348,9 @@ struct Manifest {
     x: Option<String>,
     series: Option<String>,
     optimum: Option<String>,
+    constant_time: Option<String>,
+    /// Target times, as written (`{:e}`).
+    constant_time_s: Vec<String>,
 }
 
 /// The manifest text: `points` is `"all"` when `covered` is `None`.
@@ -361,13 +368,15 @@ fn manifest_text(m: &Manifest, covered: Option<&[usize]>) -> String {
         })
     };
     format!(
-        "{{\n  \"study\": {},\n  \"fingerprint\": \"{}\",\n  \"points_total\": {},\n  \"x\": {},\n  \"series\": {},\n  \"optimum\": {},\n  \"points\": {covered}\n}}\n",
+        "{{\n  \"study\": {},\n  \"fingerprint\": \"{}\",\n  \"points_total\": {},\n  \"x\": {},\n  \"series\": {},\n  \"optimum\": {},\n  \"constant_time\": {},\n  \"constant_time_s\": [{}],\n  \"points\": {covered}\n}}\n",
         serde_json::Value::String(m.study.clone()),
         m.fingerprint,
         m.total,
         opt(&m.x),
         opt(&m.series),
-        opt(&m.optimum)
+        opt(&m.optimum),
+        opt(&m.constant_time),
+        m.constant_time_s.join(",")
     )
 }
 
@@ -400,7 +409,13 @@ fn write_outputs(
     }
     // Speedup, efficiency and the best grain, from the study's axes.
     let m: serde_json::Value = serde_json::from_str(manifest).context("manifest")?;
-    for (name, text) in crate::scaling_out::files(&csv, m["x"].as_str(), m["optimum"].as_str())? {
+    let targets: Vec<f64> = m["constant_time_s"].as_array().map_or(Vec::new(), |a| {
+        a.iter().filter_map(|v| v.as_f64()).collect()
+    });
+    let constant_time = m["constant_time"].as_str().map(|k| (k, targets.as_slice()));
+    for (name, text) in
+        crate::scaling_out::files(&csv, m["x"].as_str(), m["optimum"].as_str(), constant_time)?
+    {
         crate::files::write_text(&staged.path().join(name), &text)?;
     }
     if report {
@@ -603,6 +618,13 @@ pub(crate) fn merge(a: MergeArgs) -> Result<()> {
             x: text("x"),
             series: text("series"),
             optimum: text("optimum"),
+            constant_time: text("constant_time"),
+            constant_time_s: m["constant_time_s"].as_array().map_or(Vec::new(), |a| {
+                a.iter()
+                    .filter_map(|v| v.as_f64())
+                    .map(|v| format!("{v:e}"))
+                    .collect()
+            }),
         };
         match &study {
             None => study = Some(id.clone()),

@@ -200,6 +200,10 @@ pub struct Study {
     /// A grain axis whose best value (least time) the sweep reports per combination of the
     /// other axes (`[report] optimum`).
     pub optimum: Option<String>,
+    /// A problem-size axis and target times (seconds) for constant-time curves: the size that
+    /// takes each target time, per value of the plot axis (`[report] constant_time` and
+    /// `constant_time_s`).
+    pub constant_time: Option<(String, Vec<f64>)>,
     /// FNV-1a 64 of the file's canonical TOML (16 hex digits).
     pub fingerprint: String,
     path: String,
@@ -291,7 +295,12 @@ struct ReportDoc {
     x: Option<String>,
     series: Option<String>,
     optimum: Option<String>,
+    constant_time: Option<String>,
+    constant_time_s: Option<Vec<f64>>,
 }
+
+/// At most this many constant-time targets.
+pub const MAX_CONSTANT_TIME_TARGETS: usize = 16;
 
 #[derive(Deserialize, Clone)]
 #[serde(deny_unknown_fields)]
@@ -643,6 +652,38 @@ impl Study {
         let series =
             key_known(&report.series, "series")?.or_else(|| axes.get(1).map(|a| a.key.clone()));
         let optimum = key_known(&report.optimum, "optimum")?;
+        let constant_time = match (
+            key_known(&report.constant_time, "constant_time")?,
+            report.constant_time_s,
+        ) {
+            (None, None) => None,
+            (Some(k), Some(t)) => {
+                if t.is_empty()
+                    || t.len() > MAX_CONSTANT_TIME_TARGETS
+                    || t.iter().any(|v| !v.is_finite() || *v <= 0.0)
+                {
+                    return Err(invalid(format!(
+                        "[report] constant_time_s must list 1 to {MAX_CONSTANT_TIME_TARGETS} \
+                         positive times in seconds (got {t:?})"
+                    )));
+                }
+                Some((k, t))
+            }
+            (Some(_), None) => {
+                return Err(invalid(
+                    "[report] constant_time needs constant_time_s, the target times in seconds \
+                     (e.g. constant_time_s = [0.1, 1.0])"
+                        .to_string(),
+                ));
+            }
+            (None, Some(_)) => {
+                return Err(invalid(
+                    "[report] constant_time_s needs constant_time, the problem-size axis \
+                     (e.g. constant_time = \"params.lambda\")"
+                        .to_string(),
+                ));
+            }
+        };
         let study = Study {
             name,
             description,
@@ -651,6 +692,7 @@ impl Study {
             x,
             series,
             optimum,
+            constant_time,
             fingerprint,
             path: origin.into(),
             dir: dir.to_path_buf(),

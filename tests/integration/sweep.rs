@@ -381,3 +381,94 @@ fn optimal_grain_and_speedup_outputs() {
     assert!(html.contains("Optimal grain") && html.contains("<title>Speedup</title>"));
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// `[report] constant_time`: for every P and target time, constant_time.csv holds the domain
+/// side whose step takes that time, interpolated in log-log between the two swept sides
+/// around it (recomputed here from results.csv), and the report draws the curves.
+#[test]
+fn constant_time_curves_interpolate_the_sweep() {
+    let dir = tmpdir("sweep-constant-time");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/studies");
+    let out = dir.join("out");
+    ok(&[
+        "sweep",
+        root.join("atm2d-paragon.toml").to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--report",
+        "-q",
+    ]);
+    let read = |f: &str| -> (Vec<String>, Vec<Vec<String>>) {
+        let text = std::fs::read_to_string(out.join(f)).unwrap();
+        let mut lines = text.lines();
+        let head = lines.next().unwrap().split(',').map(String::from).collect();
+        (
+            head,
+            lines
+                .map(|l| l.split(',').map(String::from).collect())
+                .collect(),
+        )
+    };
+    let (rh, results) = read("results.csv");
+    let col = |n: &str| rh.iter().position(|c| c == n).unwrap();
+    let (pc, lc, tc) = (
+        col("workload.pes"),
+        col("workload.params.lambda"),
+        col("mean_iteration_s"),
+    );
+    let (ch, curves) = read("constant_time.csv");
+    assert_eq!(
+        ch,
+        [
+            "workload.pes",
+            "target_mean_iteration_s",
+            "workload.params.lambda"
+        ]
+    );
+    assert_eq!(curves.len(), 6 * 2, "6 P x 2 targets");
+    for c in &curves {
+        let target: f64 = c[1].parse().unwrap();
+        let mut pts: Vec<(f64, f64)> = results
+            .iter()
+            .filter(|r| r[pc] == c[0])
+            .map(|r| (r[lc].parse().unwrap(), r[tc].parse().unwrap()))
+            .collect();
+        pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let w = pts
+            .windows(2)
+            .find(|w| w[0].1 <= target && target <= w[1].1)
+            .expect("the targets are inside the swept range");
+        let f = (target.ln() - w[0].1.ln()) / (w[1].1.ln() - w[0].1.ln());
+        let want = (w[0].0.ln() + f * (w[1].0.ln() - w[0].0.ln())).exp();
+        let got: f64 = c[2].parse().unwrap();
+        assert!((got - want).abs() < 1e-5, "{c:?}: {got} vs {want}");
+        assert!(got > w[0].0 && got < w[1].0);
+    }
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("Constant-time curves"), "report section");
+    assert!(html.contains("Problem size at constant time"));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn constant_time_needs_its_targets() {
+    let dir = tmpdir("sweep-constant-time-bad");
+    let study = dir.join("s.toml");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/studies");
+    let text = std::fs::read_to_string(root.join("atm2d-paragon.toml"))
+        .unwrap()
+        .replace("constant_time_s = [0.05, 0.2]\n", "");
+    std::fs::write(&study, text).unwrap();
+    let o = whatif(&[
+        "sweep",
+        study.to_str().unwrap(),
+        "--out",
+        dir.join("o").to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", crate::cli::stderr(&o));
+    assert!(
+        crate::cli::stderr(&o).contains("constant_time needs constant_time_s"),
+        "{}",
+        crate::cli::stderr(&o)
+    );
+}
