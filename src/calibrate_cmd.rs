@@ -1,9 +1,11 @@
-//! `whatif calibrate`: set one cost or machine parameter of a study so that its predictions
+//! `whatif calibrate`: set cost or machine parameters of a study so that its predictions
 //! match measurements, and write the calibrated study back (MK calibrated ATM2D on one P = 4
-//! run). The parameter must make the predicted metric non-decreasing (a cost, a latency, a
+//! run). One parameter must make the predicted metric non-decreasing (a cost, a latency, a
 //! per-cell time): one measurement is matched by bisection to the picosecond (durations) or
 //! to 1e-9 relative (numbers); several by minimising the sum of squared relative errors with
-//! a golden-section search over the bracket.
+//! a golden-section search over the bracket. Several parameters (at least as many
+//! measurements) minimise the same sum by coordinate descent: golden-section searches of each
+//! in 0 .. 4 x its study value in turn, until a round moves none by 1e-6 relative.
 
 use crate::sweep_cmd::{load_workload, run_point};
 use anyhow::{Context, Result, bail};
@@ -18,12 +20,16 @@ How it works: every measurement is one point of the study (its sweep axes droppe
 measurement's KEY=VALUE settings applied); the parameter is searched in [--lo, --hi] (--hi
 doubles from the study's value until the prediction passes the measurement). The parameter
 must make the metric grow (or stay): costs, latencies, per-cell times. The calibrated study
-keeps its sweep axes, so `whatif sweep` on it predicts the whole grid.
+keeps its sweep axes, so `whatif sweep` on it predicts the whole grid. Several --param flags
+fit several parameters by least squares (coordinate descent, each in 0 .. 4 x its study
+value; at least as many measurements as parameters, with different mixes of the costs).
 
 Examples (MK's ATM2D, calibrated on one Paragon run of P = 4, lambda = 128: 0.817 s):
   whatif calibrate scenarios/studies/atm2d-paragon.toml --param params.cell_cost \\
       --measured workload.pes=4,params.lambda=128:0.817s --out atm2d-calibrated.toml
-  whatif sweep atm2d-calibrated.toml --out atm/";
+  whatif sweep atm2d-calibrated.toml --out atm/
+  whatif calibrate atm-alphabeta.toml --param params.cell_cost --param net.lat \\
+      --measured params.lambda=64:82.94ms --measured params.lambda=16:6.125ms --out c.toml";
 
 #[derive(Args)]
 pub(crate) struct CalibrateArgs {
@@ -31,8 +37,10 @@ pub(crate) struct CalibrateArgs {
     study: PathBuf,
     /// The dotted key of the parameter to set, e.g. params.cell_cost, net.lat,
     /// machine.block_overhead. Durations (e.g. \"1us\") are searched to the picosecond.
-    #[arg(long)]
-    param: String,
+    /// Repeat it to set several at once (least squares by coordinate descent; give at least
+    /// as many measurements as parameters).
+    #[arg(long, required = true)]
+    param: Vec<String>,
     /// A measurement, repeatable: KEY=VALUE[,KEY=VALUE...]:SECONDS (e.g.
     /// workload.pes=4,params.lambda=128:0.817s; the unit s/ms/us is optional, s by default).
     #[arg(long = "measured", required = true, value_name = "SETTINGS:TIME")]
@@ -40,10 +48,11 @@ pub(crate) struct CalibrateArgs {
     /// The predicted column to match: makespan_s or mean_iteration_s.
     #[arg(long, default_value = "makespan_s")]
     metric: String,
-    /// Lower end of the search [default: 0].
+    /// Lower end of the search [default: 0]. One parameter only.
     #[arg(long)]
     lo: Option<String>,
-    /// Upper end of the search [default: found by doubling].
+    /// Upper end of the search [default: found by doubling; with several parameters each is
+    /// searched in 0 .. 4 x its value in the study]. One parameter only.
     #[arg(long)]
     hi: Option<String>,
     /// Where to write the calibrated study.
@@ -125,26 +134,29 @@ fn get_path<'a>(t: &'a toml::Table, key: &str) -> Option<&'a toml::Value> {
 
 struct Problem {
     base: toml::Table,
-    key: String,
-    kind: Kind,
+    /// The parameters being set, with their kinds.
+    params: Vec<(String, Kind)>,
     metric: String,
     origin: String,
     dir: PathBuf,
 }
 
-impl Problem {
-    fn value(&self, x: f64) -> toml::Value {
-        match self.kind {
-            Kind::Duration => toml::Value::String(format!("{}ps", x.round() as u64)),
-            Kind::Number => toml::Value::Float(x),
-        }
+fn value(kind: Kind, x: f64) -> toml::Value {
+    match kind {
+        Kind::Duration => toml::Value::String(format!("{}ps", x.round() as u64)),
+        Kind::Number => toml::Value::Float(x),
     }
-    /// The predicted metric (seconds) of measurement `m` with the parameter at `x`.
-    fn predict(&self, x: f64, m: &Measured) -> Result<f64> {
+}
+
+impl Problem {
+    /// The predicted metric (seconds) of measurement `m` with the parameters at `xs`.
+    fn predict(&self, xs: &[f64], m: &Measured) -> Result<f64> {
         let mut t = self.base.clone();
         t.remove("sweep");
         t.remove("report");
-        set_path(&mut t, &self.key, self.value(x)).map_err(anyhow::Error::msg)?;
+        for ((key, kind), &x) in self.params.iter().zip(xs) {
+            set_path(&mut t, key, value(*kind, x)).map_err(anyhow::Error::msg)?;
+        }
         for (k, v) in &m.settings {
             set_path(&mut t, k, v.clone()).map_err(anyhow::Error::msg)?;
         }
@@ -195,48 +207,81 @@ pub(crate) fn calibrate(a: CalibrateArgs) -> Result<()> {
     Study::from_file(&a.study)?;
     let base: toml::Table =
         toml::from_str(&text).with_context(|| format!("{}: not TOML", a.study.display()))?;
-    let key = canonical_key(&a.param);
-    let current = get_path(&base, &key).with_context(|| {
-        format!(
-            "{}: no `{key}` to calibrate (give it a value in the study first)",
-            a.study.display()
-        )
-    })?;
-    let kind = match current {
-        toml::Value::String(s) if parse_duration(s).is_ok() => Kind::Duration,
-        toml::Value::Integer(_) | toml::Value::Float(_) => Kind::Number,
-        other => bail!("`{key}` = {other}: only durations and numbers can be calibrated"),
-    };
-    let start = match current {
-        toml::Value::String(s) => parse_param(kind, s)?,
-        toml::Value::Integer(i) => *i as f64,
-        toml::Value::Float(f) => *f,
-        _ => unreachable!("checked above"),
-    };
+    let mut params: Vec<(String, Kind, f64)> = Vec::new();
+    for p in &a.param {
+        let key = canonical_key(p);
+        if params.iter().any(|q| q.0 == key) {
+            bail!(crate::BadInput(format!("--param {key} is given twice")));
+        }
+        let current = get_path(&base, &key).with_context(|| {
+            format!(
+                "{}: no `{key}` to calibrate (give it a value in the study first)",
+                a.study.display()
+            )
+        })?;
+        let kind = match current {
+            toml::Value::String(s) if parse_duration(s).is_ok() => Kind::Duration,
+            toml::Value::Integer(_) | toml::Value::Float(_) => Kind::Number,
+            other => bail!("`{key}` = {other}: only durations and numbers can be calibrated"),
+        };
+        let start = match current {
+            toml::Value::String(s) => parse_param(kind, s)?,
+            toml::Value::Integer(i) => *i as f64,
+            toml::Value::Float(f) => *f,
+            _ => unreachable!("checked above"),
+        };
+        params.push((key, kind, start));
+    }
     let measured: Vec<Measured> = a
         .measured
         .iter()
         .map(|m| parse_measured(m))
         .collect::<Result<_>>()?;
+    if params.len() > 1 && (a.lo.is_some() || a.hi.is_some()) {
+        bail!(crate::BadInput(
+            "--lo and --hi bound a single --param; with several, each is searched in 0 .. 4 x its study value".into()
+        ));
+    }
+    if measured.len() < params.len() {
+        bail!(crate::BadInput(format!(
+            "{} parameters need at least {} measurements (got {}): fewer cannot fix them all",
+            params.len(),
+            params.len(),
+            measured.len()
+        )));
+    }
     let prob = Problem {
         base: base.clone(),
-        key: key.clone(),
-        kind,
+        params: params.iter().map(|p| (p.0.clone(), p.1)).collect(),
         metric: a.metric.clone(),
         origin: a.study.display().to_string(),
         dir: a.study.parent().map(Path::to_path_buf).unwrap_or_default(),
     };
     // Sum of squared relative errors, and the sign of the (mean) error.
-    let cost = |x: f64| -> Result<(f64, f64)> {
+    let cost_at = |xs: &[f64]| -> Result<(f64, f64)> {
         let mut sse = 0.0;
         let mut mean = 0.0;
         for m in &measured {
-            let e = (prob.predict(x, m)? - m.seconds) / m.seconds;
+            let e = (prob.predict(xs, m)? - m.seconds) / m.seconds;
             sse += e * e;
             mean += e / measured.len() as f64;
         }
         Ok((sse, mean))
     };
+    if params.len() > 1 {
+        let xs = descend(&params, &cost_at)?;
+        return finish(
+            &a,
+            &prob,
+            &measured,
+            base,
+            &params,
+            &xs,
+            "coordinate descent",
+        );
+    }
+    let (key, kind, start) = params[0].clone();
+    let cost = |x: f64| cost_at(&[x]);
     let mut lo = match &a.lo {
         Some(v) => parse_param(kind, v)?,
         None => 0.0,
@@ -314,8 +359,85 @@ pub(crate) fn calibrate(a: CalibrateArgs) -> Result<()> {
         let x = (a1 + b1) / 2.0;
         if kind == Kind::Duration { x.round() } else { x }
     };
+    let how = format!("{evals} search steps");
+    finish(&a, &prob, &measured, base, &params, &[x], &how)
+}
+
+/// The sum of squared relative errors and the mean error at a parameter vector.
+type CostFn<'a> = dyn Fn(&[f64]) -> Result<(f64, f64)> + 'a;
+
+/// Least squares over several parameters: cyclic golden-section searches, each parameter in
+/// 0 .. 4 x its study value with the others fixed, until a round moves none by more than 1e-6
+/// relative (at most 30 rounds).
+fn descend(params: &[(String, Kind, f64)], cost: &CostFn<'_>) -> Result<Vec<f64>> {
+    let mut xs: Vec<f64> = params.iter().map(|p| p.2).collect();
+    let g = (5f64.sqrt() - 1.0) / 2.0;
+    for _round in 0..30 {
+        let mut moved = 0.0f64;
+        for i in 0..xs.len() {
+            let kind = params[i].1;
+            let span = 4.0
+                * params[i]
+                    .2
+                    .abs()
+                    .max(if kind == Kind::Duration { 1000.0 } else { 1e-9 });
+            let f = |x: f64, xs: &[f64]| -> Result<f64> {
+                let mut v = xs.to_vec();
+                v[i] = x;
+                Ok(cost(&v)?.0)
+            };
+            let (mut a1, mut b1) = (0.0, span);
+            let mut c = b1 - g * (b1 - a1);
+            let mut d = a1 + g * (b1 - a1);
+            let (mut fc, mut fd) = (f(c, &xs)?, f(d, &xs)?);
+            for _ in 0..80 {
+                if (b1 - a1) <= 1e-9 * b1.abs().max(1e-300)
+                    || (kind == Kind::Duration && b1 - a1 <= 1.0)
+                {
+                    break;
+                }
+                if fc < fd {
+                    b1 = d;
+                    d = c;
+                    fd = fc;
+                    c = b1 - g * (b1 - a1);
+                    fc = f(c, &xs)?;
+                } else {
+                    a1 = c;
+                    c = d;
+                    fc = fd;
+                    d = a1 + g * (b1 - a1);
+                    fd = f(d, &xs)?;
+                }
+            }
+            let mut x = (a1 + b1) / 2.0;
+            if kind == Kind::Duration {
+                x = x.round();
+            }
+            moved = moved.max((x - xs[i]).abs() / xs[i].abs().max(1e-300));
+            xs[i] = x;
+        }
+        if moved < 1e-6 {
+            break;
+        }
+    }
+    Ok(xs)
+}
+
+/// Writes the calibrated study and prints the fit.
+fn finish(
+    a: &CalibrateArgs,
+    prob: &Problem,
+    measured: &[Measured],
+    base: toml::Table,
+    params: &[(String, Kind, f64)],
+    xs: &[f64],
+    how: &str,
+) -> Result<()> {
     let mut out = base;
-    set_path(&mut out, &key, prob.value(x)).map_err(anyhow::Error::msg)?;
+    for ((key, kind, _), &x) in params.iter().zip(xs) {
+        set_path(&mut out, key, value(*kind, x)).map_err(anyhow::Error::msg)?;
+    }
     // A relative trace path resolves from the study's folder: keep it valid wherever --out is.
     if let Some(toml::Value::String(t)) = get_path(&out, "workload.trace").cloned()
         && Path::new(&t).is_relative()
@@ -329,16 +451,23 @@ pub(crate) fn calibrate(a: CalibrateArgs) -> Result<()> {
         )
         .map_err(anyhow::Error::msg)?;
     }
+    let set: Vec<String> = params
+        .iter()
+        .zip(xs)
+        .map(|((key, kind, _), &x)| format!("{key} = {}", show(*kind, x)))
+        .collect();
+    let flags: Vec<String> = a.param.iter().map(|p| format!("--param {p}")).collect();
     let mut report = format!(
-        "# Calibrated by `whatif calibrate {} --param {}`: {key} = {} ({} search steps).\n",
+        "# Calibrated by `whatif calibrate {} {}`: {} ({how}).\n",
         a.study.display(),
-        a.param,
-        show(kind, x),
-        evals
+        flags.join(" "),
+        set.join(", ")
     );
-    println!("{key} = {}", show(kind, x));
-    for m in &measured {
-        let p = prob.predict(x, m)?;
+    for s in &set {
+        println!("{s}");
+    }
+    for m in measured {
+        let p = prob.predict(xs, m)?;
         let line = format!(
             "measured {} -> predicted {p:.6} s ({:+.4}%)",
             m.text,

@@ -108,7 +108,7 @@ enum Cmd {
     /// measurements: an Extra-P text file or a sweep's results.csv; predict with 95% bands.
     #[command(after_help = model_cmd::MODEL_HELP)]
     Model(model_cmd::ModelArgs),
-    /// Set one cost or machine parameter of a study so that its predictions match
+    /// Set cost or machine parameters of a study so that its predictions match
     /// measurements (MK's calibration); writes the calibrated study.
     #[command(after_help = calibrate_cmd::CALIBRATE_HELP)]
     Calibrate(calibrate_cmd::CalibrateArgs),

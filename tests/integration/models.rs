@@ -376,3 +376,63 @@ fn fitted_block_costs_predict_a_larger_block() {
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// Several parameters at once (item 4): ATM2D on 2 x 2 over alphabeta takes steps x (2 (lat +
+/// 16 lambda / bw) + lambda^2 c) (closed_forms); two "measurements" made with c = 2 us and lat
+/// = 50 us at lambda = 64 and 16 (different mixes of compute and latency) calibrate both back
+/// exactly. One measurement for two parameters is refused.
+#[test]
+fn calibrate_sets_two_parameters_by_least_squares() {
+    let dir = tmpdir("calibrate-two");
+    let study = dir.join("atm.toml");
+    std::fs::write(
+        &study,
+        "name = \"atm-ab\"\n[workload]\nprogram = \"atm2d\"\npes = 4\nparams = { lambda = 64, steps = 10, cell_cost = \"1us\" }\n[net]\nmodel = \"alphabeta\"\nlat = \"20us\"\nbw = \"1GB/s\"\n",
+    )
+    .unwrap();
+    let bw = sim_core::Bandwidth::parse("1GB/s").unwrap();
+    let t = |lambda: u64| {
+        let tau = 50_000_000 + bw.transfer_time(16 * lambda).as_ps();
+        10 * (2 * tau + lambda * lambda * 2_000_000)
+    };
+    let secs = |ps: u64| format!("{}s", sim_core::SimDuration::from_ps(ps).secs_exact());
+    let m1 = format!("params.lambda=64:{}", secs(t(64)));
+    let m2 = format!("params.lambda=16:{}", secs(t(16)));
+    let out = dir.join("c.toml");
+    let args = |ms: &[&str]| {
+        let mut a = vec![
+            "calibrate".to_string(),
+            study.to_str().unwrap().to_string(),
+            "--param".into(),
+            "params.cell_cost".into(),
+            "--param".into(),
+            "net.lat".into(),
+            "--out".into(),
+            out.to_str().unwrap().to_string(),
+            "-q".into(),
+        ];
+        for m in ms {
+            a.push("--measured".into());
+            a.push(m.to_string());
+        }
+        a
+    };
+    let a = args(&[&m1, &m2]);
+    let o = whatif(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: toml::Table = toml::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let ps = |s: &str| -> u64 { s.trim_end_matches("ps").parse().unwrap() };
+    let c = ps(v["workload"]["params"]["cell_cost"].as_str().unwrap());
+    let lat = ps(v["net"]["lat"].as_str().unwrap());
+    assert!(c.abs_diff(2_000_000) <= 1, "cell_cost {c} ps");
+    assert!(lat.abs_diff(50_000_000) <= 1, "lat {lat} ps");
+    std::fs::remove_file(&out).ok();
+    let a = args(&[&m1]);
+    let o = whatif(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("need at least 2 measurements"),
+        "{}",
+        stderr(&o)
+    );
+}
