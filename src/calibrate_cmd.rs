@@ -335,32 +335,46 @@ pub(crate) fn calibrate(a: CalibrateArgs) -> Result<()> {
         if el < eh { lo } else { hi }
     } else {
         // Golden section on the sum of squared relative errors.
-        let g = (5f64.sqrt() - 1.0) / 2.0;
-        let (mut a1, mut b1) = (lo, hi);
-        let mut c = b1 - g * (b1 - a1);
-        let mut d = a1 + g * (b1 - a1);
-        let (mut fc, mut fd) = (cost(c)?.0, cost(d)?.0);
-        while !tol(a1, b1) && evals < 200 {
-            if fc < fd {
-                b1 = d;
-                d = c;
-                fd = fc;
-                c = b1 - g * (b1 - a1);
-                fc = cost(c)?.0;
-            } else {
-                a1 = c;
-                c = d;
-                fc = fd;
-                d = a1 + g * (b1 - a1);
-                fd = cost(d)?.0;
-            }
-            evals += 1;
-        }
-        let x = (a1 + b1) / 2.0;
+        let (x, steps) = golden(&|x| Ok(cost(x)?.0), lo, hi, &tol, 200)?;
+        evals = steps;
         if kind == Kind::Duration { x.round() } else { x }
     };
     let how = format!("{evals} search steps");
     finish(&a, &prob, &measured, base, &params, &[x], &how)
+}
+
+/// Golden-section search for the minimum of `f` on `[lo, hi]`, until `done(a, b)` holds for
+/// the bracket or after `max_steps`: the bracket's middle and the steps taken.
+fn golden(
+    f: &dyn Fn(f64) -> Result<f64>,
+    lo: f64,
+    hi: f64,
+    done: &dyn Fn(f64, f64) -> bool,
+    max_steps: usize,
+) -> Result<(f64, usize)> {
+    let g = (5f64.sqrt() - 1.0) / 2.0;
+    let (mut a1, mut b1) = (lo, hi);
+    let mut c = b1 - g * (b1 - a1);
+    let mut d = a1 + g * (b1 - a1);
+    let (mut fc, mut fd) = (f(c)?, f(d)?);
+    let mut steps = 0;
+    while !done(a1, b1) && steps < max_steps {
+        if fc < fd {
+            b1 = d;
+            d = c;
+            fd = fc;
+            c = b1 - g * (b1 - a1);
+            fc = f(c)?;
+        } else {
+            a1 = c;
+            c = d;
+            fc = fd;
+            d = a1 + g * (b1 - a1);
+            fd = f(d)?;
+        }
+        steps += 1;
+    }
+    Ok(((a1 + b1) / 2.0, steps))
 }
 
 /// The sum of squared relative errors and the mean error at a parameter vector.
@@ -371,7 +385,6 @@ type CostFn<'a> = dyn Fn(&[f64]) -> Result<(f64, f64)> + 'a;
 /// relative (at most 30 rounds).
 fn descend(params: &[(String, Kind, f64)], cost: &CostFn<'_>) -> Result<Vec<f64>> {
     let mut xs: Vec<f64> = params.iter().map(|p| p.2).collect();
-    let g = (5f64.sqrt() - 1.0) / 2.0;
     for _round in 0..30 {
         let mut moved = 0.0f64;
         for i in 0..xs.len() {
@@ -386,31 +399,10 @@ fn descend(params: &[(String, Kind, f64)], cost: &CostFn<'_>) -> Result<Vec<f64>
                 v[i] = x;
                 Ok(cost(&v)?.0)
             };
-            let (mut a1, mut b1) = (0.0, span);
-            let mut c = b1 - g * (b1 - a1);
-            let mut d = a1 + g * (b1 - a1);
-            let (mut fc, mut fd) = (f(c, &xs)?, f(d, &xs)?);
-            for _ in 0..80 {
-                if (b1 - a1) <= 1e-9 * b1.abs().max(1e-300)
-                    || (kind == Kind::Duration && b1 - a1 <= 1.0)
-                {
-                    break;
-                }
-                if fc < fd {
-                    b1 = d;
-                    d = c;
-                    fd = fc;
-                    c = b1 - g * (b1 - a1);
-                    fc = f(c, &xs)?;
-                } else {
-                    a1 = c;
-                    c = d;
-                    fc = fd;
-                    d = a1 + g * (b1 - a1);
-                    fd = f(d, &xs)?;
-                }
-            }
-            let mut x = (a1 + b1) / 2.0;
+            let done = |a1: f64, b1: f64| {
+                b1 - a1 <= 1e-9 * b1.abs().max(1e-300) || (kind == Kind::Duration && b1 - a1 <= 1.0)
+            };
+            let (mut x, _) = golden(&|x| f(x, &xs), 0.0, span, &done, 80)?;
             if kind == Kind::Duration {
                 x = x.round();
             }

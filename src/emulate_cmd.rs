@@ -103,6 +103,23 @@ fn peak_rss() -> Option<String> {
     Some(format!("{:.1} MiB", kb as f64 / 1024.0))
 }
 
+/// Refuses `pes` virtual PEs whose state alone would exceed `max_memory` (default: 3/4 of this
+/// computer's memory), before anything is allocated.
+pub(crate) fn check_emulated_pes(pes: u32, max_memory: Option<u64>, flag: &str) -> Result<()> {
+    let limit = max_memory.unwrap_or_else(crate::limits::default_memory_limit);
+    let need = (pes as u64).saturating_mul(EMULATED_PE_BYTES);
+    if need > limit {
+        return Err(crate::BadInput(format!(
+            "--pes {pes}: {pes} virtual PEs need about {} before the program even starts, above \
+             the memory limit of {} (raise it with {flag})",
+            human_bytes(need),
+            human_bytes(limit)
+        ))
+        .into());
+    }
+    Ok(())
+}
+
 pub(crate) fn emulate(mut a: EmulateArgs) -> Result<()> {
     crate::files::check_outputs(&[("--out", &a.out)], &[], false)?;
     if let Some(m) = a.machine.take() {
@@ -132,21 +149,7 @@ pub(crate) fn emulate(mut a: EmulateArgs) -> Result<()> {
         net_spec: a.net.to_string(),
         cpu_scale: a.cpu_scale,
     };
-    let limit = a
-        .max_memory
-        .unwrap_or_else(crate::limits::default_memory_limit);
-    let need = (a.pes as u64).saturating_mul(EMULATED_PE_BYTES);
-    if need > limit {
-        return Err(crate::BadInput(format!(
-            "--pes {}: {} virtual PEs need about {} before the program even starts, above the \
-             memory limit of {} (raise it with --max-memory)",
-            a.pes,
-            a.pes,
-            human_bytes(need),
-            human_bytes(limit)
-        ))
-        .into());
-    }
+    check_emulated_pes(a.pes, a.max_memory, "--max-memory")?;
     let mut net = a.net.build();
     let t0 = Instant::now();
     let mut last = Instant::now();

@@ -61,6 +61,10 @@ pub(crate) struct PredictArgs {
     /// Only the analytic prediction (no emulation at the target scale).
     #[arg(long)]
     no_simulate: bool,
+    /// Refuse PE counts whose emulated state alone would exceed this, e.g. `32GiB`
+    /// [default: 3/4 of this computer's memory].
+    #[arg(long, value_name = "BYTES", value_parser = sim_core::units::parse_bytes)]
+    max_memory: Option<u64>,
     /// Write one CSV row per PE count (small and target) to this file.
     #[arg(long, value_name = "FILE")]
     csv: Option<PathBuf>,
@@ -161,6 +165,10 @@ pub(crate) fn predict(a: PredictArgs) -> Result<()> {
     }
     if let Some(&p) = small.iter().chain(&a.at).find(|&&p| p == 0) {
         bail!(crate::BadInput(format!("PE count {p} is not at least 1")));
+    }
+    for &p in small.iter().chain(&a.at) {
+        crate::emulate_cmd::check_emulated_pes(p, a.max_memory, "--max-memory")
+            .with_context(|| format!("PE count {p}"))?;
     }
     let net = a.machine.clone().unwrap_or_else(|| a.net.clone());
     if !a.quiet {

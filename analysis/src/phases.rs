@@ -435,7 +435,7 @@ pub fn phases(
     };
     let mut send_ready = vec![0u64; dl.len()];
     {
-        let mut by_send: HashMap<u32, u64> = HashMap::new();
+        let mut by_send = vec![0u64; sends.len()];
         for b in 0..n {
             let range = trace.send_range(BlockId(b as u32));
             if range.is_empty() || !sends_of.contains_key(&(b as u32)) {
@@ -445,7 +445,7 @@ pub fn phases(
             let mut oh = 0u64;
             for si in range {
                 let s = &sends[si];
-                by_send.insert(si as u32, acc + s.offset.as_ps() + oh);
+                by_send[si] = acc + s.offset.as_ps() + oh;
                 let (c0, c1) = (
                     consumers.start[si] as usize,
                     consumers.start[si + 1] as usize,
@@ -464,7 +464,7 @@ pub fn phases(
             }
         }
         for (i, d) in dl.iter().enumerate() {
-            send_ready[i] = by_send[&d.send];
+            send_ready[i] = by_send[d.send as usize];
         }
     }
     // Classification (MK's Step 3): an object that receives in a phase before it first sends

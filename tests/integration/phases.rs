@@ -313,4 +313,8 @@ fn predict_refuses_too_few_small_runs() {
     let o = crate::cli::whatif(&["predict", "pge", "--small", "4,8,8", "--at", "64"]);
     assert_eq!(o.status.code(), Some(2), "{}", crate::cli::stderr(&o));
     assert!(crate::cli::stderr(&o).contains("at least 3 distinct"));
+    // A target whose emulated PEs alone would not fit in memory is refused before any run.
+    let o = crate::cli::whatif(&["predict", "pge", "--small", "2,4,8", "--at", "4000000000"]);
+    assert_eq!(o.status.code(), Some(2), "{}", crate::cli::stderr(&o));
+    assert!(crate::cli::stderr(&o).contains("memory limit"));
 }
