@@ -343,6 +343,7 @@ pub fn import(input: &Path) -> Result<Imported, ImportError> {
                     trigger,
                     iteration: None,
                     lb_sync: false,
+                    network: false,
                     priority: 0,
                     recorded_start: Some(SimTime::from_ps(start)),
                     recorded_arrival: arrival,

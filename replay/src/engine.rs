@@ -29,6 +29,7 @@ const DISPATCH: u64 = 2; // PE that should pick its next ready block
 const DEPART: u64 = 3; // (k, slot) whose message leaves (per-message plans, ordered models)
 const NET: u64 = 4; // the network model's own event id (event-driven models)
 const RELEASE: u64 = 5; // (0, block) released at its recorded start
+const RUN_NET: u64 = 6; // (k, network block) that is ready: it happens now
 /// Progress is reported every 2^18 events.
 const PROGRESS_MASK: u64 = (1 << 18) - 1;
 /// Iterations the event encoding can address.
@@ -142,7 +143,9 @@ impl Default for Pe {
     }
 }
 
-pub(crate) struct Engine<'a, Q: EventQueue<u64>> {
+/// `NET_BLOCKS`: whether the plan has network blocks (without, the loop never checks for
+/// them).
+pub(crate) struct Engine<'a, Q: EventQueue<u64>, const NET_BLOCKS: bool> {
     plan: &'a Plan,
     net: &'a mut dyn NetworkModel,
     sched: Scheduler<u64, Q>,
@@ -165,7 +168,7 @@ pub(crate) struct Engine<'a, Q: EventQueue<u64>> {
     jitter_draws: Vec<u64>,
 }
 
-impl<'a, Q: EventQueue<u64>> Engine<'a, Q> {
+impl<'a, Q: EventQueue<u64>, const NET_BLOCKS: bool> Engine<'a, Q, NET_BLOCKS> {
     pub(crate) fn new(
         plan: &'a Plan,
         net: &'a mut dyn NetworkModel,
@@ -272,6 +275,8 @@ impl<'a, Q: EventQueue<u64>> Engine<'a, Q> {
                 }
                 DISPATCH => self.dispatch(index, t)?,
                 DEPART => self.depart(k, index, t)?,
+                // (Dead code without network blocks, so `start` stays inlined in `dispatch`.)
+                RUN_NET if NET_BLOCKS => self.run_net(k, index, t)?,
                 _ => {
                     self.net.handle_event(t, index, &mut self.io);
                     self.drain_net()?;
@@ -385,6 +390,13 @@ impl<'a, Q: EventQueue<u64>> Engine<'a, Q> {
         if !self.released.is_empty() {
             self.released[k as usize * self.plan.blocks as usize + i as usize] = t.as_ps();
         }
+        if NET_BLOCKS && self.plan.is_net(i) {
+            // A network block is never queued: it happens at once (as an event, so that a
+            // chain of them cannot recurse).
+            self.sched
+                .schedule(t, EventClass::Normal, ev(RUN_NET, k, i))?;
+            return Ok(());
+        }
         let h = self.plan.hot[i as usize];
         let idx = self.win.idx(k, i);
         let ord = (self.plan.prio(i), self.win.st[idx].key_ps, kid(k, i));
@@ -484,6 +496,24 @@ impl<'a, Q: EventQueue<u64>> Engine<'a, Q> {
         Ok(())
     }
 
+    /// Network block `(k, i)` happens at `t`: its messages leave and it finishes, on no PE.
+    fn run_net(&mut self, k: u32, i: u32, t: SimTime) -> Result<(), ReplayError> {
+        let pe = self.plan.hot[i as usize].pe;
+        self.start(k, i, pe, t)?;
+        if let Some(tl) = self.timeline.as_mut() {
+            let block = k * self.plan.blocks + i;
+            tl.push(TimelineRecord {
+                block,
+                pe,
+                ready: SimTime::from_ps(self.win.st[self.win.idx(k, i)].key_ps),
+                released: SimTime::from_ps(self.released[block as usize]),
+                start: t,
+                end: t,
+            });
+        }
+        self.finish(k, i, t)
+    }
+
     /// Starts block `(k, i)` on `pe` at `t`: schedules its messages; returns its CPU time.
     #[inline]
     fn start(&mut self, k: u32, i: u32, pe: u32, t: SimTime) -> Result<SimDuration, ReplayError> {
@@ -578,7 +608,9 @@ impl<'a, Q: EventQueue<u64>> Engine<'a, Q> {
                 dur = scale_ps(dur, factor);
             }
         }
-        let detours = noise.has_detours();
+        // A network block spends no CPU time, so noise cannot delay it.
+        let net_block = NET_BLOCKS && plan.is_net(i);
+        let detours = noise.has_detours() && !net_block;
         let t0 = t.as_ps();
         let noisy = |cpu: u64| -> u64 {
             if detours {
@@ -643,6 +675,7 @@ impl<'a, Q: EventQueue<u64>> Engine<'a, Q> {
             } else {
                 (SimTime::from_ps(ready), 0)
             };
+            let cpu = if net_block { 0 } else { cpu };
             send_oh = send_oh.checked_add(cpu).ok_or(SchedError::Overflow)?;
             let es = &mut self.entry_net[sl.entry as usize];
             es.overhead_ps += cpu;

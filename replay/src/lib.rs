@@ -36,6 +36,13 @@
 //!   another block are then released at their recorded start instead of at 0. With
 //!   [`ReplayConfig::recorded_order`] a block also waits for the block its recorded PE ran
 //!   before it (by recorded start), which replays the recorded schedule.
+//! * **Network blocks.** A block marked [`trace::Block::network`] is a network event, not
+//!   work: it is never queued on its PE and takes no CPU time (no overheads, no noise); the
+//!   moment it is ready it happens, its sends leave (from its object's PE, at its start) and
+//!   its dependents are released. It is not part of the recorded-order or object-order chains
+//!   and does not count as a block its PE ran. The MPI importers use such blocks for a
+//!   rendezvous transfer (it starts when both the send and its receive are posted) and for a
+//!   transfer's completion that the sender waits for.
 //! * **Object order.** With [`ReplayConfig::object_order`] (default: the trace's
 //!   `sequential_objects` flag, which the emulator sets) a block also waits for the previous
 //!   block of its object in trace order, without inheriting its effective receive time: on the
@@ -385,15 +392,40 @@ impl Prepared {
         progress: &mut dyn sim_core::Progress,
     ) -> Result<ReplayReport, ReplayError> {
         let p = &self.plan;
-        match self.queue {
-            QueueKind::Radix => {
-                engine::Engine::new(p, net, RadixQueue::new(), self.limits, self.timeline)
-                    .run(progress)
-            }
-            QueueKind::Binary => {
-                engine::Engine::new(p, net, BinaryHeapQueue::new(), self.limits, self.timeline)
-                    .run(progress)
-            }
+        // Traces without network blocks run an engine compiled without their check.
+        match (self.queue, p.network.is_empty()) {
+            (QueueKind::Radix, true) => engine::Engine::<_, false>::new(
+                p,
+                net,
+                RadixQueue::new(),
+                self.limits,
+                self.timeline,
+            )
+            .run(progress),
+            (QueueKind::Radix, false) => engine::Engine::<_, true>::new(
+                p,
+                net,
+                RadixQueue::new(),
+                self.limits,
+                self.timeline,
+            )
+            .run(progress),
+            (QueueKind::Binary, true) => engine::Engine::<_, false>::new(
+                p,
+                net,
+                BinaryHeapQueue::new(),
+                self.limits,
+                self.timeline,
+            )
+            .run(progress),
+            (QueueKind::Binary, false) => engine::Engine::<_, true>::new(
+                p,
+                net,
+                BinaryHeapQueue::new(),
+                self.limits,
+                self.timeline,
+            )
+            .run(progress),
         }
     }
 }

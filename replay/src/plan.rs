@@ -100,6 +100,8 @@ pub(crate) struct Plan {
     pub hot: Vec<Hot>,
     /// Per block: its priority (empty under FIFO scheduling: all 0).
     pub prio: Vec<i32>,
+    /// Network blocks, one bit per block (empty when the trace has none).
+    pub network: Vec<u64>,
     /// Per block, plus a closing entry: its sends are `send_start[i]..send_start[i + 1]`
     /// (plans with varying blocks; empty otherwise).
     pub send_start: Vec<u32>,
@@ -193,6 +195,9 @@ impl Plan {
         let mut entry: Vec<u32> = Vec::with_capacity(n);
         let mut prio = Vec::new();
         let mut pending = Vec::with_capacity(n);
+        let network = network_bits(trace);
+        let is_net =
+            |b: usize| -> bool { !network.is_empty() && network[b / 64] >> (b % 64) & 1 != 0 };
         for id in trace.block_ids() {
             if id.0 & 0xf_ffff == 0 {
                 progress.advance_to(id.0 as u64);
@@ -200,6 +205,7 @@ impl Plan {
             let b = trace.block(id);
             let pe = block_pe[id.index()];
             hot.push(Hot {
+                // (A network block's duration is 0: the trace checks it.)
                 dur_ps: scale_of(pe).scale(b.duration).as_ps(),
                 pe,
                 slot_start: 0,
@@ -221,8 +227,10 @@ impl Plan {
         let mut chain_next = Vec::new();
         if cfg.recorded_order {
             chain_next = vec![NIL; n];
+            // Network blocks run on no PE: they are not in any PE's chain.
             let mut order: Vec<(u32, u64, u32)> = trace
                 .block_ids()
+                .filter(|id| !is_net(id.index()))
                 .map(|id| {
                     let b = trace.block(id);
                     let t = b.recorded_start.ok_or_else(|| {
@@ -255,7 +263,7 @@ impl Plan {
         // Receive overhead of each block whose trigger comes from another PE.
         let net_recv_oh = |b: usize, net: &dyn NetworkModel| -> u64 {
             let src = trigger_src(b);
-            if !has_overheads || src == NIL || src == block_pe[b] {
+            if !has_overheads || src == NIL || src == block_pe[b] || is_net(b) {
                 return 0;
             }
             net.recv_overhead(&MessageInfo {
@@ -269,6 +277,9 @@ impl Plan {
         // paid at the start of the block like a receive overhead.
         let (block_oh, local_cost) = (cfg.block_overhead.as_ps(), cfg.local_msg_cost.as_ps());
         let runtime_oh = |b: usize| -> u64 {
+            if is_net(b) {
+                return 0;
+            }
             let src = trigger_src(b);
             let local = if src != NIL && src == block_pe[b] {
                 local_cost
@@ -382,7 +393,8 @@ impl Plan {
                                         .into(),
                                 )
                             })?;
-                            let cpu = if has_overheads {
+                            // A network block spends no CPU on its sends.
+                            let cpu = if has_overheads && !is_net(i) {
                                 fc.send_cpu.as_ps()
                             } else {
                                 0
@@ -452,7 +464,7 @@ impl Plan {
         if cfg.object_order.unwrap_or(trace.meta.sequential_objects) {
             obj_next = vec![NIL; n];
             let mut last = vec![NIL; trace.objects.len()];
-            for id in trace.block_ids() {
+            for id in trace.block_ids().filter(|id| !is_net(id.index())) {
                 let o = trace.block(id).object.index();
                 if last[o] != NIL {
                     obj_next[last[o] as usize] = id.0;
@@ -498,6 +510,7 @@ impl Plan {
             delivery,
             hot,
             prio,
+            network,
             send_start,
             slots,
             deps,
@@ -523,6 +536,12 @@ impl Plan {
             Delivery::Fixed => self.slots[s].consumer,
             Delivery::PerMessage => self.mslots[s].consumer,
         }
+    }
+
+    /// Whether block `i` is a network block (it runs on no PE).
+    #[inline]
+    pub(crate) fn is_net(&self, i: u32) -> bool {
+        !self.network.is_empty() && self.network[i as usize / 64] >> (i % 64) & 1 != 0
     }
 
     /// Priority of block `i` (0 under FIFO scheduling).
@@ -622,6 +641,21 @@ impl Var {
         };
         self.scale.of(pe).scale(SimDuration::from_ps(off)).as_ps()
     }
+}
+
+/// One bit per block of `trace`: whether it is a network block (empty when none is).
+fn network_bits(trace: &Trace) -> Vec<u64> {
+    let flags = &trace.columns().flags;
+    if !flags.iter().any(|f| f & trace::FLAG_NETWORK != 0) {
+        return Vec::new();
+    }
+    let mut bits = vec![0u64; flags.len().div_ceil(64)];
+    for (b, f) in flags.iter().enumerate() {
+        if f & trace::FLAG_NETWORK != 0 {
+            bits[b / 64] |= 1 << (b % 64);
+        }
+    }
+    bits
 }
 
 /// The sorted distinct values of `labels` (which usually come in long runs of one value).

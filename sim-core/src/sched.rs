@@ -128,7 +128,10 @@ impl<E, Q: EventQueue<E>> Scheduler<E, Q> {
     }
 
     /// Pops the next event, advancing the clock; `Ok(None)` when no event is left.
-    #[inline]
+    // Always inlined: an event loop calls it once per event, and with several instances of a
+    // loop over one queue type the inliner would otherwise keep it out of line (measured: 4%
+    // more instructions in the replay loop).
+    #[inline(always)]
     pub fn next_event(&mut self) -> Result<Option<(SimTime, E)>, SchedError> {
         if let Some(max) = self.limits.max_events
             && self.events >= max

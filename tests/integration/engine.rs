@@ -416,3 +416,113 @@ fn object_order_keeps_an_objects_blocks_in_trace_order() {
         other => panic!("expected stuck, got {other:?}"),
     }
 }
+
+/// PE 0 runs a 10 us block; at 2 us a message from PE 1 triggers block `n` on PE 0's
+/// object, which forwards 0 bytes to PE 1's last block. `network`: whether `n` is a
+/// network block.
+fn forwarding_trace(network: bool) -> trace::Trace {
+    let mut b = TraceBuilder::new(TraceMeta {
+        recorded_pes: 2,
+        ..Default::default()
+    });
+    let e = b.entry("e");
+    let o0 = b.object("a", PeId(0));
+    let o1 = b.object("b", PeId(1));
+    let (m0, m1) = (b.new_msg(), b.new_msg());
+    let s = |m, to| Send {
+        msg: m,
+        offset: SimDuration::ZERO,
+        dest: Destination::Object(to),
+        bytes: 0,
+        entry: e,
+    };
+    b.block(Block::new(o0, e, us(10)), &[], &[]);
+    let sender = Block::new(o1, e, us(2));
+    b.block(
+        sender,
+        &[],
+        &[Send {
+            offset: us(2),
+            ..s(m0, o0)
+        }],
+    );
+    b.block(
+        Block {
+            trigger: Some(m0),
+            network,
+            ..Block::new(o0, e, SimDuration::ZERO)
+        },
+        &[],
+        &[s(m1, o1)],
+    );
+    b.block(
+        Block {
+            trigger: Some(m1),
+            ..Block::new(o1, e, us(1))
+        },
+        &[],
+        &[],
+    );
+    b.finish().unwrap()
+}
+
+#[test]
+fn network_blocks_happen_at_once_whatever_their_pe_is_doing() {
+    // A block on the busy PE 0 waits for its 10 us block: the reply leaves at 10 us.
+    let r = run(&forwarding_trace(false), "latency:lat=1us");
+    // 2 us + 1 us there, queued to 10 us, 1 us back, 1 us of work.
+    assert_eq!(r.makespan, SimTime::from_ps(12_000_000));
+    // A network block happens when its message arrives (3 us); the reply is back at 4 us.
+    let t = forwarding_trace(true);
+    let cfg = ReplayConfig {
+        timeline: true,
+        ..ReplayConfig::default()
+    };
+    let r = run_with(&t, "latency:lat=1us", &cfg);
+    assert_eq!(r.makespan, SimTime::from_ps(10_000_000));
+    let tl = r.timeline.as_ref().unwrap();
+    let n = tl.iter().find(|x| x.block == 2).unwrap();
+    assert_eq!(
+        (n.start, n.end),
+        (SimTime::from_ps(3_000_000), SimTime::from_ps(3_000_000))
+    );
+    let last = tl.iter().find(|x| x.block == 3).unwrap();
+    assert_eq!(last.start, SimTime::from_ps(4_000_000));
+    // It is not a block its PE ran, and costs no CPU: with LogGOPS overheads (o = 1.5 us,
+    // L = 2.5 us) the reply still leaves at its arrival: 2 + 1.5 + 2.5 (+ o on receipt) ...
+    assert_eq!(r.pe_blocks, vec![1, 2]);
+    let plain = run(
+        &forwarding_trace(false),
+        "loggops:L=2500ns,o=1500ns,g=0,G=0,O=0,S=0",
+    );
+    let net = run(&t, "loggops:L=2500ns,o=1500ns,g=0,G=0,O=0,S=0");
+    // ... while the ordinary block waits for PE 0 and pays o to receive and o to send.
+    assert!(
+        net.makespan < plain.makespan,
+        "{} vs {}",
+        net.makespan,
+        plain.makespan
+    );
+    // Both PEs lose [6k, 6k + 5 us) to detours: PE 1's 2 us block ends at 12 us, its message
+    // arrives at 13 us, inside a detour of PE 0, which would delay a computation but not the
+    // network block: it happens at 13 us.
+    let mut noise = replay::Noise::default();
+    noise
+        .add("detour:every=6us,lose=5us,phase=aligned")
+        .unwrap();
+    let cfg = ReplayConfig {
+        timeline: true,
+        noise,
+        ..ReplayConfig::default()
+    };
+    let r = run_with(&t, "latency:lat=1us", &cfg);
+    let n = r
+        .timeline
+        .as_ref()
+        .unwrap()
+        .iter()
+        .find(|x| x.block == 2)
+        .unwrap();
+    assert_eq!(n.start, SimTime::from_ps(13_000_000));
+    assert_eq!((n.released, n.end), (n.start, n.start));
+}

@@ -17,7 +17,9 @@
 //!            n_blocks v
 //! blocks     n_blocks times:
 //!            flags u8: bit0 trigger, bit1 iteration, bit2 lb_sync, bit3 priority,
-//!                      bit4 recorded_start, bit5 recorded_arrival (other bits must be 0)
+//!                      bit4 recorded_start, bit5 recorded_arrival, bit6 network (a network
+//!                      block; read since network blocks exist: older readers refuse the bit)
+//!                      (bit 7 must be 0)
 //!            object v, entry v, duration_ps v,
 //!            [trigger msg v] [iteration v] [priority z] [recorded_start_ps v] [recorded_arrival_ps v]
 //!            n_deps v, then per dep: (this block id - dep block id) v   (>= 1)
@@ -50,7 +52,8 @@ const F_LB_SYNC: u8 = 4;
 const F_PRIORITY: u8 = 8;
 const F_RECORDED_START: u8 = 16;
 const F_RECORDED_ARRIVAL: u8 = 32;
-const F_ALL: u8 = 63;
+const F_NETWORK: u8 = 64;
+const F_ALL: u8 = 127;
 
 pub(crate) struct Out<W: Write> {
     pub(crate) w: W,
@@ -154,6 +157,9 @@ pub fn write_binary<W: Write>(trace: &Trace, w: W) -> io::Result<()> {
         }
         if b.lb_sync {
             flags |= F_LB_SYNC;
+        }
+        if b.network {
+            flags |= F_NETWORK;
         }
         if b.priority != 0 {
             flags |= F_PRIORITY;
@@ -515,7 +521,7 @@ impl<R: Read> BinaryReader<R> {
         if flags & !F_ALL != 0 {
             return self.fail(
                 at,
-                format!("block flags for {id} (bits 0-5 only)"),
+                format!("block flags for {id} (bits 0-6 only)"),
                 format!("found {flags:#04x}"),
             );
         }
@@ -596,6 +602,7 @@ impl<R: Read> BinaryReader<R> {
             trigger,
             iteration,
             lb_sync: flags & F_LB_SYNC != 0,
+            network: flags & F_NETWORK != 0,
             priority,
             recorded_start,
             recorded_arrival,

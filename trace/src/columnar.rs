@@ -15,7 +15,7 @@
 //!            zero bytes up to a multiple of 8
 //! columns    each a raw little-endian array, followed by zero bytes up to a multiple of 8:
 //!            object u32[n], entry u32[n], duration_ps u64[n], trigger u64[n] (2^64-1: none),
-//!            [iteration u32[n] (2^32-1: none)], [priority i32[n]], [flags u8[n]],
+//!            [iteration u32[n] (2^32-1: none)], [priority i32[n]], [flags u8[n] (1 lb_sync, 2 network)],
 //!            [recorded_start u64[n]], [recorded_arrival u64[n]] (2^64-1: none),
 //!            deps_end u32[n], deps u32[n_deps], sends_end u32[n],
 //!            send_msg u64[s], send_offset_ps u64[s], send_bytes u64[s], send_entry u32[s],
@@ -345,10 +345,10 @@ pub fn read_columnar_with<R: Read>(
     }
     if opt & OPT_FLAGS != 0 {
         cols.flags = col(rd, progress, n, "flags column")?;
-        if let Some(p) = cols.flags.iter().position(|&f| f > 1) {
+        if let Some(p) = cols.flags.iter().position(|&f| f & !crate::FLAG_ALL != 0) {
             return rd.fail(
                 rd.offset,
-                "block flags 0 or 1",
+                "block flags 0 to 3 (bit 0 lb_sync, bit 1 network)",
                 format!("found {} for block{p}", cols.flags[p]),
             );
         }

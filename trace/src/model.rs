@@ -119,6 +119,13 @@ pub struct Block {
     pub lb_sync: bool,
     /// Scheduling priority when replaying with priorities: smaller runs first (Charm++ style).
     pub priority: i32,
+    /// A network event, not a computation: it takes no time (its duration is 0), occupies
+    /// no PE and is never queued behind one; it happens the moment its conditions are met (its
+    /// trigger arrived, its dependencies finished) and its sends leave then, from its
+    /// object's PE. The MPI importers use it for a rendezvous transfer, which starts when both
+    /// the send and its receive are posted, and for a transfer's completion that the sender
+    /// waits for (MPI protocol: `importers::mpi`).
+    pub network: bool,
     /// When it started in the recorded run, if known.
     pub recorded_start: Option<SimTime>,
     /// When its trigger message arrived in the recorded run, if known. With the sender's
@@ -138,6 +145,7 @@ impl Block {
             iteration: None,
             lb_sync: false,
             priority: 0,
+            network: false,
             recorded_start: None,
             recorded_arrival: None,
         }
@@ -150,6 +158,10 @@ pub const NONE_U64: u64 = u64::MAX;
 pub const NO_ITERATION: u32 = u32::MAX;
 /// Bit of [`BlockColumns::flags`]: the block is a load-balancing sync point.
 pub const FLAG_LB_SYNC: u8 = 1;
+/// Bit of [`BlockColumns::flags`]: the block is a network event ([`Block::network`]).
+pub const FLAG_NETWORK: u8 = 2;
+/// Every defined bit of [`BlockColumns::flags`].
+pub const FLAG_ALL: u8 = FLAG_LB_SYNC | FLAG_NETWORK;
 
 /// The blocks of a trace, one column per field (structure of arrays): what a decoder fills
 /// and a replay reads in bulk. Optional fields (`iteration`, `priority`, `flags`,
@@ -169,7 +181,7 @@ pub struct BlockColumns {
     pub iteration: Vec<u32>,
     /// Priority (empty: all 0).
     pub priority: Vec<i32>,
-    /// Flag bits ([`FLAG_LB_SYNC`]; empty: all 0).
+    /// Flag bits ([`FLAG_LB_SYNC`], [`FLAG_NETWORK`]; empty: all 0).
     pub flags: Vec<u8>,
     /// Recorded start in picoseconds or [`NONE_U64`] (empty: none recorded).
     pub recorded_start: Vec<u64>,
@@ -201,6 +213,7 @@ impl BlockColumns {
                 .filter(|&k| k != NO_ITERATION),
             lb_sync: self.flags.get(i).is_some_and(|f| f & FLAG_LB_SYNC != 0),
             priority: self.priority.get(i).copied().unwrap_or(0),
+            network: self.flags.get(i).is_some_and(|f| f & FLAG_NETWORK != 0),
             recorded_start: opt(&self.recorded_start),
             recorded_arrival: opt(&self.recorded_arrival),
         }
@@ -229,7 +242,7 @@ impl BlockColumns {
         optional(
             &mut self.flags,
             n,
-            if b.lb_sync { FLAG_LB_SYNC } else { 0 },
+            (if b.lb_sync { FLAG_LB_SYNC } else { 0 }) | if b.network { FLAG_NETWORK } else { 0 },
             0,
         );
         let t = |x: Option<SimTime>| x.map_or(NONE_U64, |t| t.as_ps());
@@ -631,7 +644,13 @@ impl Trace {
             });
             start = end;
         }
-        if objects_ok && entries_ok && deps_ok && sends_ok {
+        // Network blocks take no time.
+        let network_ok = c.flags.is_empty()
+            || c.flags
+                .iter()
+                .zip(&c.duration_ps)
+                .all(|(&f, &d)| f & FLAG_NETWORK == 0 || d == 0);
+        if objects_ok && entries_ok && deps_ok && sends_ok && network_ok {
             return Ok(());
         }
         let bad = |s: String| Err(ValidationError(s));
@@ -653,6 +672,12 @@ impl Trace {
             if let Some(d) = self.deps(id).iter().find(|d| **d >= id) {
                 return bad(format!(
                     "{id} depends on {d}, which is not an earlier block"
+                ));
+            }
+            if b.network && b.duration > SimDuration::ZERO {
+                return bad(format!(
+                    "{id} is a network block but lasts {} (network blocks take no time)",
+                    b.duration
                 ));
             }
             for s in self.sends(id) {

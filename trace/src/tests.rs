@@ -60,6 +60,7 @@ pub(crate) fn sample() -> Trace {
     let r3 = Block {
         trigger: Some(m1),
         iteration: Some(u32::MAX - 1),
+        network: true,
         ..Block::new(o[1], recv, SimDuration::ZERO)
     };
     b.block(r3, &[], &[]);
@@ -81,6 +82,10 @@ fn encode(t: &Trace) -> Vec<u8> {
 #[test]
 fn binary_round_trip() {
     let t = sample();
+    assert!(
+        t.block(BlockId(3)).network,
+        "the sample has a network block"
+    );
     let bytes = encode(&t);
     assert_eq!(&bytes[..8], binary::MAGIC);
     let back = binary::read_binary(&bytes[..], "mem").unwrap();
@@ -327,6 +332,62 @@ fn validation_rejects_inconsistent_traces() {
     let (mut b, _e, _o) = base();
     b.object("far", PeId(3));
     expect(b, "only 1 PEs");
+}
+
+#[test]
+fn network_blocks_take_no_time_and_flags_are_checked() {
+    let mut b = TraceBuilder::new(TraceMeta {
+        recorded_pes: 1,
+        ..TraceMeta::default()
+    });
+    let e = b.entry("transfer");
+    let o = b.object("o", PeId(0));
+    b.block(
+        Block {
+            network: true,
+            ..Block::new(o, e, SimDuration::from_ps(1))
+        },
+        &[],
+        &[],
+    );
+    let err = b.finish().unwrap_err().to_string();
+    assert!(
+        err.contains("is a network block but lasts 1 ps (network blocks take no time)"),
+        "{err}"
+    );
+    // Columnar: an undefined flag bit is refused with its offset.
+    let t = sample();
+    let mut bytes = encode_columnar(&Repeated::flat(t.clone()));
+    let flags_at = find_flags_column(&bytes, &t);
+    bytes[flags_at] = 4;
+    let e = decode_columnar(&bytes).unwrap_err().to_string();
+    assert!(e.contains("block flags 0 to 3"), "{e}");
+    bytes[flags_at] = FLAG_NETWORK | FLAG_LB_SYNC;
+    assert!(decode_columnar(&bytes).is_ok());
+}
+
+/// The offset in `bytes` (the columnar encoding of `t`) of block 3's flag byte: the one byte
+/// that changes when that (zero-time) block is not a network block.
+fn find_flags_column(bytes: &[u8], t: &Trace) -> usize {
+    let mut b = TraceBuilder::new(t.meta.clone());
+    for e in &t.entries {
+        b.entry(&e.name);
+    }
+    for o in &t.objects {
+        b.object(o.name.clone(), o.recorded_pe);
+    }
+    for g in &t.groups {
+        b.group(g.members.clone());
+    }
+    for id in t.block_ids() {
+        let mut blk = t.block(id);
+        blk.network &= id.0 != 3;
+        b.block(blk, t.deps(id), t.sends(id));
+    }
+    let other = encode_columnar(&Repeated::flat(b.finish().unwrap()));
+    let diff: Vec<usize> = (0..bytes.len()).filter(|&i| bytes[i] != other[i]).collect();
+    assert_eq!(diff.len(), 1, "one flag byte differs");
+    diff[0]
 }
 
 #[test]

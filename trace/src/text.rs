@@ -107,6 +107,8 @@ struct BlockLine {
     lb_sync: bool,
     #[serde(default, skip_serializing_if = "is_zero")]
     priority: i32,
+    #[serde(default, skip_serializing_if = "is_false")]
+    network: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     start_ps: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -214,6 +216,7 @@ pub fn write_text<W: Write>(trace: &Trace, mut w: W) -> io::Result<()> {
             iteration: b.iteration,
             lb_sync: b.lb_sync,
             priority: b.priority,
+            network: b.network,
             start_ps: b.recorded_start.map(|t| t.as_ps()),
             arrival_ps: b.recorded_arrival.map(|t| t.as_ps()),
         };
@@ -333,6 +336,7 @@ pub fn read_text<R: BufRead>(r: R, path: &str) -> Result<Trace, TraceError> {
                     iteration: b.iteration,
                     lb_sync: b.lb_sync,
                     priority: b.priority,
+                    network: b.network,
                     recorded_start: b.start_ps.map(SimTime::from_ps),
                     recorded_arrival: b.arrival_ps.map(SimTime::from_ps),
                 };
