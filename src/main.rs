@@ -183,9 +183,10 @@ const PLATFORM_HELP: &str = "\
 The platform mirrors the flow model: one host per rank, one SimGrid link per directed link of
 the topology (latency hop, bandwidth bw), the start-up latency lat on a FATPIPE link per node,
 and a Full routing zone with the model's route for every pair. With the printed --cfg options
-(CM02, no cross-traffic, TCP-gamma 0, the spec's factors and weight-S) SimGrid shares links as
-`flow` does with sharing=cm02 (or lv08). Messages start when both sides have posted them in
-SimGrid, when the send is issued in whatif: compare on traces whose receives are posted first.
+(CM02, no cross-traffic, TCP-gamma 1e30 (no window), the spec's factors and weight-S) SimGrid shares links as
+`flow` does with sharing=cm02 (or lv08). SimGrid traces replay with SimGrid 3.32's MPI
+protocol and collectives by default (`--mpi-protocol simgrid --collectives smpi`), so the two
+run the same messages at the same moments.
 
 Example:
   whatif platform --net flow:topo=torus:4x4,hop=1us,bw=1GB/s,sharing=cm02 --pes 16 --out plat
@@ -234,11 +235,21 @@ struct ImportOpts {
     /// them (rendezvous) [default: the S of a `loggops` --net, else 65535].
     #[arg(long, value_parser = parse_bytes)]
     eager_limit: Option<u64>,
-    /// How SimGrid collectives become messages: `classic` (whatif's: dissemination barrier,
-    /// binomial reduce, pairwise all-to-all) or `smpi` (SimGrid 3.32's defaults, mostly
-    /// linear: use it to compare with `smpirun -replay`).
-    #[arg(long, default_value = "classic")]
-    collectives: importers::simgrid::Collectives,
+    /// How MPI collectives become messages: `smpi` (SimGrid 3.32's default selector, what
+    /// `smpirun -replay` runs: linear reduce/gather/scatter, binomial bcast, Open MPI's choice
+    /// of all-to-all by size) or `classic` (whatif's: dissemination barrier, binomial reduce,
+    /// pairwise all-to-all, ring allgather) [default: smpi for SimGrid traces, classic for
+    /// OTF2].
+    #[arg(long)]
+    collectives: Option<importers::mpi::Collectives>,
+    /// MPI point-to-point protocol (SimGrid and OTF2 traces): `simgrid` (SimGrid 3.32: every
+    /// transfer starts when its receive is posted, sends of 64 KiB or more block until their
+    /// transfer ends, 16 B of envelope), `openmpi` (eager up to 64 KiB, rendezvous above) or
+    /// `eager` (transfers start at the send, sends never block); values can be changed, e.g.
+    /// `simgrid:detached=1MiB`, `openmpi:eager=12KiB,detached=12KiB` [default: simgrid for
+    /// SimGrid traces, eager for OTF2].
+    #[arg(long, value_name = "PROTOCOL")]
+    mpi_protocol: Option<importers::mpi::MpiProtocol>,
 }
 
 fn parse_flops(s: &str) -> Result<f64, String> {
@@ -728,6 +739,7 @@ fn import_options(
             _ => d.eager_limit,
         }),
         collectives: o.collectives,
+        mpi_protocol: o.mpi_protocol,
     }
 }
 

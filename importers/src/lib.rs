@@ -14,6 +14,12 @@
 //!   line; GOAL files over 8 MiB on two threads with the same result and the same first
 //!   error); [`import_with`] reports progress through [`sim_core::Progress`].
 //!
+//! * MPI traces (SimGrid TI, OTF2) share [`mpi`]: each rank's program is recorded, its
+//!   receives matched (wildcards too), and it is lowered to blocks under an MPI point-to-point
+//!   protocol ([`mpi::MpiProtocol`]: eager or rendezvous transfers, sends that hold their
+//!   sender) with collectives expanded as SimGrid 3.32's default selector or whatif's own
+//!   algorithms ([`mpi::Collectives`]).
+//!
 //! Formats: [`bgtrace`] (BigSim logs, version 6), [`goal`] (LogGOPSim schedules; also
 //! written by [`goal::export`]), [`simgrid`] (SimGrid time-independent MPI traces), [`projections`] (Charm++
 //! Projections logs, versions 3.0 and 11.0, plain or gzip-compressed), `otf2` (OTF2 archives of
@@ -26,7 +32,7 @@ mod error;
 pub mod fuzz;
 pub mod goal;
 mod lines;
-mod mpi;
+pub mod mpi;
 #[cfg(feature = "otf2")]
 pub mod otf2;
 pub mod projections;
@@ -83,7 +89,7 @@ impl Format {
                 "a GOAL schedule (LogGOPSim): send/recv/calc with requires/irequires; calc in ns"
             }
             Format::SimGrid => {
-                "SimGrid time-independent MPI trace: an index file listing per-rank files (relative to the index), or one file; compute in flops (--flops-per-s)"
+                "SimGrid time-independent MPI trace: an index file listing per-rank files (relative to the index), or one file; compute in flops (--flops-per-s); SimGrid 3.32's datatypes, MPI protocol and collectives (--mpi-protocol, --collectives)"
             }
             Format::Projections => {
                 "Charm++ Projections logs, VERSION 3.0 or 11.0: the .sts file, with <stem>.<pe>.log (or .log.gz, as Charm++ with zlib writes them) next to it"
@@ -133,8 +139,13 @@ pub struct ImportOptions {
     /// memory than this ([`ImportError::TooLarge`]); collectives expanded into messages can
     /// turn a small file into a huge trace.
     pub max_memory_bytes: u64,
-    /// How SimGrid collectives are expanded (whatif's algorithms or SimGrid's defaults).
-    pub collectives: simgrid::Collectives,
+    /// How MPI collectives are expanded (whatif's algorithms or SimGrid 3.32's default
+    /// selector); `None`: the format's own (SimGrid TI: SimGrid's; OTF2: whatif's).
+    pub collectives: Option<mpi::Collectives>,
+    /// The MPI point-to-point protocol ([`mpi::MpiProtocol`]); `None`: the format's own
+    /// (SimGrid TI: SimGrid 3.32's; OTF2: eager, since its receives are not posted in the
+    /// trace).
+    pub mpi_protocol: Option<mpi::MpiProtocol>,
 }
 
 /// Estimated bytes of the converted trace per block while it is built (block record,
@@ -172,7 +183,8 @@ impl Default for ImportOptions {
             eager_limit: 65535,
             parallel: true,
             max_memory_bytes: u64::MAX,
-            collectives: simgrid::Collectives::Classic,
+            collectives: None,
+            mpi_protocol: None,
         }
     }
 }

@@ -47,7 +47,7 @@
 //! skew: point-to-point messages whose receive completes before their send (count and
 //! largest gap); the recorded network model floors their delay at 0.
 
-use crate::mpi::{Coll, Collectives, Ctx, Seg};
+use crate::mpi::{Coll, Collectives, Ctx, MpiProtocol, Seg};
 use crate::{ImportError, ImportOptions, Imported};
 use otf2_sys::{Archive, Event};
 use sim_core::SimTime;
@@ -99,7 +99,20 @@ pub fn import(anchor: &Path, opts: &ImportOptions) -> Result<Imported, ImportErr
         },
         other => err(anchor, format!("the OTF2 library cannot read it: {other}")),
     })?;
-    convert(anchor, &archive, opts.collectives)
+    let protocol = opts.mpi_protocol.unwrap_or(MpiProtocol::EAGER);
+    if !protocol.is_plain_eager() {
+        return Err(ImportError::Unsupported {
+            file: anchor.display().to_string(),
+            what: format!(
+                "--mpi-protocol {protocol}: OTF2 traces are imported with the eager protocol only (the importer places receives at their completion, not where they were posted)"
+            ),
+        });
+    }
+    convert(
+        anchor,
+        &archive,
+        opts.collectives.unwrap_or(Collectives::Classic),
+    )
 }
 
 /// Reads the archive in a child process (`otf2_sys::read_isolated`) given 10 s + 1 s per
@@ -241,10 +254,12 @@ fn coll_of(recs: &[CollRec], r: usize, root: u32, p: u32) -> Option<Coll> {
         },
         6 | 7 => Coll::Allgather {
             sizes: recs.iter().map(|c| c.sent / pu).collect(),
+            own: me.sent / pu,
             v: me.op == 7,
         },
         8..=10 => Coll::Alltoall {
             sizes: vec![me.sent / pu; p as usize],
+            block: me.sent / pu,
             v: me.op != 8,
         },
         11 => Coll::Reduce {
@@ -259,6 +274,7 @@ fn coll_of(recs: &[CollRec], r: usize, root: u32, p: u32) -> Option<Coll> {
         },
         13 | 16 => Coll::ReduceScatter {
             counts: recs.iter().map(|c| c.received / pu).collect(),
+            elem: 1,
         },
         _ => return None,
     })
@@ -418,7 +434,7 @@ fn convert(anchor: &Path, a: &Archive, collectives: Collectives) -> Result<Impor
         cpu_scale: None,
         sequential_objects: false,
     });
-    let mut cx = Ctx::new(b, collectives, p);
+    let mut cx = Ctx::new(b, collectives, MpiProtocol::EAGER, p);
     let (mut first_ps, mut last_ps) = (u64::MAX, 0u64);
     let (mut send_call_ps, mut cpu_ps, mut wait_ps) = (0u64, 0u64, 0u64);
     let mut counts: BTreeMap<&str, u64> = BTreeMap::new();
@@ -433,8 +449,7 @@ fn convert(anchor: &Path, a: &Archive, collectives: Collectives) -> Result<Impor
         let top = "(rank)".to_string();
         let mut user: Vec<String> = Vec::new();
         let first = cx.entry(&top);
-        let mut s = Seg::new(r, first);
-        s.start_ps = Some(t0);
+        let mut s = cx.begin(r, first, Some(t0));
         let mut last = t0;
         // The MPI call being run: depth, entry time, whether it sent, what it completed.
         let mut depth = 0u32;
@@ -486,17 +501,18 @@ fn convert(anchor: &Path, a: &Archive, collectives: Collectives) -> Result<Impor
                         let waits = cx.waits;
                         if let Some(k) = coll.take() {
                             let c = &per_coll[k][r as usize];
-                            crate::mpi::expand(&mut cx, &mut s, c, k as u64, p, &seg);
+                            crate::mpi::expand(&mut cx, &mut s, c, k as u64, p, &seg)
+                                .map_err(|what| err(anchor, what))?;
                         }
                         if !recvs.is_empty() {
-                            let ids: Vec<trace::BlockId> = recvs
+                            let ids: Vec<crate::mpi::Req> = recvs
                                 .drain(..)
                                 .map(|(src, tag)| {
                                     done_at.entry((src, r, tag)).or_default().push(t);
-                                    cx.post_recv(&s, src, tag)
+                                    cx.irecv(&s, src, tag)
                                 })
                                 .collect();
-                            cx.wait_for(&mut s, &ids, &seg);
+                            cx.wait(&mut s, &ids, &seg);
                         }
                         cx.stamp = None;
                         if cx.waits > waits {
@@ -543,7 +559,7 @@ fn convert(anchor: &Path, a: &Archive, collectives: Collectives) -> Result<Impor
                     cx.work(&mut s, t - last);
                     cpu_ps = cpu_ps.saturating_add(t - last);
                     last = t;
-                    cx.send(&mut s, dst, tag as i64, bytes);
+                    cx.isend(&mut s, dst, tag as i64, bytes);
                     sent_at.entry((r, dst, tag as i64)).or_default().push(t);
                     call_sent = true;
                     *counts.entry("sends").or_insert(0) += 1;
@@ -560,9 +576,9 @@ fn convert(anchor: &Path, a: &Archive, collectives: Collectives) -> Result<Impor
                         last = t;
                         cx.stamp = Some(t);
                         done_at.entry((src, r, tag as i64)).or_default().push(t);
-                        let id = cx.post_recv(&s, src, tag as i64);
+                        let id = cx.irecv(&s, src, tag as i64);
                         let seg = user.last().unwrap_or(&top).clone();
-                        cx.wait_for(&mut s, &[id], &seg);
+                        cx.wait(&mut s, &[id], &seg);
                         cx.stamp = None;
                     } else {
                         recvs.push((src, tag as i64));
@@ -594,12 +610,12 @@ fn convert(anchor: &Path, a: &Archive, collectives: Collectives) -> Result<Impor
         }
         last_ps = last_ps.max(last);
         // The segment after the last region closed is empty unless it waits or sends.
-        if s.dur_ps > 0 || !s.sends.is_empty() || s.deps.len() > 1 {
+        if s.dur_ps > 0 || s.sent || s.waited {
             cx.close(&s);
         }
     }
-    crate::mpi::match_messages(&mut cx, &name)?;
-    let trace = cx.b.finish().map_err(|source| ImportError::Invalid {
+    let (b, _) = cx.finish(&name)?;
+    let trace = b.finish().map_err(|source| ImportError::Invalid {
         file: name.clone(),
         source,
     })?;
@@ -677,12 +693,11 @@ fn convert(anchor: &Path, a: &Archive, collectives: Collectives) -> Result<Impor
 
 /// Starts a segment named `name` at `t`: renames the open one if it has done nothing yet.
 fn switch(cx: &mut Ctx, s: &mut Seg, name: &str, t: u64) {
-    if s.dur_ps == 0 && s.sends.is_empty() {
-        s.entry = cx.entry(name);
-        s.start_ps = Some(t);
+    if s.dur_ps == 0 && !s.sent {
+        cx.rename(s, name, Some(t));
         return;
     }
     cx.stamp = Some(t);
-    cx.wait_for(s, &[], name);
+    cx.cut(s, name);
     cx.stamp = None;
 }

@@ -3,71 +3,56 @@
 //! Input: an *index file* listing one trace file per line (paths relative to the index file's
 //! folder), or a single trace file holding every rank. Each trace line is
 //! `<rank> <action> <args...>` (SimGrid 3.32 `smpi_replay.cpp` syntax); blank lines are
-//! skipped. Message and collective sizes count elements of the default datatype: 1 byte, or 8
-//! bytes (`MPI_DOUBLE`) when the rank's `init` has an argument, as in SimGrid. Explicit
-//! datatype ids are accepted and read as the default type (their numbering is SimGrid-build
-//! specific).
+//! skipped.
 //!
-//! **Mapping.** Each rank is one object (`rank<r>`, recorded on PE `r`) running its actions
-//! in order, like an MPI process. Its execution is cut into *segment* blocks at every point
-//! where it waits for a message: a segment's duration is the sum of its `compute`s
-//! (`flops / --flops-per-s`) and `sleep`s; its sends leave at the offset reached when they are
-//! issued. Every incoming message has its own zero-duration *receive* block (entry `msg`)
-//! triggered by it; the segment after a wait depends on the previous segment and on the
-//! receive blocks it waits for. Segments are named after the call that started them
-//! (`init`, `recv`, `wait`, `bcast`, ...).
+//! **Sizes.** Counts are elements of an MPI datatype: SimGrid 3.32 ends every action with the
+//! id of its datatype(s), decoded with SimGrid's own table ([`datatype_bytes`], from
+//! `src/smpi/mpi/smpi_datatype.cpp`: 0 `MPI_DOUBLE` 8 B, 1 `MPI_INT` 4 B, 6 `MPI_BYTE` 1 B,
+//! 23 `MPI_UINT32_T` 4 B, ...). An action without one uses the default type: `MPI_DOUBLE`
+//! when the rank's `init` has an argument, else `MPI_BYTE`, as in SimGrid. A derived datatype
+//! is written `-1`; SimGrid replays it as 0 bytes, and so does whatif (with a note). An id
+//! outside the table is an error naming the file and line.
 //!
-//! | action | blocks |
+//! **Mapping.** Each rank is one MPI program recorded through [`crate::mpi`], which turns it
+//! into blocks under an MPI protocol ([`crate::mpi::MpiProtocol`], default SimGrid 3.32's:
+//! every transfer starts when both its send and its receive are posted; sends of 64 KiB or
+//! more hold the sender until their transfer ends; 16 bytes of envelope per message):
+//!
+//! | action | program |
 //! |---|---|
-//! | `compute f`, `sleep s` | adds `f / flops_per_s` or `s` to the current segment |
-//! | `send`/`isend dst tag n` | a send of `n` elements at the current offset; sends never block (SimGrid blocks sends above its detached threshold until matched; not modelled) |
-//! | `recv src tag n` | receive block; new segment waiting for it |
-//! | `irecv src tag n` | receive block, remembered as a request |
-//! | `wait src dst tag` | new segment waiting for that irecv (a wait on an isend is a no-op) |
-//! | `waitall` | new segment waiting for every open irecv |
-//! | `test ...` | no-op (the later wait decides) |
-//! | `sendrecv n dst m src` | send, then receive from `src` |
-//! | `init`, `finalize`, `comm_size`, `location` | no-op (`init` sets the datatype) |
-//! | `comm_split`, `comm_dup` | refused: only `MPI_COMM_WORLD` is supported |
+//! | `compute f`, `sleep s` | `f / flops_per_s` or `s` of work |
+//! | `send`/`isend dst tag n [dt]` | a blocking / non-blocking send of `n` elements |
+//! | `Ssend`/`ISsend`, `bsend`/`ibsend` | synchronous sends (never complete at once), buffered sends (always do); SimGrid 3.32 writes them but its replay does not know them |
+//! | `recv`/`irecv src tag n [dt]` | a blocking / non-blocking receive; source `-333` (how SimGrid writes `MPI_ANY_SOURCE`) or `-555`, tag `-444` (`MPI_ANY_TAG`) are wildcards |
+//! | `wait src dst tag` | waits for the oldest open request with these fields as written (SimGrid's request store); none: a no-op, counted in the notes |
+//! | `waitall` | waits for every open request of the rank |
+//! | `test ...` | no-op: the request stays open for a later wait |
+//! | `sendRecv n dst m src [dt dt']` | a send (tag 0), a receive (tag 0), a wait for both |
+//! | `init`, `finalize`, `comm_size`, `location` | nothing (`init` sets the default type) |
+//! | `comm_split`, `comm_dup` | nothing, as in SimGrid's replay: every collective runs on `MPI_COMM_WORLD` (noted) |
 //!
-//! Point-to-point matching: the k-th send from `a` to `b` with tag `t` is received by the
-//! k-th receive at `b` from `a` with tag `t`.
+//! Waits, wildcard matching and the protocol are described in [`crate::mpi`]. Requests
+//! still open at a rank's end complete before the run ends (their receive blocks end it).
 //!
-//! **Collectives** are expanded into point-to-point messages (P ranks, `vr = (r - root) mod P`);
-//! the k-th collective of every rank must be the same operation:
-//!
-//! | collective | algorithm |
-//! |---|---|
-//! | `barrier` | dissemination: round k sends 0 bytes to `r + 2^k` and waits for `r - 2^k` (mod P) |
-//! | `bcast n [root]` | binomial tree (MPICH): receive from `vr - lowbit(vr)`, then send to `vr + 2^k`, largest k first |
-//! | `reduce n f [root]` | binomial tree toward the root (receive from `vr + 2^k` while bit k is clear, then send to `vr - 2^k`); then `f` flops on every rank |
-//! | `allreduce n f` | `reduce` to rank 0, then `bcast` from rank 0; then `f` flops |
-//! | `alltoall n m` | pairwise exchange: step s = 1..P-1 sends `n` to `r + s`, waits for `r - s` |
-//! | `alltoallv b c_0..c_{P-1} b' d_0..d_{P-1}` | pairwise exchange with `c_dst` elements |
-//! | `gather n m [root]`, `gatherv n c_0..c_{P-1} [root]` | linear: every rank sends to the root |
-//! | `scatter n m [root]`, `scatterv c_0..c_{P-1} m [root]` | linear: the root sends to every rank |
-//! | `allgather n m` | ring: P-1 steps, each sends `n` to `r + 1` and waits for `r - 1` |
-//! | `allgatherv n c_0..c_{P-1}` | ring; step s forwards block `r - s` (`c_{r-s}` elements) |
-//! | `reducescatter c_0..c_{P-1} f` | `reduce` of `sum c` to rank 0, linear `scatterv` of `c_i`; then `f` flops |
-//!
-//! **`Collectives::Smpi`** (`--collectives smpi`) expands them as SimGrid 3.32's default
-//! selector does when it replays the trace, so that whatif and `smpirun -replay` run the same
-//! messages: `barrier` linear (every rank sends 0 bytes to rank 0 and waits for its reply; rank
-//! 0 waits for all, then answers all), `reduce` linear (every rank sends to the root, which
-//! waits for all), `allreduce` = that reduce to rank 0 + the binomial `bcast`, `alltoall`,
-//! `alltoallv`, `allgather(v)` linear (every rank posts all its sends at once; `alltoall`
-//! always linear, where Open MPI's size table would pick Bruck or pairwise for some sizes),
-//! `bcast`, `gather(v)`, `scatter(v)` as above. Blocking sends above SimGrid's detached
-//! threshold (64 KiB) do not block here (SimGrid holds the sender until the transfer ends).
+//! **Collectives** are expanded into point-to-point messages ([`crate::mpi::Collectives`]);
+//! the default is SimGrid 3.32's default selector (`smpi`), the algorithms `smpirun -replay`
+//! runs; `classic` gives whatif's own. The k-th collective of every rank must be the same
+//! operation with the same root. Sizes: `bcast n [root] [dt]`, `reduce n f [root] [dt]`,
+//! `allreduce n f [dt]` (then `f` flops), `alltoall n m [dt dt']`, `alltoallv b c_0..c_{P-1}
+//! b' d_0..d_{P-1} [dt dt']`, `gather n m [root] [dt dt']`, `gatherv n c_0..c_{P-1} [root]
+//! [dt dt']`, `scatter n m [root] [dt dt']`, `scatterv c_0..c_{P-1} m [root] [dt dt']`,
+//! `allgather n m [dt dt']`, `allgatherv n c_0..c_{P-1} [dt dt'] [displacements]`,
+//! `reducescatter c_0..c_{P-1} f [dt]`, `scan`/`exscan n f [dt]`; each rank sends its own
+//! count.
 
 use crate::error::read_text;
 use crate::lines::{self, Lines};
-pub use crate::mpi::Collectives;
-use crate::mpi::{Coll, Ctx, Seg};
+use crate::mpi::{ANY_SOURCE, ANY_TAG, Coll, Ctx, Req, Seg};
+pub use crate::mpi::{Collectives, MpiProtocol};
 use crate::{ImportError, Imported};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use trace::{BlockId, TraceBuilder, TraceMeta};
+use trace::{TraceBuilder, TraceMeta};
 
 /// One action being processed: its tokens (as ranges of its line) and where it came from.
 #[derive(Clone, Debug)]
@@ -99,7 +84,7 @@ impl<'a> Action<'a> {
 }
 
 /// Every action name this importer knows, lower case.
-const ACTIONS: [&str; 29] = [
+const ACTIONS: [&str; 35] = [
     "init",
     "finalize",
     "comm_size",
@@ -129,7 +114,38 @@ const ACTIONS: [&str; 29] = [
     "allgather",
     "allgatherv",
     "reducescatter",
+    "ssend",
+    "issend",
+    "bsend",
+    "ibsend",
+    "scan",
+    "exscan",
 ];
+
+/// Request-completion actions SimGrid 3.32 writes but neither its replay nor whatif runs.
+const UNSUPPORTED: [&str; 7] = [
+    "waitany", "waitsome", "testany", "testsome", "testall", "start", "startall",
+];
+
+/// Bytes per element of SimGrid 3.32's predefined datatype `id` (`CREATE_MPI_DATATYPE` in
+/// `src/smpi/mpi/smpi_datatype.cpp`, sizes of the C types on x86-64), or `None` for an id
+/// SimGrid does not define. `-1` is a derived datatype, whose id SimGrid 3.32 does not record
+/// and replays as `MPI_DATATYPE_NULL`: 0 bytes.
+pub fn datatype_bytes(id: i64) -> Option<u64> {
+    const SIZES: [u64; 60] = [
+        8, 4, 1, 2, 8, 4, 1, 8, 1, 1, // 0 DOUBLE .. 9 UNSIGNED_CHAR
+        2, 4, 8, 8, 16, 4, 1, 1, 2, 4, // 10 UNSIGNED_SHORT .. 19 INT32_T
+        8, 1, 2, 4, 8, 8, 16, 32, 8, 8, // 20 INT64_T .. 29 OFFSET
+        8, 16, 16, 8, 8, 8, 16, 16, 4, 4, // 30 FLOAT_INT .. 39 REAL4
+        8, 16, 8, 16, 16, 4, 2, 4, 8, 16, // 40 REAL8 .. 49 INTEGER16
+        32, 1, 8, 16, 32, 0, 0, 1, 8, 8, // 50 LONG_DOUBLE_INT .. 59 COUNT
+    ];
+    match id {
+        -1 => Some(0),
+        0..=59 => Some(SIZES[id as usize]),
+        _ => None,
+    }
+}
 
 /// The index in [`ACTIONS`] of `t` (any case), if it is a known action.
 fn known(t: &str) -> Option<usize> {
@@ -254,17 +270,20 @@ fn rank_of(tok: &str, name: &str, line: u64) -> Result<usize, ImportError> {
 /// At most how many blocks and sends one action of `kind` becomes on one of `p` ranks.
 fn expansion(kind: &str, p: u64) -> (u64, u64) {
     let log = 64 - p.leading_zeros() as u64 + 1;
-    match kind {
-        "send" | "isend" => (0, 1),
-        "recv" | "sendrecv" => (2, 1),
-        "irecv" | "wait" | "waitall" => (1, 0),
-        // Either algorithm (classic or SMPI's linear ones, whose root handles every rank).
-        "barrier" => (2 * log + p + 1, log + p),
-        "bcast" | "reduce" | "allreduce" | "reducescatter" => (4 * log + p + 3, 2 * log + p),
-        "alltoall" | "alltoallv" | "allgather" | "allgatherv" => (2 * p, p),
-        "gather" | "gatherv" | "scatter" | "scatterv" => (p + 1, p),
+    // Messages per rank and waits; each message may take a receive block, a transfer block
+    // and two cuts (its send and receive points), each wait a segment.
+    let (msgs, waits) = match kind {
+        "send" | "isend" | "ssend" | "issend" | "bsend" | "ibsend" => (1, 1),
+        "recv" | "irecv" | "wait" | "waitall" => (0, 1),
+        "sendrecv" => (1, 1),
+        // Either algorithm set (classic or SimGrid's, whose roots handle every rank).
+        "barrier" => (log + 2 * p, log + 3),
+        "bcast" | "reduce" | "allreduce" | "reducescatter" => (2 * log + 2 * p, 2 * log + 3),
+        "alltoall" | "alltoallv" | "allgather" | "allgatherv" | "scan" | "exscan" => (p, log + 2),
+        "gather" | "gatherv" | "scatter" | "scatterv" => (p, 2),
         _ => (0, 0),
-    }
+    };
+    (4 * msgs + waits, msgs)
 }
 
 fn scan(files: &[PathBuf], input: &Path) -> Result<Scan, ImportError> {
@@ -489,6 +508,102 @@ impl Source {
     }
 }
 
+/// Things in a trace that the replay handles in a way worth saying.
+#[derive(Default)]
+struct Oddities {
+    /// Receives from any source or with any tag.
+    wildcards: u64,
+    /// `wait`s when the rank had no open request (SimGrid 3.32's replay aborts on them).
+    waits_on_nothing: u64,
+    /// `wait`s naming no open request while others are open (SimGrid returns at once).
+    waits_unmatched: u64,
+    /// `test`s (kept open).
+    tests: u64,
+    /// Actions with a derived datatype (id -1: 0 bytes).
+    derived: u64,
+    /// `comm_split`/`comm_dup` lines.
+    communicators: u64,
+}
+
+impl Oddities {
+    fn notes(&self) -> Vec<String> {
+        let mut v = Vec::new();
+        if self.wildcards > 0 {
+            v.push(format!(
+                "{} receives from any source or with any tag, matched in posting order to the message sent after the least work (SimGrid 3.32's replay cannot run them: it files them under another source than its waits name)",
+                self.wildcards
+            ));
+        }
+        if self.waits_on_nothing > 0 {
+            v.push(format!(
+                "{} waits with no open request on their rank: no-ops (SimGrid 3.32's replay aborts on them: \"action wait not preceded by any irecv or isend\")",
+                self.waits_on_nothing
+            ));
+        }
+        if self.waits_unmatched > 0 {
+            v.push(format!(
+                "{} waits name no open request (source, destination, tag): no-ops, as in SimGrid 3.32's replay",
+                self.waits_unmatched
+            ));
+        }
+        if self.tests > 0 {
+            v.push(format!(
+                "{} tests: each leaves its request open for a later wait (SimGrid 3.32's replay completes it if it is done and sleeps smpi/test, 0.1 ms, per test; whatif does neither)",
+                self.tests
+            ));
+        }
+        if self.derived > 0 {
+            v.push(format!(
+                "{} actions use a derived datatype (id -1), whose size SimGrid 3.32 does not record: 0 bytes, as its replay does",
+                self.derived
+            ));
+        }
+        if self.communicators > 0 {
+            v.push(format!(
+                "{} comm_split/comm_dup lines: ignored, every collective runs on MPI_COMM_WORLD (as in SimGrid 3.32's replay)",
+                self.communicators
+            ));
+        }
+        v
+    }
+}
+
+/// A rank's open requests, by (source, destination, tag) as the trace writes them, oldest
+/// first (SimGrid's `RequestStorage`).
+#[derive(Default)]
+struct Requests {
+    by_key: HashMap<(i64, i64, i64), std::collections::VecDeque<(u64, Req)>>,
+    n: u64,
+    open: usize,
+}
+
+impl Requests {
+    fn add(&mut self, key: (i64, i64, i64), r: Req) {
+        self.by_key.entry(key).or_default().push_back((self.n, r));
+        self.n += 1;
+        self.open += 1;
+    }
+    fn pop(&mut self, key: (i64, i64, i64)) -> Option<Req> {
+        let q = self.by_key.get_mut(&key)?;
+        let r = q.pop_front().map(|(_, r)| r);
+        if q.is_empty() {
+            self.by_key.remove(&key);
+        }
+        self.open -= r.is_some() as usize;
+        r
+    }
+    fn is_empty(&self) -> bool {
+        self.open == 0
+    }
+    /// Every open request, oldest first; none is left open.
+    fn take_all(&mut self) -> Vec<Req> {
+        let mut all: Vec<(u64, Req)> = self.by_key.drain().flat_map(|(_, q)| q).collect();
+        all.sort_unstable_by_key(|&(n, _)| n);
+        self.open = 0;
+        all.into_iter().map(|(_, r)| r).collect()
+    }
+}
+
 struct Args<'a> {
     a: &'a Action<'a>,
     file: &'a str,
@@ -498,13 +613,17 @@ impl Args<'_> {
     fn err(&self, expected: impl Into<String>, found: impl Into<String>) -> ImportError {
         ImportError::syntax(self.file, self.a.line, expected, found)
     }
-    fn num(&self, i: usize, what: &str) -> Result<f64, ImportError> {
-        let t = self.a.arg(i).ok_or_else(|| {
+    /// Argument `i`, or an error saying it is missing.
+    fn arg(&self, i: usize, what: &str) -> Result<&str, ImportError> {
+        self.a.arg(i).ok_or_else(|| {
             self.err(
                 format!("{}: {what} (argument {})", self.a.name, i + 1),
                 "end of line",
             )
-        })?;
+        })
+    }
+    fn num(&self, i: usize, what: &str) -> Result<f64, ImportError> {
+        let t = self.arg(i, what)?;
         // Integers below 2^53 are exact either way; the integer parser is faster.
         if let Some(v) = lines::parse_u64(t.as_bytes()).filter(|&v| v < 1 << 53) {
             return Ok(v as f64);
@@ -528,12 +647,7 @@ impl Args<'_> {
         Ok(v.round() as u64)
     }
     fn rank(&self, i: usize, what: &str, p: u32) -> Result<u32, ImportError> {
-        let t = self.a.arg(i).ok_or_else(|| {
-            self.err(
-                format!("{}: {what} (argument {})", self.a.name, i + 1),
-                "end of line",
-            )
-        })?;
+        let t = self.arg(i, what)?;
         match t.parse::<i64>() {
             Ok(v) if v >= 0 && v < p as i64 => Ok(v as u32),
             _ => Err(self.err(
@@ -555,6 +669,92 @@ impl Args<'_> {
             )),
         }
     }
+    /// Argument `i` as an integer (any sign).
+    fn int(&self, i: usize, what: &str) -> Result<i64, ImportError> {
+        let t = self.arg(i, what)?;
+        t.parse::<i64>().map_err(|_| {
+            self.err(
+                format!("{}: {what} (an integer)", self.a.name),
+                format!("`{t}`"),
+            )
+        })
+    }
+    /// Argument `i` as a finite number of any sign (SimGrid parses sizes as doubles).
+    fn any_num(&self, i: usize, what: &str) -> Result<f64, ImportError> {
+        let t = self.arg(i, what)?;
+        match t.parse::<f64>() {
+            Ok(v) if v.is_finite() => Ok(v),
+            _ => Err(self.err(
+                format!("{}: {what} (a number)", self.a.name),
+                format!("`{t}`"),
+            )),
+        }
+    }
+    /// A receive's source: a rank or a wildcard (`-333`, as SimGrid writes
+    /// `MPI_ANY_SOURCE`, or `-555`, its value), and the value as written (the request key).
+    fn source(&self, i: usize, p: u32) -> Result<(u32, i64), ImportError> {
+        match self.int(i, "source") {
+            Ok(v @ (-333 | -555)) => Ok((crate::mpi::ANY_SOURCE, v)),
+            Ok(v) if v >= 0 && v < p as i64 => Ok((v as u32, v)),
+            _ => Err(self.err(
+                format!(
+                    "{}: source (a rank in 0..{p}, or -333 for any source)",
+                    self.a.name
+                ),
+                format!("`{}`", self.a.arg(i).unwrap_or("")),
+            )),
+        }
+    }
+    /// A receive's tag: `>= 0` or `-444` (`MPI_ANY_TAG`), and the value as written.
+    fn recv_tag(&self, i: usize) -> Result<(i64, i64), ImportError> {
+        match self.int(i, "tag") {
+            Ok(-444) => Ok((crate::mpi::ANY_TAG, -444)),
+            Ok(v) if v >= 0 => Ok((v, v)),
+            _ => Err(self.err(
+                format!(
+                    "{}: a tag (a number >= 0, or -444 for any tag)",
+                    self.a.name
+                ),
+                format!("`{}`", self.a.arg(i).unwrap_or("")),
+            )),
+        }
+    }
+    /// Bytes per element of the datatype in argument `i`, or `default` when there is none.
+    fn elem(&self, i: usize, default: u64, odd: &mut Oddities) -> Result<u64, ImportError> {
+        let Some(t) = self.a.arg(i) else {
+            return Ok(default);
+        };
+        match t.parse::<i64>().ok().and_then(datatype_bytes) {
+            Some(b) => {
+                odd.derived += (t == "-1") as u64;
+                Ok(b)
+            }
+            None => Err(self.err(
+                format!(
+                    "{}: a SimGrid 3.32 datatype id (0 to 59, or -1 for a derived type) as argument {}",
+                    self.a.name,
+                    i + 1
+                ),
+                format!("`{t}`"),
+            )),
+        }
+    }
+    /// `n` elements of the datatype in argument `i` (or `default`), in bytes.
+    fn bytes(
+        &self,
+        n: u64,
+        i: usize,
+        default: u64,
+        odd: &mut Oddities,
+    ) -> Result<u64, ImportError> {
+        let e = self.elem(i, default, odd)?;
+        n.checked_mul(e).filter(|&b| b <= 1 << 60).ok_or_else(|| {
+            self.err(
+                format!("{}: a message below 2^60 bytes", self.a.name),
+                format!("{n} elements of {e} bytes"),
+            )
+        })
+    }
     fn counts(&self, from: usize, p: u32, what: &str) -> Result<Vec<u64>, ImportError> {
         (0..p as usize)
             .map(|i| self.count(from + i, what))
@@ -569,9 +769,8 @@ impl Args<'_> {
     }
 }
 
-/// Imports a SimGrid TI trace (index file or single trace file).
 /// Adds `secs` of work to the open segment (a `compute` or `sleep`, or a collective's flops).
-fn compute(cx: &Ctx, s: &mut Seg, secs: f64, x: &Args) -> Result<(), ImportError> {
+fn compute(cx: &mut Ctx, s: &mut Seg, secs: f64, x: &Args) -> Result<(), ImportError> {
     let ps = (secs * 1e12).round();
     if !ps.is_finite() || !(0.0..1.8e19).contains(&ps) {
         return Err(x.err(
@@ -585,90 +784,153 @@ fn compute(cx: &Ctx, s: &mut Seg, secs: f64, x: &Args) -> Result<(), ImportError
 
 /// A collective action as this rank's [`Coll`] (sizes in bytes: counts times `elem`) and the
 /// flops it computes after the messages.
-fn parse_coll(x: &Args, name: &str, p: u32, elem: u64) -> Result<(Coll, f64), ImportError> {
-    let bytes = |v: Vec<u64>| v.into_iter().map(|c| c * elem).collect::<Vec<u64>>();
+fn parse_coll(
+    x: &Args,
+    name: &str,
+    p: u32,
+    elem: u64,
+    odd: &mut Oddities,
+) -> Result<(Coll, f64), ImportError> {
+    let pu = p as usize;
+    // `counts` elements of the datatype in argument `dt`, in bytes.
+    let mut sizes = |counts: Vec<u64>, dt: usize| -> Result<Vec<u64>, ImportError> {
+        let e = x.elem(dt, elem, odd)?;
+        Ok(counts.into_iter().map(|c| c.saturating_mul(e)).collect())
+    };
     Ok(match name {
         "barrier" => (Coll::Barrier, 0.0),
-        "bcast" => (
-            Coll::Bcast {
-                n: x.count(0, "size")? * elem,
-                root: x.opt_rank(1, p)?,
-            },
-            0.0,
-        ),
+        "bcast" => {
+            let n = sizes(vec![x.count(0, "size")?], 2)?[0];
+            let root = x.opt_rank(1, p)?;
+            (Coll::Bcast { n, root }, 0.0)
+        }
         "reduce" | "allreduce" => {
-            let n = x.count(0, "size")? * elem;
-            let f = x.num(1, "flops")?;
             let all = name == "allreduce";
+            let n = sizes(vec![x.count(0, "size")?], if all { 2 } else { 3 })?[0];
+            let f = x.num(1, "flops")?;
             let root = if all { 0 } else { x.opt_rank(2, p)? };
             (Coll::Reduce { n, root, all }, f)
         }
-        "alltoall" => (
-            Coll::Alltoall {
-                sizes: vec![x.count(0, "send count")? * elem; p as usize],
-                v: false,
-            },
-            0.0,
-        ),
-        "alltoallv" => {
-            let sizes = bytes(x.counts(1, p, "send counts")?);
-            x.counts(p as usize + 2, p, "receive counts")?;
-            (Coll::Alltoall { sizes, v: true }, 0.0)
-        }
-        "gather" => (
-            Coll::Gather {
-                n: x.count(0, "send count")? * elem,
-                root: x.opt_rank(2, p)?,
-                v: false,
-            },
-            0.0,
-        ),
-        "gatherv" => {
-            let n = x.count(0, "send count")? * elem;
-            x.counts(1, p, "receive counts")?;
-            let root = x.opt_rank(1 + p as usize, p)?;
-            (Coll::Gather { n, root, v: true }, 0.0)
-        }
-        "scatter" => {
-            let root = x.opt_rank(2, p)?;
-            let sizes = vec![x.count(0, "send count")? * elem; p as usize];
+        "scan" | "exscan" => {
+            let n = sizes(vec![x.count(0, "size")?], 2)?[0];
+            let f = x.num(1, "flops")?;
             (
-                Coll::Scatter {
-                    sizes,
-                    root,
+                Coll::Scan {
+                    n,
+                    ex: name == "exscan",
+                },
+                f,
+            )
+        }
+        "alltoall" => {
+            let n = sizes(vec![x.count(0, "send count")?], 2)?[0];
+            x.count(1, "receive count")?;
+            // Bruck packs blocks of the send count in the receive type.
+            let block = sizes(vec![x.count(0, "send count")?], 3)?[0];
+            (
+                Coll::Alltoall {
+                    sizes: vec![n; pu],
+                    block,
                     v: false,
                 },
                 0.0,
             )
         }
+        "alltoallv" => {
+            x.count(0, "send buffer size")?;
+            let sends = sizes(x.counts(1, p, "send counts")?, 2 * pu + 2)?;
+            x.counts(pu + 2, p, "receive counts")?;
+            sizes(Vec::new(), 2 * pu + 3)?;
+            (
+                Coll::Alltoall {
+                    sizes: sends,
+                    block: 0,
+                    v: true,
+                },
+                0.0,
+            )
+        }
+        "gather" | "scatter" => {
+            let n = sizes(vec![x.count(0, "send count")?], 3)?[0];
+            x.count(1, "receive count")?;
+            sizes(Vec::new(), 4)?;
+            let root = x.opt_rank(2, p)?;
+            if name == "gather" {
+                (Coll::Gather { n, root, v: false }, 0.0)
+            } else {
+                let sizes = vec![n; pu];
+                (
+                    Coll::Scatter {
+                        sizes,
+                        root,
+                        v: false,
+                    },
+                    0.0,
+                )
+            }
+        }
+        "gatherv" => {
+            let n = sizes(vec![x.count(0, "send count")?], pu + 2)?[0];
+            x.counts(1, p, "receive counts")?;
+            sizes(Vec::new(), pu + 3)?;
+            let root = x.opt_rank(1 + pu, p)?;
+            (Coll::Gather { n, root, v: true }, 0.0)
+        }
         "scatterv" => {
-            let root = x.opt_rank(1 + p as usize, p)?;
-            let sizes = bytes(x.counts(0, p, "send counts")?);
+            let root = x.opt_rank(1 + pu, p)?;
+            let sends = sizes(x.counts(0, p, "send counts")?, pu + 2)?;
+            x.count(pu, "receive count")?;
+            sizes(Vec::new(), pu + 3)?;
             (
                 Coll::Scatter {
-                    sizes,
+                    sizes: sends,
                     root,
                     v: true,
                 },
                 0.0,
             )
         }
-        "allgather" => (
-            Coll::Allgather {
-                sizes: vec![x.count(0, "send count")? * elem; p as usize],
-                v: false,
-            },
-            0.0,
-        ),
+        "allgather" => {
+            let own = sizes(vec![x.count(0, "send count")?], 2)?[0];
+            let blk = sizes(vec![x.count(1, "receive count")?], 3)?[0];
+            (
+                Coll::Allgather {
+                    sizes: vec![blk; pu],
+                    own,
+                    v: false,
+                },
+                0.0,
+            )
+        }
         "allgatherv" => {
-            x.count(0, "send count")?;
-            let sizes = bytes(x.counts(1, p, "receive counts")?);
-            (Coll::Allgather { sizes, v: true }, 0.0)
+            // As SimGrid's parser: datatypes right after the counts when the line also has
+            // displacements after them, or when it has at most two more fields.
+            let n_args = x.a.n_args();
+            let (dt1, dt2) = if n_args > 1 + 2 * pu || n_args <= pu + 3 {
+                (pu + 1, pu + 2)
+            } else {
+                (usize::MAX, usize::MAX)
+            };
+            let own = sizes(vec![x.count(0, "send count")?], dt1)?[0];
+            let blocks = sizes(x.counts(1, p, "receive counts")?, dt2)?;
+            (
+                Coll::Allgather {
+                    sizes: blocks,
+                    own,
+                    v: true,
+                },
+                0.0,
+            )
         }
         "reducescatter" => {
-            let counts = bytes(x.counts(0, p, "receive counts")?);
-            let f = x.num(p as usize, "flops")?;
-            (Coll::ReduceScatter { counts }, f)
+            let elem = x.elem(pu + 1, elem, odd)?;
+            let counts = x
+                .counts(0, p, "receive counts")?
+                .into_iter()
+                .map(|c| c.saturating_mul(elem))
+                .collect();
+            let f = x.num(pu, "flops")?;
+            (Coll::ReduceScatter { counts, elem }, f)
         }
         _ => unreachable!("collective names are matched by the caller"),
     })
@@ -749,8 +1011,10 @@ fn import_with(
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| "simgrid".into()),
         generator: format!(
-            "whatif import simgrid {} --flops-per-s {flops_per_s}",
-            input.display()
+            "whatif import simgrid {} --flops-per-s {flops_per_s} --collectives {} --mpi-protocol {}",
+            input.display(),
+            limit.collectives.unwrap_or(Collectives::Smpi),
+            limit.mpi_protocol.unwrap_or(MpiProtocol::SIMGRID),
         ),
         description: format!(
             "SimGrid time-independent trace of {p} ranks ({} files)",
@@ -764,7 +1028,10 @@ fn import_with(
     });
     let cap = |x: u64| x.min(u32::MAX as u64) as usize;
     b.reserve(cap(sc.blocks), cap(sc.blocks + sc.sends), cap(sc.sends));
-    let mut cx = Ctx::new(b, limit.collectives, p);
+    let collectives = limit.collectives.unwrap_or(Collectives::Smpi);
+    let protocol = limit.mpi_protocol.unwrap_or(MpiProtocol::SIMGRID);
+    let mut cx = Ctx::new(b, collectives, protocol, p);
+    cx.reserve(cap(sc.blocks), cap(sc.sends));
     let mut src = if optimistic {
         Source::PerFile {
             files: files.to_vec(),
@@ -778,17 +1045,20 @@ fn import_with(
     let mut kinds: BTreeMap<String, u64> = BTreeMap::new();
     let mut counts = [0u64; ACTIONS.len()];
     let mut toks: Vec<(u32, u32)> = Vec::new();
+    let mut odd = Oddities::default();
     progress.stage("import", p as u64, "ranks");
     for r in 0..p {
         if r & 63 == 0 {
             progress.advance_to(r as u64);
         }
         let init = cx.entry("init");
-        let mut s = Seg::new(r, init);
+        let mut s = cx.begin(r, init, None);
+        // MPI_DEFAULT_TYPE: MPI_BYTE, or MPI_DOUBLE when `init` has an argument.
         let mut elem = 1u64;
         let mut n_coll = 0u64;
         let mut coll_size = (0u64, 0u64);
         let mut first = true;
+        let mut store = Requests::default();
         let laid_out = src.each(r as usize, &mut |fi, line, text| {
             if first {
                 first_file[r as usize] = fi;
@@ -823,65 +1093,77 @@ fn import_with(
             };
             match a.name {
                 "init" => elem = if a.n_args() == 0 { 1 } else { 8 },
-                "finalize" | "comm_size" | "location" | "test" => {}
+                "finalize" | "comm_size" | "location" => {}
+                "comm_split" | "comm_dup" => odd.communicators += 1,
+                "test" => odd.tests += 1,
                 "compute" => {
                     let f = x.num(0, "flops")?;
-                    compute(&cx, &mut s, f / flops_per_s, &x)?;
+                    compute(&mut cx, &mut s, f / flops_per_s, &x)?;
                 }
                 "sleep" => {
                     let t = x.num(0, "seconds")?;
-                    compute(&cx, &mut s, t, &x)?;
+                    compute(&mut cx, &mut s, t, &x)?;
                 }
-                "send" | "isend" => {
+                "send" | "isend" | "ssend" | "issend" | "bsend" | "ibsend" => {
                     let dst = x.rank(0, "destination", p)?;
                     let tag = x.tag(1)?;
                     let n = x.count(2, "size")?;
-                    cx.send(&mut s, dst, tag, n * elem);
+                    let bytes = x.bytes(n, 3, elem, &mut odd)?;
+                    let req = cx.isend(&mut s, dst, tag, bytes);
+                    match a.name {
+                        "ssend" | "issend" => cx.set_synchronous(req),
+                        "bsend" | "ibsend" => cx.set_buffered(req),
+                        _ => {}
+                    }
+                    if a.name.starts_with('i') {
+                        store.add((r as i64, dst as i64, tag), req);
+                    } else {
+                        cx.wait(&mut s, &[req], "send");
+                    }
                 }
                 "recv" | "irecv" => {
-                    let src = x.rank(0, "source", p)?;
-                    let tag = x.tag(1)?;
-                    x.count(2, "size")?;
-                    let id = cx.post_recv(&s, src, tag);
+                    let (src, key_src) = x.source(0, p)?;
+                    let (tag, key_tag) = x.recv_tag(1)?;
+                    // The count may be negative (unknown size: SimGrid probes); the sender's
+                    // size is what travels.
+                    x.any_num(2, "size")?;
+                    x.bytes(0, 3, elem, &mut odd)?;
+                    odd.wildcards += (src == ANY_SOURCE || tag == ANY_TAG) as u64;
+                    let req = cx.irecv(&s, src, tag);
                     if a.name == "recv" {
-                        cx.wait_for(&mut s, &[id], "recv");
+                        cx.wait(&mut s, &[req], "recv");
                     } else {
-                        s.irecvs.push(((src, r, tag), id));
+                        store.add((key_src, r as i64, key_tag), req);
                     }
                 }
                 "wait" => {
-                    let src = x.rank(0, "source", p)?;
-                    let dst = x.rank(1, "destination", p)?;
-                    let tag = x.tag(2)?;
-                    if let Some(i) = s.irecvs.iter().position(|(k, _)| *k == (src, dst, tag)) {
-                        let (_, id) = s.irecvs.remove(i);
-                        cx.wait_for(&mut s, &[id], "wait");
+                    let src = x.int(0, "source")?;
+                    let dst = x.int(1, "destination")?;
+                    let tag = x.int(2, "tag")?;
+                    match store.pop((src, dst, tag)) {
+                        Some(req) => {
+                            cx.wait(&mut s, &[req], "wait");
+                        }
+                        None if store.is_empty() => odd.waits_on_nothing += 1,
+                        None => odd.waits_unmatched += 1,
                     }
                 }
                 "waitall" => {
-                    let ids: Vec<BlockId> = s.irecvs.drain(..).map(|(_, id)| id).collect();
-                    if !ids.is_empty() {
-                        cx.wait_for(&mut s, &ids, "waitall");
-                    }
+                    let reqs = store.take_all();
+                    cx.wait(&mut s, &reqs, "waitall");
                 }
                 "sendrecv" => {
                     let n = x.count(0, "send count")?;
                     let dst = x.rank(1, "destination", p)?;
                     x.count(2, "receive count")?;
                     let src = x.rank(3, "source", p)?;
-                    cx.send(&mut s, dst, 0, n * elem);
-                    let id = cx.post_recv(&s, src, 0);
-                    cx.wait_for(&mut s, &[id], "sendrecv");
-                }
-                "comm_split" | "comm_dup" => {
-                    return Err(ImportError::Unsupported {
-                        file: format!("{}:{}", names[a.file], a.line),
-                        what: format!("`{}`: only MPI_COMM_WORLD is supported", a.name),
-                    });
+                    let bytes = x.bytes(n, 4, elem, &mut odd)?;
+                    x.bytes(0, 5, elem, &mut odd)?;
+                    cx.sendrecv(&mut s, dst, 0, bytes, src, 0, "sendrecv");
                 }
                 coll @ ("barrier" | "bcast" | "reduce" | "allreduce" | "alltoall" | "alltoallv"
                 | "gather" | "gatherv" | "scatter" | "scatterv" | "allgather"
-                | "allgatherv" | "reducescatter") => {
+                | "allgatherv" | "reducescatter" | "scan" | "exscan") => {
                     let c = n_coll;
                     n_coll += 1;
                     if optimistic && r == 0 {
@@ -897,16 +1179,30 @@ fn import_with(
                             limit,
                         )?;
                     }
-                    let (cl, flops) = parse_coll(&x, coll, p, elem)?;
-                    crate::mpi::expand(&mut cx, &mut s, &cl, c, p, coll);
-                    compute(&cx, &mut s, flops / flops_per_s, &x)?;
+                    let (cl, flops) = parse_coll(&x, coll, p, elem, &mut odd)?;
+                    crate::mpi::expand(&mut cx, &mut s, &cl, c, p, coll).map_err(|what| {
+                        ImportError::Unsupported {
+                            file: format!("{}:{}", names[a.file], a.line),
+                            what,
+                        }
+                    })?;
+                    compute(&mut cx, &mut s, flops / flops_per_s, &x)?;
                     let root = cl.root();
                     let coll = cl.name();
                     colls[r as usize].push((coll, a.line as usize, root as u64));
                 }
+                other if UNSUPPORTED.contains(&other) => {
+                    return Err(ImportError::Unsupported {
+                        file: format!("{}:{}", names[a.file], a.line),
+                        what: format!(
+                            "`{}`: completing one of several requests depends on which finishes first, which a time-independent trace cannot replay (SimGrid 3.32's replay refuses it too)",
+                            raw
+                        ),
+                    });
+                }
                 other => {
                     return Err(x.err(
-                        "a TI action (init, compute, send, isend, recv, irecv, wait, waitall, test, sendrecv, sleep, barrier, bcast, reduce, allreduce, alltoall, alltoallv, gather, gatherv, scatter, scatterv, allgather, allgatherv, reducescatter, comm_size, finalize)",
+                        "a TI action (init, compute, sleep, send, isend, Ssend, ISsend, bsend, ibsend, recv, irecv, wait, waitall, test, sendRecv, barrier, bcast, reduce, allreduce, alltoall, alltoallv, gather, gatherv, scatter, scatterv, allgather, allgatherv, reducescatter, scan, exscan, comm_size, comm_split, comm_dup, location, finalize)",
                         format!("`{other}`"),
                     ));
                 }
@@ -941,8 +1237,8 @@ fn import_with(
             ));
         }
     }
-    crate::mpi::match_messages(&mut cx, &input.display().to_string())?;
-    let trace = cx.b.finish().map_err(|source| ImportError::Invalid {
+    let (b, protocol_notes) = cx.finish(&input.display().to_string())?;
+    let trace = b.finish().map_err(|source| ImportError::Invalid {
         file: input.display().to_string(),
         source,
     })?;
@@ -962,10 +1258,16 @@ fn import_with(
             .join(", ")
     )];
     notes.push(format!(
-        "{} blocks, {} messages (collectives expanded); compute at {flops_per_s:e} flop/s",
+        "{} blocks, {} messages (collectives expanded: {}); compute at {flops_per_s:e} flop/s",
         trace.num_blocks(),
-        trace.num_sends()
+        trace.num_sends(),
+        match collectives {
+            Collectives::Smpi => "SimGrid 3.32's default selector",
+            Collectives::Classic => "whatif's classic algorithms",
+        }
     ));
+    notes.extend(protocol_notes);
+    notes.extend(odd.notes());
     Ok(Some(Imported {
         trace,
         notes,

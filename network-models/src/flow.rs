@@ -23,7 +23,7 @@
 //! multiplies the start-up, `bw_factor` the rate at which a flow's bytes cross (its share of
 //! the links is computed at full bandwidth, as SimGrid does). `cm02` uses factors 1 and
 //! `weight_s = 0`; `lv08` uses 13.01, 0.97 and 20537 B. Either matches SimGrid with
-//! `network/crosstraffic:0` and `network/TCP-gamma:0`, on the platform
+//! `network/crosstraffic:0` and `network/TCP-gamma:1e30` (no TCP window), on the platform
 //! [`crate::simgrid::platform_xml`] writes for the same machine.
 //!
 //! Closed forms (tested): a lone message takes `lat + H*hop + S/bw`; `n` equal flows starting

@@ -10,7 +10,7 @@
 //!   directions of a cable are two SimGrid links, so they do not share);
 //! - between PEs of one node: `intra<n>`, a `FATPIPE` link with `lat_intra` and `bw_intra`.
 //!
-//! Run SimGrid with [`smpirun_cfg`] (`network/model:CM02`, cross-traffic off, TCP-gamma 0,
+//! Run SimGrid with [`smpirun_cfg`] (`network/model:CM02`, cross-traffic off, TCP-gamma 1e30 (no window),
 //! and the spec's factors and weight-S) and its flows take the routes, latencies and shares
 //! the `flow` model gives them. SimGrid always weights shares by route latency (`cm02`);
 //! under `sharing=maxmin` the two agree where the flows sharing a link have equal route
@@ -140,7 +140,12 @@ pub fn smpirun_cfg(p: &FlowParams) -> Vec<String> {
     vec![
         "--cfg=network/model:CM02".to_string(),
         "--cfg=network/crosstraffic:0".to_string(),
-        "--cfg=network/TCP-gamma:0".to_string(),
+        // A TCP window so large that it never bounds a flow (whatif models none). Not 0:
+        // with `TCP-gamma:0`, SimGrid 3.32 completed some transfers without any transmission
+        // time when several started together, depending on the order they were posted
+        // (measured: on a 4-node ring, four of an all-to-all's twelve 10,016-byte transfers
+        // finished after their 1.1 us latency alone).
+        "--cfg=network/TCP-gamma:1e30".to_string(),
         format!("--cfg=network/latency-factor:{}", f(p.lat_factor_ppm)),
         format!("--cfg=network/bandwidth-factor:{}", f(p.bw_factor_ppm)),
         format!("--cfg=network/weight-S:{}", p.weight_s_bytes),

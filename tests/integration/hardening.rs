@@ -343,7 +343,9 @@ fn output_folders_are_replaced_whole_and_foreign_ones_refused() {
 fn a_collective_that_expands_beyond_memory_is_refused_before_building() {
     let dir = tmpdir("hard-a2a");
     // The case: 20,000 ranks doing one alltoall (under a megabyte of text) expand
-    // into 8e8 blocks. Refused after the scan, with the figures and the limit.
+    // into 4e8 messages, estimated at up to 1.6e9 blocks (each message may need a receive
+    // block, a transfer block and two cuts under a rendezvous protocol). Refused after the
+    // scan, with the figures and the limit.
     let f = dir.join("a2a.txt");
     let mut text = String::new();
     for r in 0..20_000 {
@@ -362,14 +364,14 @@ fn a_collective_that_expands_beyond_memory_is_refused_before_building() {
         &o,
         &[
             "a2a.txt",
-            "800020000 blocks",
+            "1600380000 blocks and 400000000 messages",
             "above the limit",
             "--max-memory",
         ],
     );
     assert!(!out.exists());
     let o = whatif(&["replay", f.to_str().unwrap(), "--format", "simgrid"]);
-    refused(&o, &["800020000 blocks"]);
+    refused(&o, &["1600380000 blocks"]);
     // The same through an index of one file per rank (the one-pass reader): refused while
     // rank 0 is read, before the collective is built.
     let idx = dir.join("index.txt");

@@ -620,6 +620,21 @@ fn simgrid_small_examples_all_replay() {
     assert_eq!(r.makespan, SimTime::from_ps(1_000_000_000_000));
 }
 
+/// A SimGrid import with whatif's classic collectives and the eager protocol (transfers at
+/// the send, sends never block, no envelope): the closed forms below predate the protocol.
+fn imp_classic_eager(path: &Path) -> importers::Imported {
+    import(
+        Format::SimGrid,
+        path,
+        &ImportOptions {
+            collectives: Some(importers::mpi::Collectives::Classic),
+            mpi_protocol: Some(importers::mpi::MpiProtocol::EAGER),
+            ..ImportOptions::default()
+        },
+    )
+    .unwrap()
+}
+
 #[test]
 fn simgrid_hand_written_closed_forms() {
     // Ping-pong of 1000 bytes.
@@ -627,7 +642,7 @@ fn simgrid_hand_written_closed_forms() {
         "pp.txt",
         "0 init\n1 init\n0 send 1 0 1000\n0 recv 1 0 1000\n1 recv 0 0 1000\n1 send 0 0 1000\n0 finalize\n1 finalize\n",
     );
-    let t = imp(Format::SimGrid, &pp).trace;
+    let t = imp_classic_eager(&pp).trace;
     let r = run_with(&t, "alphabeta:lat=1us,bw=1GB/s", &ReplayConfig::default());
     assert_eq!(r.makespan, SimTime::from_ps(2 * (1_000_000 + 1_000_000)));
     let r = run_with(&t, "loggops", &ReplayConfig::default());
@@ -648,7 +663,7 @@ fn simgrid_hand_written_closed_forms() {
         ("gather 1000 1000 2", 2_000_000),
     ] {
         let text: String = (0..4).map(|r| format!("{r} {body}\n")).collect();
-        let t = imp(Format::SimGrid, &ti_file("coll.txt", &text)).trace;
+        let t = imp_classic_eager(&ti_file("coll.txt", &text)).trace;
         let r = run_with(&t, net, &ReplayConfig::default());
         assert_eq!(r.makespan, SimTime::from_ps(want_ps), "{body}");
     }
@@ -656,7 +671,8 @@ fn simgrid_hand_written_closed_forms() {
     // back); linear reduce = T, so allreduce = T + binomial bcast 2T; linear all-to-all and
     // allgather post every send at once: T without contention.
     let smpi = ImportOptions {
-        collectives: importers::simgrid::Collectives::Smpi,
+        collectives: Some(importers::mpi::Collectives::Smpi),
+        mpi_protocol: Some(importers::mpi::MpiProtocol::EAGER),
         ..ImportOptions::default()
     };
     for (body, want_ps) in [
@@ -680,13 +696,10 @@ fn simgrid_hand_written_closed_forms() {
         assert_eq!(r.makespan, SimTime::from_ps(want_ps), "smpi {body}");
     }
     // init with an argument: sizes count 8-byte doubles.
-    let t = imp(
-        Format::SimGrid,
-        &ti_file(
-            "dbl.txt",
-            "0 init 1\n1 init 1\n0 send 1 0 125\n1 recv 0 0 125\n",
-        ),
-    )
+    let t = imp_classic_eager(&ti_file(
+        "dbl.txt",
+        "0 init 1\n1 init 1\n0 send 1 0 125\n1 recv 0 0 125\n",
+    ))
     .trace;
     assert_eq!(t.all_sends()[0].bytes, 1000);
 }
@@ -712,14 +725,43 @@ fn simgrid_errors_name_the_line() {
             "0 compute -5\n",
             ":1: expected compute: flops (a non-negative number)",
         ),
-        ("0 comm_split 2\n", "only MPI_COMM_WORLD"),
         ("0 init\n2 init\n", "rank 1 has no actions"),
+        // Datatype ids are SimGrid 3.32's: 60 is not one.
+        (
+            "0 init\n0 send 0 0 10 60\n0 recv 0 0 10\n",
+            ":2: expected send: a SimGrid 3.32 datatype id (0 to 59, or -1 for a derived type) as argument 4; found `60`",
+        ),
+        (
+            "0 init\n0 recv -7 0 10 0\n",
+            ":2: expected recv: source (a rank in 0..1, or -333 for any source); found `-7`",
+        ),
+        (
+            "0 init\n0 recv 0 -3 10 0\n",
+            ":2: expected recv: a tag (a number >= 0, or -444 for any tag); found `-3`",
+        ),
+        ("0 init\n0 waitAny\n", ":2: not supported: `waitAny`"),
+        // A wildcard receive that no message can satisfy.
+        (
+            "0 irecv -333 5 1 1\n0 wait -333 0 5\n",
+            "rank 0's receive #1 (from any source, tag 5) matches no message",
+        ),
     ];
     for (i, (text, want)) in cases.iter().enumerate() {
         let p = ti_file(&format!("bad{i}.txt"), text);
         let e = import(Format::SimGrid, &p, &ImportOptions::default()).unwrap_err();
         assert!(e.to_string().contains(want), "case {i}: {e}");
     }
+    // comm_split and comm_dup are no-ops, as in SimGrid's replay, and said so.
+    let p = ti_file("split.txt", "0 init\n0 comm_split 2\n0 barrier\n");
+    let imported = import(Format::SimGrid, &p, &ImportOptions::default()).unwrap();
+    assert!(
+        imported
+            .notes
+            .iter()
+            .any(|n| n.contains("1 comm_split/comm_dup lines: ignored")),
+        "{:?}",
+        imported.notes
+    );
     // An index naming a missing file.
     let idx = ti_file("idx.txt", "nothere/trace0.txt\n");
     let e = import(Format::SimGrid, &idx, &ImportOptions::default()).unwrap_err();

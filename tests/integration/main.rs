@@ -11,6 +11,8 @@ mod importers;
 mod lb;
 mod loggopsim;
 mod models;
+mod mpi_protocol;
+mod mpi_suite;
 mod network;
 mod noise;
 mod otf2;

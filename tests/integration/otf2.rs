@@ -196,7 +196,7 @@ mod with_library {
             Format::Otf2,
             &anchor,
             &ImportOptions {
-                collectives: importers::simgrid::Collectives::Smpi,
+                collectives: Some(importers::mpi::Collectives::Smpi),
                 ..ImportOptions::default()
             },
         )

@@ -15,7 +15,7 @@ use std::path::Path;
 use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-fn smpirun_available() -> bool {
+pub(crate) fn smpirun_available() -> bool {
     let ok = Command::new("smpirun")
         .arg("-version")
         .output()
@@ -42,7 +42,7 @@ fn write_ti(dir: &Path, ranks: &[String]) -> std::path::PathBuf {
 
 /// SimGrid's simulated time (s) for `index` on the machine of `net`, read from the replay's
 /// final log line printed with 12 decimals.
-fn simgrid_time(dir: &Path, net: &str, pes: u32, index: &Path) -> f64 {
+pub(crate) fn simgrid_time(dir: &Path, net: &str, pes: u32, index: &Path) -> f64 {
     static RUN: AtomicU32 = AtomicU32::new(0);
     let plat = dir.join(format!("plat-{}", RUN.fetch_add(1, Ordering::Relaxed)));
     let _ = std::fs::remove_dir_all(&plat);
@@ -246,8 +246,132 @@ fn flow_matches_simgrid_on_the_32_rank_trace() {
         0.005,
     );
     // whatif's own algorithms (pairwise all-to-all, ...) are another program: +5.7% measured.
-    let classic = whatif_time(&index, slow, &[]);
+    let classic = whatif_time(&index, slow, &["--collectives", "classic"]);
     let sg = simgrid_time(&dir, slow, 32, &index);
     assert!(classic > sg * 1.01, "classic {classic} vs SimGrid {sg}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `P` ranks, each running `body(r)` between `init` and `finalize`.
+fn ranks_text(p: u32, body: impl Fn(u32) -> String) -> Vec<String> {
+    (0..p)
+        .map(|r| format!("{r} init\n{}{r} finalize\n", body(r)))
+        .collect()
+}
+
+#[test]
+fn smpi_collectives_match_simgrid_at_every_algorithm() {
+    if !smpirun_available() {
+        return;
+    }
+    let dir = tmpdir("simgrid-colls");
+    // 16 ranks with uneven work before each call, SimGrid's default selector at sizes that
+    // pick each of Open MPI's all-to-all algorithms for 16 ranks (2 B: linear-sync, 100 B:
+    // modified Bruck, 10 kB: basic linear, 600 kB: linear-sync; SimGrid runs linear-sync as
+    // basic linear), calls of 64 KiB and more (blocking sends hold the sender), v variants with
+    // unequal counts, reduce-scatter with unequal counts (MPICH's recursive doubling), scans.
+    let p = 16u32;
+    let v = |k: u32| -> String {
+        (0..p)
+            .map(|q| (1000 + 500 * ((q + k) % 5)).to_string())
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let sym = |r: u32| -> String {
+        (0..p)
+            .map(|q| (70_000 + 500 * ((r + q) % 5)).to_string())
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let body = |r: u32| -> String {
+        let w = |k: u32| format!("{r} compute {}\n", 10_000 + 7_000 * ((r * 5 + k) % 11));
+        [
+            format!("{r} alltoall 2 2 6 6\n"),
+            format!("{r} alltoall 100 100 6 6\n"),
+            format!("{r} alltoall 10000 10000 6 6\n"),
+            format!("{r} alltoall 600000 600000 6 6\n"),
+            format!("{r} bcast 100000 3 6\n"),
+            format!("{r} reduce 20000 0 5 0\n"),
+            format!("{r} allreduce 9000 0 0\n"),
+            format!("{r} barrier\n"),
+            format!(
+                "{r} gatherv {} {} 2 6 6\n",
+                1000 + 500 * ((r + 1) % 5),
+                v(1)
+            ),
+            format!(
+                "{r} scatterv {} {} 2 6 6\n",
+                v(2),
+                1000 + 500 * ((r + 2) % 5)
+            ),
+            format!(
+                "{r} allgatherv {} {} 6 6\n",
+                1000 + 500 * ((r + 3) % 5),
+                v(3)
+            ),
+            // Rank r sends 70,000 + 500 ((r + q) mod 5) bytes to rank q (so q expects as
+            // much from r).
+            format!(
+                "{r} alltoallv 1000000 {sym} 1000000 {sym} 6 6\n",
+                sym = sym(r)
+            ),
+            format!("{r} reducescatter {} 0 1\n", v(5)),
+            format!("{r} scan 3000 0 0\n"),
+            format!("{r} exscan 3000 0 0\n"),
+            format!("{r} gather 70000 70000 5 6 6\n"),
+            format!("{r} scatter 70000 70000 7 6 6\n"),
+            format!("{r} allgather 5000 5000 6 6\n"),
+        ]
+        .iter()
+        .enumerate()
+        .map(|(k, c)| w(k as u32) + c)
+        .collect()
+    };
+    let index = write_ti(&dir, &ranks_text(p, body));
+    for net in [
+        "flow:topo=torus:4x4,lat=1us,hop=100ns,bw=10GB/s,sharing=cm02",
+        "flow:topo=fattree:k=4,levels=2,up=2,lat=1us,hop=100ns,bw=100MB/s,sharing=lv08",
+    ] {
+        compare(&dir, &index, net, p, &[], 0.002);
+    }
+    // 4 ranks: a 600 kB all-to-all is pairwise (XOR partners), and a reduce-scatter of more
+    // than 524,288 elements with unequal counts is MPICH's pairwise algorithm.
+    let dir4 = tmpdir("simgrid-colls4");
+    let index = write_ti(
+        &dir4,
+        &ranks_text(4, |r| {
+            format!(
+                "{r} compute {}\n{r} alltoall 600000 600000 6 6\n{r} reducescatter 200000 150000 150000 100000 0 1\n",
+                100_000 * r
+            )
+        }),
+    );
+    compare(
+        &dir4,
+        &index,
+        "flow:topo=torus:2x2,lat=1us,hop=100ns,bw=10GB/s,sharing=cm02",
+        4,
+        &[],
+        0.002,
+    );
+    // 6 ranks (not a power of two): recursive doubling's extra halving steps.
+    let dir6 = tmpdir("simgrid-colls6");
+    let index = write_ti(
+        &dir6,
+        &ranks_text(6, |r| {
+            format!(
+                "{r} compute {}\n{r} reducescatter 1000 2000 3000 1000 2000 3000 0 0\n{r} alltoall 1000 1000 6 6\n",
+                50_000 * r
+            )
+        }),
+    );
+    compare(
+        &dir6,
+        &index,
+        "flow:topo=torus:2x3,lat=1us,hop=100ns,bw=10GB/s,sharing=cm02",
+        6,
+        &[],
+        0.002,
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
