@@ -611,7 +611,7 @@ fn convert(anchor: &Path, a: &Archive, collectives: Collectives) -> Result<Impor
         last_ps = last_ps.max(last);
         // The segment after the last region closed is empty unless it waits or sends.
         if s.dur_ps > 0 || s.sent || s.waited {
-            cx.close(&s);
+            cx.close();
         }
     }
     let (b, _) = cx.finish(&name)?;

@@ -1212,7 +1212,7 @@ fn import_with(
         if !laid_out {
             return Ok(None);
         }
-        cx.close(&s);
+        cx.close();
     }
     // Every rank must call the same collectives in the same order, with the same root.
     for r in 1..p as usize {

@@ -91,7 +91,7 @@ impl Lowering<'_> {
         id
     }
 
-    fn op(&mut self, op: Op, o: &mut Open) -> Result<(), ImportError> {
+    fn op(&mut self, op: Op, o: &mut Open) {
         match op {
             Op::Begin { rank, entry, start } => {
                 // (A rank that ended without closing leaves no deferred receive behind.)
@@ -179,7 +179,6 @@ impl Lowering<'_> {
                 }
             }
         }
-        Ok(())
     }
 }
 
@@ -213,7 +212,7 @@ pub(crate) fn lower(cx: &mut Ctx, m: &Matching) -> Result<Vec<String>, ImportErr
         start: NONE_PS,
     };
     for &op in &ops {
-        l.op(op, &mut o)?;
+        l.op(op, &mut o);
     }
     drop(ops);
     // Transfer blocks of rendezvous messages: on the sender, after the send and the post.

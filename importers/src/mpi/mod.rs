@@ -449,7 +449,7 @@ impl Ctx {
     }
 
     /// The rank's last segment is complete (without it, an open segment is dropped).
-    pub(crate) fn close(&mut self, _s: &Seg) {
+    pub(crate) fn close(&mut self) {
         self.ops.push(Op::Close);
     }
 
