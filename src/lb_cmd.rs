@@ -37,9 +37,11 @@ pub(crate) struct LbArgs {
     /// Trace file (binary or JSON lines), e.g. from `whatif emulate`, or with --format a
     /// foreign trace.
     trace: PathBuf,
-    /// Read the input as this foreign format (as `whatif import` does).
-    #[arg(long, value_parser = crate::parse_format)]
-    format: Option<importers::Format>,
+    /// Read the input as this foreign format (as `whatif import` does), or `lbdump`: a
+    /// Charm++ load-balancing database dump (`+LBDump`, one file `NAME.step`), whose loads and
+    /// communication graph the strategies are compared on, as Charm++'s `+LBSim` does.
+    #[arg(long, value_parser = parse_lb_format)]
+    format: Option<LbFormat>,
     #[command(flatten)]
     import: crate::ImportOpts,
     /// Strategies to compare, comma separated, each `name[:key=value,...]` (listed below)
@@ -73,6 +75,25 @@ pub(crate) struct LbArgs {
     /// No progress on stderr.
     #[arg(long, short)]
     quiet: bool,
+}
+
+/// What `whatif lb` reads.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum LbFormat {
+    /// A trace (a foreign format, imported first).
+    Trace(importers::Format),
+    /// A Charm++ `+LBDump` file.
+    LbDump,
+}
+
+fn parse_lb_format(s: &str) -> Result<LbFormat, String> {
+    if s == "lbdump" {
+        Ok(LbFormat::LbDump)
+    } else {
+        crate::parse_format(s)
+            .map(LbFormat::Trace)
+            .map_err(|e| format!("{e}, or lbdump (a Charm++ +LBDump file, `whatif lb` only)"))
+    }
 }
 
 /// One strategy's results. Simulated and static figures only (no wall-clock times), so equal
@@ -127,25 +148,18 @@ pub(crate) fn replay_run(
 }
 
 pub(crate) fn lb(a: LbArgs) -> Result<()> {
-    let trace = crate::load_flat(&a.trace, a.format, &a.import, &a.machine, a.quiet)?;
+    let format = match a.format {
+        Some(LbFormat::LbDump) => return lb_dump(&a),
+        Some(LbFormat::Trace(f)) => Some(f),
+        None => None,
+    };
+    let trace = crate::load_flat(&a.trace, format, &a.import, &a.machine, a.quiet)?;
     let spec = net_for(&trace, &a.machine)?;
     let cpu = cpu_scale_for(&trace, &a.machine)?;
     let base_cfg = machine_config(&a.machine, &trace, cpu, false)?;
     let pes = base_cfg.pes.unwrap_or(trace.meta.recorded_pes);
     crate::limits::check_pes(pes as u64, trace.objects.len() as u64, a.machine.force)?;
-    {
-        let files: Vec<(&str, &std::path::Path)> =
-            a.csv.iter().map(|p| ("--csv", p.as_path())).collect();
-        let dirs: Vec<(&str, &std::path::Path)> = [("--db", &a.db), ("--maps", &a.maps)]
-            .into_iter()
-            .filter_map(|(f, p)| p.as_deref().map(|p| (f, p)))
-            .collect();
-        crate::limits::refuse_overwrite(
-            std::slice::from_ref(&a.trace),
-            &[files.clone(), dirs.clone()].concat(),
-        )?;
-        crate::files::check_outputs(&files, &dirs, a.machine.force)?;
-    }
+    check_outputs(&a)?;
     let current = base_cfg
         .mapping
         .resolve(&trace, pes)
@@ -154,16 +168,7 @@ pub(crate) fn lb(a: LbArgs) -> Result<()> {
         topology: t.clone(),
         pes_per_node: ppn,
     });
-    let strategies: Vec<Strategy> = match &a.strategies {
-        Some(s) => parse_list(s)?,
-        None => {
-            let mut s = "dummy,rotate,random,greedy,greedy-refine,refine,rec-bipart".to_string();
-            if topo.is_some() {
-                s.push_str(",topo");
-            }
-            parse_list(&s)?
-        }
-    };
+    let strategies = strategies(a.strategies.as_deref(), topo.is_some())?;
     let point = a.at.unwrap_or_else(|| default_point(&trace));
     let (plan, db) = database(&trace, point, &current, pes, cpu, a.migrate_bytes)?;
     let movable = plan.migratable.iter().filter(|m| **m).count();
@@ -285,6 +290,35 @@ pub(crate) fn lb(a: LbArgs) -> Result<()> {
     Ok(())
 }
 
+/// Refuses outputs that would overwrite the input or an existing file (unless --force).
+fn check_outputs(a: &LbArgs) -> Result<()> {
+    let files: Vec<(&str, &std::path::Path)> =
+        a.csv.iter().map(|p| ("--csv", p.as_path())).collect();
+    let dirs: Vec<(&str, &std::path::Path)> = [("--db", &a.db), ("--maps", &a.maps)]
+        .into_iter()
+        .filter_map(|(f, p)| p.as_deref().map(|p| (f, p)))
+        .collect();
+    crate::limits::refuse_overwrite(
+        std::slice::from_ref(&a.trace),
+        &[files.clone(), dirs.clone()].concat(),
+    )?;
+    crate::files::check_outputs(&files, &dirs, a.machine.force)
+}
+
+/// `--strategies`, else every strategy (and `topo` when the network has a topology).
+fn strategies(list: Option<&str>, has_topology: bool) -> Result<Vec<Strategy>> {
+    Ok(match list {
+        Some(s) => parse_list(s)?,
+        None => {
+            let mut s = "dummy,rotate,random,greedy,greedy-refine,refine,rec-bipart".to_string();
+            if has_topology {
+                s.push_str(",topo");
+            }
+            parse_list(&s)?
+        }
+    })
+}
+
 /// The first sync point of the trace, else the start.
 pub(crate) fn default_point(trace: &Trace) -> LbPoint {
     sync_iterations(trace)
@@ -368,41 +402,41 @@ fn write_map(
     from: &[u32],
     to: &[u32],
 ) -> Result<()> {
-    let name: String = s
-        .to_string()
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    let p = dir.join(format!("{name}.csv"));
-    let mut w =
-        csv::Writer::from_path(&p).with_context(|| format!("cannot write {}", p.display()))?;
-    w.write_record(["object", "name", "from_pe", "to_pe"])?;
-    for (o, info) in t.objects.iter().enumerate() {
-        w.write_record([
-            o.to_string(),
-            info.name.clone(),
-            from[o].to_string(),
-            to[o].to_string(),
-        ])?;
-    }
-    w.flush()?;
-    Ok(())
+    let names: Vec<String> = t.objects.iter().map(|o| o.name.clone()).collect();
+    write_named_map(dir, s, &names, from, to)
 }
 
 fn mb(bytes: u64) -> String {
     sim_core::units::human_bytes(bytes)
 }
 
+/// Left-aligned first column, right-aligned others, two spaces apart.
+fn render<const N: usize>(head: &[&str; N], body: &[[String; N]]) -> String {
+    use std::fmt::Write;
+    let mut width = head.map(str::len);
+    for b in body {
+        for (w, c) in width.iter_mut().zip(b) {
+            *w = (*w).max(c.len());
+        }
+    }
+    let mut out = String::new();
+    let rows = std::iter::once(head.map(String::from)).chain(body.iter().cloned());
+    for cells in rows {
+        let mut line = String::new();
+        for (j, (c, w)) in cells.iter().zip(width).enumerate() {
+            if j == 0 {
+                let _ = write!(line, "{c:<w$}");
+            } else {
+                let _ = write!(line, "  {c:>w$}");
+            }
+        }
+        let _ = writeln!(out, "{line}");
+    }
+    out
+}
+
 /// The human table. `free_moves`: no --migrate-bytes, so moved bytes are not charged ("free").
 fn table(rows: &[Row], free_moves: bool) -> String {
-    use std::fmt::Write;
-    let mut out = String::new();
     let head = [
         "strategy",
         "max/avg",
@@ -438,27 +472,260 @@ fn table(rows: &[Row], free_moves: bool) -> String {
             ]
         })
         .collect();
-    let mut width = head.map(str::len);
-    for b in &body {
-        for (w, c) in width.iter_mut().zip(b) {
-            *w = (*w).max(c.len());
+    render(&head, &body)
+}
+
+/// One strategy on an LB dump: static figures only (there is no trace to replay).
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct DumpRow {
+    strategy: String,
+    pes: u32,
+    max_avg_load: f64,
+    max_load_s: f64,
+    avg_load_s: f64,
+    migrations: u64,
+    migrated_bytes: u64,
+    cut_messages: u64,
+    cut_bytes: u64,
+    hop_bytes: Option<u64>,
+    /// Network time of the busiest PE's remote messages and migrations (each message's send
+    /// overhead, wire time and receive overhead under the network model; a moved object is
+    /// one message of `--migrate-bytes` for its old and its new PE; not overlapped with
+    /// computation).
+    max_comm_s: f64,
+    /// Predicted LB period: the largest PE load plus its remote messages' network time.
+    predicted_step_s: f64,
+}
+
+/// `whatif lb --format lbdump`: strategies on a Charm++ LB database dump.
+fn lb_dump(a: &LbArgs) -> Result<()> {
+    if a.at.is_some() {
+        anyhow::bail!(
+            "--at does not apply to an LB dump: the dump is one LB step's database (choose the step by the file, NAME.<step>)"
+        );
+    }
+    let bytes =
+        std::fs::read(&a.trace).with_context(|| format!("cannot read {}", a.trace.display()))?;
+    let name = a.trace.display().to_string();
+    let dump = lb_strategies::parse_lbdump(&bytes, &name)?;
+    let pes = match a.machine.pes {
+        None => None,
+        Some(crate::PeCount::N(n)) => Some(n),
+        Some(crate::PeCount::PerObject) => Some(dump.objects.len().max(1) as u32),
+    };
+    let empty = trace::TraceBuilder::new(trace::TraceMeta {
+        name: name.clone(),
+        generator: String::new(),
+        description: String::new(),
+        recorded_pes: dump.pes.len() as u32,
+        net: None,
+        seed: None,
+        cpu_scale: None,
+        sequential_objects: false,
+    })
+    .finish()?;
+    let spec = net_for(&empty, &a.machine)?;
+    let cpu = cpu_scale_for(&empty, &a.machine)?;
+    let (db, used) = dump.database(pes, cpu, a.migrate_bytes)?;
+    let pes = db.num_pes();
+    crate::limits::check_pes(pes as u64, db.objects.len() as u64, a.machine.force)?;
+    check_outputs(a)?;
+    let topo = spec.topology().map(|(t, ppn)| PeTopology {
+        topology: t.clone(),
+        pes_per_node: ppn,
+    });
+    let strategies = strategies(a.strategies.as_deref(), topo.is_some())?;
+    if !a.quiet {
+        let movable = db.objects.iter().filter(|o| o.migratable).count();
+        let load: f64 = dump.objects.iter().map(|o| o.wall_s).sum();
+        eprintln!(
+            "{name}: Charm++ LB database (format version {}), {} PEs reported, {} objects ({movable} migratable, {load:.6} s of load), {} communication records ({} communicating pairs); onto {pes} PEs; network {spec}",
+            dump.lbversion,
+            dump.pes.len(),
+            db.objects.len(),
+            dump.comm.len(),
+            db.edges.len()
+        );
+        if used.pe_records + used.unknown_objects + used.negative > 0 {
+            eprintln!(
+                "  not in the graph: {} records from or to a PE, {} naming an object not in the dump, {} with negative counts",
+                used.pe_records, used.unknown_objects, used.negative
+            );
         }
     }
-    let line = |cells: &[&str]| {
-        let mut s = String::new();
-        for (i, (c, w)) in cells.iter().zip(width).enumerate() {
-            if i == 0 {
-                let _ = write!(s, "{c:<w$}");
-            } else {
-                let _ = write!(s, "  {c:>w$}");
+    if let Some(dir) = &a.db {
+        let staged = crate::files::begin_dir(dir, a.machine.force)?;
+        db.write_csv(staged.path())?;
+        db.write_json(&staged.path().join("db.json"))?;
+        crate::files::finish_dir(staged)?;
+    }
+    let maps_dir = match &a.maps {
+        Some(dir) => Some(crate::files::begin_dir(dir, a.machine.force)?),
+        None => None,
+    };
+    let names: Vec<String> = db.objects.iter().map(|o| o.name.clone()).collect();
+    let current = db.current_map();
+    let mut net = spec.build();
+    let mut rows = Vec::with_capacity(strategies.len());
+    for s in &strategies {
+        let map = s.map(&db, topo.as_ref(), a.machine.seed)?;
+        let m: Metrics = metrics(&db, &map, topo.as_ref());
+        if let Some(dir) = &maps_dir {
+            write_named_map(dir.path(), s, &names, &current, &map)?;
+        }
+        // Network time of each PE's remote messages.
+        let mut comm = vec![0u64; pes as usize];
+        for e in &db.edges {
+            let (pa, pb) = (map[e.a as usize], map[e.b as usize]);
+            if pa == pb || e.messages == 0 {
+                continue;
+            }
+            let msg = network_models::MessageInfo {
+                src_pe: pa,
+                dst_pe: pb,
+                bytes: e.bytes / e.messages,
+            };
+            let t = net_time(net.as_mut(), &msg).saturating_mul(e.messages);
+            for p in [pa, pb] {
+                comm[p as usize] = comm[p as usize].saturating_add(t);
             }
         }
-        s
-    };
-    let _ = writeln!(out, "{}", line(&head));
-    for b in &body {
-        let cells: Vec<&str> = b.iter().map(String::as_str).collect();
-        let _ = writeln!(out, "{}", line(&cells));
+        // Moving an object costs its old and its new PE one message of its size.
+        for (o, r) in db.objects.iter().enumerate() {
+            let (from, to) = (r.from_pe, map[o]);
+            if from == to || r.migrate_bytes == 0 {
+                continue;
+            }
+            let msg = network_models::MessageInfo {
+                src_pe: from,
+                dst_pe: to,
+                bytes: r.migrate_bytes,
+            };
+            let t = net_time(net.as_mut(), &msg);
+            for p in [from, to] {
+                comm[p as usize] = comm[p as usize].saturating_add(t);
+            }
+        }
+        let raw = db.raw_loads(&map);
+        let step = raw
+            .iter()
+            .enumerate()
+            .map(|(p, &r)| db.effective_ps(p as u32, r).saturating_add(comm[p]))
+            .max()
+            .unwrap_or(0);
+        rows.push(DumpRow {
+            strategy: s.to_string(),
+            pes,
+            max_avg_load: m.max_avg_load,
+            max_load_s: secs(m.max_load_ps),
+            avg_load_s: secs(m.avg_load_ps),
+            migrations: m.migrations,
+            migrated_bytes: m.migrated_bytes,
+            cut_messages: m.cut_messages,
+            cut_bytes: m.cut_bytes,
+            hop_bytes: m.hop_bytes,
+            max_comm_s: secs(comm.iter().copied().max().unwrap_or(0)),
+            predicted_step_s: secs(step),
+        });
     }
-    out
+    if let Some(dir) = maps_dir {
+        crate::files::finish_dir(dir)?;
+    }
+    if let Some(p) = &a.csv {
+        let mut w = crate::files::csv_file(p)?;
+        for r in &rows {
+            w.serialize(r)?;
+        }
+        crate::files::commit_csv(w)?;
+    }
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+    } else {
+        print!("{}", dump_table(&rows));
+    }
+    Ok(())
+}
+
+/// One message's network time: send overhead, wire time, receive overhead.
+fn net_time(net: &mut dyn network_models::NetworkModel, msg: &network_models::MessageInfo) -> u64 {
+    net.wire_time(msg, sim_core::SimTime::ZERO)
+        .as_ps()
+        .saturating_add(net.send_overhead(msg).as_ps())
+        .saturating_add(net.recv_overhead(msg).as_ps())
+}
+
+/// No --migrate-bytes: moves are not charged.
+fn a_free(r: &DumpRow) -> bool {
+    r.migrated_bytes == 0
+}
+
+fn dump_table(rows: &[DumpRow]) -> String {
+    let head = [
+        "strategy",
+        "max/avg",
+        "moved",
+        "moved bytes",
+        "cut msgs",
+        "cut bytes",
+        "hop-bytes",
+        "max load",
+        "max comm",
+        "predicted step",
+    ];
+    let body: Vec<[String; 10]> = rows
+        .iter()
+        .map(|r| {
+            [
+                r.strategy.clone(),
+                format!("{:.3}", r.max_avg_load),
+                r.migrations.to_string(),
+                if a_free(r) {
+                    "free".into()
+                } else {
+                    mb(r.migrated_bytes)
+                },
+                r.cut_messages.to_string(),
+                mb(r.cut_bytes),
+                r.hop_bytes.map_or("-".into(), mb),
+                short(r.max_load_s),
+                short(r.max_comm_s),
+                short(r.predicted_step_s),
+            ]
+        })
+        .collect();
+    render(&head, &body)
+}
+
+fn write_named_map(
+    dir: &std::path::Path,
+    s: &Strategy,
+    names: &[String],
+    from: &[u32],
+    to: &[u32],
+) -> Result<()> {
+    let name: String = s
+        .to_string()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let p = dir.join(format!("{name}.csv"));
+    let mut w =
+        csv::Writer::from_path(&p).with_context(|| format!("cannot write {}", p.display()))?;
+    w.write_record(["object", "name", "from_pe", "to_pe"])?;
+    for (o, n) in names.iter().enumerate() {
+        w.write_record([
+            o.to_string(),
+            n.clone(),
+            from[o].to_string(),
+            to[o].to_string(),
+        ])?;
+    }
+    w.flush()?;
+    Ok(())
 }

@@ -261,7 +261,7 @@ fn parse_flops(s: &str) -> Result<f64, String> {
     }
 }
 
-fn parse_format(s: &str) -> Result<importers::Format, String> {
+pub(crate) fn parse_format(s: &str) -> Result<importers::Format, String> {
     s.parse()
 }
 
@@ -966,7 +966,7 @@ fn inspect(a: InspectArgs) -> Result<()> {
 }
 
 /// The CPU-speed factor: `--cpu-scale`, else the trace's recorded factor, else 1.
-fn cpu_scale_for(trace: &Trace, m: &MachineArgs) -> Result<Ratio> {
+pub(crate) fn cpu_scale_for(trace: &Trace, m: &MachineArgs) -> Result<Ratio> {
     Ok(match (m.cpu_scale, &trace.meta.cpu_scale) {
         (Some(r), _) => r,
         (None, Some(rec)) => Ratio::parse(rec).with_context(|| {
@@ -992,7 +992,7 @@ fn parse_cpu_scale(s: &str) -> Result<Ratio, String> {
 
 /// A PE count on the command line: a number, or `objects` (one PE per object).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum PeCount {
+pub(crate) enum PeCount {
     /// This many.
     N(u32),
     /// As many as the trace has objects.
@@ -1107,7 +1107,7 @@ pub(crate) fn parse_machine(name: &str) -> Result<NetSpec, String> {
     network_models::machine(name).map_err(|e| e.to_string())
 }
 
-fn net_for(trace: &Trace, m: &MachineArgs) -> Result<NetSpec> {
+pub(crate) fn net_for(trace: &Trace, m: &MachineArgs) -> Result<NetSpec> {
     if let Some(p) = &m.net_file {
         return net_from_file(p);
     }

@@ -26,6 +26,16 @@ pub enum LbError {
     /// Inputs that do not fit together (sizes, PE counts, a missing topology).
     #[error("{0}")]
     Config(String),
+    /// A Charm++ LB database dump that does not parse.
+    #[error("{file}: byte offset {offset}: expected {expected}")]
+    Dump {
+        /// The dump.
+        file: String,
+        /// Where.
+        offset: u64,
+        /// What was expected (and found).
+        expected: String,
+    },
     /// Writing an export failed.
     #[error("cannot write {what}: {source}")]
     Io {

@@ -26,6 +26,7 @@
 mod db;
 mod error;
 mod greedy;
+pub mod lbdump;
 mod metrics;
 mod partition;
 mod refine;
@@ -38,6 +39,7 @@ mod tests;
 
 pub use db::{CommEdge, DbOptions, LbDatabase, ObjectRecord, PeRecord};
 pub use error::LbError;
+pub use lbdump::{LbDump, parse_lbdump};
 pub use metrics::{Metrics, metrics};
 pub use refine::RefineVariant;
 pub use strategy::{KNOWN, Kind, STRATEGIES_HELP, Strategy, parse_list};

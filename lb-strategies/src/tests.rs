@@ -384,3 +384,115 @@ fn graph_lists_are_sorted_and_symmetric() {
     }
     assert_eq!(g.nbr.len(), 2 * d.edges.len());
 }
+
+/// A small `+LBDump` file: 2 PEs, 3 objects, one object-to-object record and one to a PE.
+fn dump_bytes() -> Vec<u8> {
+    let mut b = vec![0x10, 0xea, 0xbd, 0xf9, 1, 1, 2, 4, 8, 16, 1, 4, 8, 1, 1, 8];
+    let i32s = |b: &mut Vec<u8>, v: i32| b.extend_from_slice(&v.to_le_bytes());
+    let u64s = |b: &mut Vec<u8>, v: u64| b.extend_from_slice(&v.to_le_bytes());
+    let f64s = |b: &mut Vec<u8>, v: f64| b.extend_from_slice(&v.to_le_bytes());
+    i32s(&mut b, 3); // lbversion
+    i32s(&mut b, 2); // stats_msg_count
+    i32s(&mut b, 2); // n_migrateobjs
+    u64s(&mut b, 2);
+    for (pe, bg) in [(0, 0.5), (1, 0.25)] {
+        f64s(&mut b, 2.0);
+        f64s(&mut b, 0.1);
+        f64s(&mut b, bg);
+        f64s(&mut b, 1.0);
+        b.push(1);
+        i32s(&mut b, 2);
+        i32s(&mut b, pe);
+    }
+    u64s(&mut b, 3);
+    for (id, wall, mig) in [(7u64, 1.0, 1u8), (8, 2.0, 1), (9, 4.0, 0)] {
+        i32s(&mut b, 10);
+        i32s(&mut b, 0);
+        u64s(&mut b, id);
+        i32s(&mut b, id as i32);
+        f64s(&mut b, wall);
+        b.push(mig);
+        b.push(0);
+        b.extend_from_slice(&((1u16 << 13) | 3).to_le_bytes()); // 3 x 256 B
+    }
+    u64s(&mut b, 3);
+    for pe in [0, 0, 1] {
+        i32s(&mut b, pe);
+    }
+    u64s(&mut b, 2);
+    // 7 -> 9: 5 messages, 500 bytes.
+    i32s(&mut b, -1);
+    i32s(&mut b, 10);
+    u64s(&mut b, 7);
+    b.push(2);
+    i32s(&mut b, 10);
+    u64s(&mut b, 9);
+    i32s(&mut b, 1);
+    i32s(&mut b, 5);
+    i32s(&mut b, 500);
+    // 8 -> PE 1.
+    i32s(&mut b, -1);
+    i32s(&mut b, 10);
+    u64s(&mut b, 8);
+    b.push(1);
+    i32s(&mut b, 1);
+    i32s(&mut b, 1);
+    i32s(&mut b, 10);
+    b
+}
+
+#[test]
+fn lbdump_reads_into_the_database() {
+    let d = crate::parse_lbdump(&dump_bytes(), "d").unwrap();
+    assert_eq!(d.objects.len(), 3);
+    assert_eq!(d.objects[0].pup_bytes, 768);
+    assert_eq!(crate::lbdump::decode_pup_size(0), 0);
+    let (db, used) = d.database(None, Ratio::ONE, 64).unwrap();
+    // PE 0: bg 0.5 + objects 7 and 8 (1 + 2 s); PE 1: bg 0.25 + non-migratable 9 (4 s).
+    assert_eq!(db.pes[0].background_ps, 500_000_000_000);
+    assert_eq!(db.pes[1].background_ps, 4_250_000_000_000);
+    assert_eq!(
+        db.raw_loads(&db.current_map()),
+        vec![3_500_000_000_000, 4_250_000_000_000]
+    );
+    assert_eq!(db.edges.len(), 1);
+    assert_eq!(
+        (
+            db.edges[0].a,
+            db.edges[0].b,
+            db.edges[0].messages,
+            db.edges[0].bytes
+        ),
+        (0, 2, 5, 500)
+    );
+    assert_eq!(used.pe_records, 1);
+    assert_eq!(db.objects[1].migrate_bytes, 64);
+    assert_eq!(db.objects[2].name, "om10:9");
+    // On 1 PE everything folds onto PE 0.
+    let (db1, _) = d.database(Some(1), Ratio::ONE, 0).unwrap();
+    assert_eq!(db1.raw_loads(&db1.current_map()), vec![7_750_000_000_000]);
+}
+
+#[test]
+fn lbdump_errors_name_the_offset() {
+    let good = dump_bytes();
+    let msg = |b: &[u8]| crate::parse_lbdump(b, "f.0").unwrap_err().to_string();
+    let mut bad = good.clone();
+    bad[0] = 0;
+    assert!(msg(&bad).contains("f.0: byte offset 0: expected the PUP::machineInfo magic"));
+    let mut bad = good.clone();
+    bad[16] = 9; // lbversion
+    assert!(msg(&bad).contains("byte offset 16: expected LB database format version"));
+    // A PE count far beyond the file: refused before allocating.
+    let mut bad = good.clone();
+    bad[28..36].copy_from_slice(&u64::MAX.to_le_bytes());
+    assert!(msg(&bad).contains("the PE count: at most"), "{}", msg(&bad));
+    // Trailing bytes (a CPU-timer build).
+    let mut bad = good.clone();
+    bad.push(0);
+    assert!(msg(&bad).contains("1 bytes are left"));
+    // Cut anywhere: an error, never a panic.
+    for n in 0..good.len() {
+        assert!(crate::parse_lbdump(&good[..n], "f").is_err());
+    }
+}

@@ -928,14 +928,36 @@ fn projections_pingpong_real_gzip_run_imports_and_replays() {
     };
     let imported = imp(Format::Projections, &dir.join("pingpong.prj.sts"));
     let t = &imported.trace;
+    // Objects are the chares (issue 30): the two PEs' own objects (groups, the main chare, the
+    // runtime) and the elements of the program's four 1-D to 3-D arrays, two each (one per
+    // PE). Blocks and messages are the same as when every PE was one object.
     assert_eq!(
         (t.objects.len(), t.num_blocks(), t.num_sends()),
-        (2, 325, 180)
+        (10, 325, 180)
+    );
+    let names: Vec<&str> = t.objects.iter().map(|o| o.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "pe0",
+            "pe1",
+            "Ping1[0]",
+            "Ping1[1]",
+            "Ping2[0,0]",
+            "Ping2[0,1]",
+            "Ping3[0,0,0]",
+            "Ping3[0,0,1]",
+            "PingMarshall[0]",
+            "PingMarshall[1]"
+        ]
     );
     for want in [
         "pingpong.prj.0.log.gz: 985 records",
         "pingpong.prj.1.log.gz: 947 records",
-        "137 repeated consumptions of one message on one PE (a threaded entry resumed)",
+        // 137 before issue 30: the creation message of the four arrays (event 0 of PE 0) is
+        // now consumed by each array's element on each PE (8 deliveries that used to count
+        // as resumptions of one consumer).
+        "129 repeated consumptions of one message on one PE (a threaded entry resumed)",
     ] {
         assert!(
             imported.notes.iter().any(|n| n.contains(want)),
@@ -1180,4 +1202,57 @@ fn importers_survive_mutated_inputs() {
         // Most mutations are rejected, some survive: both paths are exercised.
         assert!(r.rejected > 0, "{format}: {r:?}");
     }
+}
+
+/// Issue 30, closed form: an array broadcast created on PE 0 is logged on PE 1 with PE 1 as
+/// source and PE 0's event number; PE 1 later creates its own event 3 (for another entry),
+/// which must not be taken as the cause. SDAG serials (event -1) run after their entry.
+#[test]
+fn projections_broadcast_and_sdag_closed_forms() {
+    let dir = tmpdir("proj-bcast");
+    let sts = "PROJECTIONS_ID\nVERSION 11.0\nMACHINE \"test\"\nPROCESSORS 2\nTOTAL_CHARES 2\n\
+               TOTAL_EPS 3\nTOTAL_MSGS 1\nCHARE 0 \"SDAG\" -1\nCHARE 1 \"A\" 1\n\
+               ENTRY CHARE 0 \"SDAG_RTS\" 0 0\nENTRY CHARE 1 \"go()\" 1 0\n\
+               ENTRY CHARE 2 \"A_work\" 1 0\nMESSAGE 0 80\nEND\n";
+    std::fs::write(dir.join("b.sts"), sts).unwrap();
+    // PE 0: the runtime broadcasts go (event 3) at 50; A[0] runs go 100-110, its serial
+    // 110-200.
+    std::fs::write(
+        dir.join("b.0.log"),
+        "PROJECTIONS-RECORD 5\n1 0 1 50 3 0 80 0\n2 0 1 100 3 0 80 0 0 0\n3 0 1 110 3 0 0 0\n\
+         2 0 2 110 -1 0 0 0 0 0\n3 0 2 200 -1 0 0 0\n",
+    )
+    .unwrap();
+    // PE 1: A[1] runs go 300-305 (logged with source PE 1), its serial 305-400, which
+    // creates PE 1's own event 3 at 350 for another entry.
+    std::fs::write(
+        dir.join("b.1.log"),
+        "PROJECTIONS-RECORD 5\n2 0 1 300 3 1 80 0 1 0\n3 0 1 305 3 1 0 0\n\
+         2 0 2 305 -1 1 0 0 1 0\n1 0 2 350 3 1 8 0\n3 0 2 400 -1 1 0 0\n",
+    )
+    .unwrap();
+    let imported = imp(Format::Projections, &dir.join("b.sts"));
+    let t = &imported.trace;
+    let names: Vec<&str> = t.objects.iter().map(|o| o.name.as_str()).collect();
+    assert_eq!(names, ["pe0", "pe1", "A[0]", "A[1]"]);
+    assert!(
+        imported
+            .notes
+            .iter()
+            .any(|n| n.starts_with("1 deliveries name their own PE as source")),
+        "{:?}",
+        imported.notes
+    );
+    assert!(!imported.notes.iter().any(|n| n.contains("clock skew")));
+    // Recorded order: exactly the recorded end.
+    let cfg = ReplayConfig {
+        recorded_order: true,
+        ..ReplayConfig::default()
+    };
+    let r = run_with(t, "recorded", &cfg);
+    assert_eq!(r.makespan, SimTime::from_ps(400_000_000));
+    // Message driven, 1 ms latency: the runtime's block starts at 0 (nothing holds it), A[1]'s
+    // go arrives at 1000 us, runs 5 us, then its serial 95 us.
+    let r = run_with(t, "latency:lat=1ms", &ReplayConfig::default());
+    assert_eq!(r.makespan, SimTime::from_ps(1_100_000_000));
 }

@@ -1,6 +1,7 @@
 //! Workspace-level integration tests: one binary, one module per topic.
 
 mod analysis;
+mod charm_real;
 mod cli;
 mod closed_forms;
 mod determinism;

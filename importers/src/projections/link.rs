@@ -1,0 +1,384 @@
+//! From pieces to causes: which object ran each piece, which creation triggered it, which
+//! earlier pieces it continues, and where the load-balancing steps are.
+//!
+//! Rules (Charm++ 8.0.1 sources in brackets):
+//!
+//! * **Objects.** A piece of a chare array's entry carries the element's index: the object is
+//!   that element. An SDAG piece (event -1) belongs to the object of the piece it continues.
+//!   Every other piece (groups, node groups, singleton chares, the runtime) belongs to its
+//!   PE's object `pe<p>`, which never migrates.
+//! * **Triggers.** A BEGIN_PROCESSING names `(srcPe, event)`. It is matched to the creation
+//!   with that PE and event number when that creation is for the same entry; else to a
+//!   creation of the same event number *and entry* on another PE (an array broadcast: the
+//!   array manager of each PE delivers it to its local elements with its own PE as source but
+//!   the creating PE's event number [ck-core/ckarray.C, `recvBroadcast`]); else to the
+//!   creation `(srcPe, event)` for another entry (the runtime forwarding a message to the
+//!   entry that handles it, e.g. an array's creation broadcast to its elements'
+//!   constructors). Creations later than the delivery (beyond a 1 ms clock tolerance) never
+//!   match. Source PEs outside `0..PEs` other than -1 are garbage in the log (a resumed
+//!   thread's envelope, e.g. `dummy_thread_ep`): such a piece has no trigger.
+//! * **SDAG.** charmxi logs every `serial` and the SDAG runtime tail (`SDAG_RTS`) with event
+//!   -1 and the own PE [xlat-i/sdag/CSdagConstruct.C:587,606]: they run inside the entry
+//!   invocation just before them on the PE, so they depend on that piece. A `when` clause
+//!   that finds its message already buffered consumes it in such a chain: the serial then also
+//!   depends on the piece that delivered (and buffered) the message. Which entry a serial's
+//!   `when` waits for is learned from the chains where the message arrived to a waiting
+//!   `when` (entry piece directly followed by the serial); buffered messages are consumed in
+//!   arrival order per object.
+//! * **Repeated consumption** of one message by one object (a `[threaded]` entry resumed, or
+//!   an entry resumed after a nested one [trace-projections.C, `endExecute`]): the later piece
+//!   has no trigger and depends on the previous piece of that message. A `dummy_thread_ep`
+//!   piece (a thread resuming) under a message its PE already ran belongs to that message's
+//!   last consumer there.
+//! * **Collective points.** A reduction contribution and `AtSync()` are local calls, not
+//!   messages: the PE's partial reduction (or its result), and the resumption after a
+//!   load-balancing step, leave from whichever local element comes last. A piece that sends
+//!   for a reduction or load-balancing chare (`CkReductionMgr`, `CkNodeReductionMgr`,
+//!   `CkSyncBarrier`, the balancers), or a reduction's result (`redn_wrapper_*`), or in which
+//!   a phase ends, therefore depends on the latest earlier piece of every array element on its
+//!   PE.
+//! * **Load-balancing steps.** Charm++ ends a trace phase (END_PHASE) at every load-balancing
+//!   step. Pieces are labelled with their phase (the trace's iterations), and each array
+//!   element's last piece of a phase that ended on its PE is its sync point (`lb_sync`).
+
+use super::log::{Index, Logs};
+use super::sts::Sts;
+use std::collections::{HashMap, VecDeque};
+
+/// Creations this much later than a delivery (clock differences between PEs' logs) may
+/// still be its cause.
+const SKEW_PS: u64 = 1_000_000_000;
+
+/// Chares whose messages leave from a collective point (reductions, load balancing).
+const COLLECTIVE_CHARES: [&str; 10] = [
+    "CkReductionMgr",
+    "CkNodeReductionMgr",
+    "CkSyncBarrier",
+    "LBManager",
+    "CentralLB",
+    "TreeLB",
+    "DistBaseLB",
+    "DistributedLB",
+    "HybridBaseLB",
+    "MetaBalancer",
+];
+
+/// Who ran a piece.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) enum Obj {
+    /// The PE's own object: groups, singleton chares, the runtime.
+    Pe(u32),
+    /// A chare array element: the array's chare id and the index.
+    Elem(i64, Index),
+}
+
+/// How the triggers were found (counts for the notes).
+#[derive(Default)]
+pub(crate) struct Stats {
+    pub(crate) direct: usize,
+    pub(crate) broadcast: usize,
+    pub(crate) forwarded: usize,
+    pub(crate) unmatched: usize,
+    pub(crate) garbage_src: usize,
+    pub(crate) worst_src: i64,
+    pub(crate) negative_src: usize,
+    pub(crate) repeated: usize,
+    pub(crate) sdag: usize,
+    pub(crate) sdag_buffered: usize,
+    pub(crate) sync_blocks: usize,
+    pub(crate) collective: usize,
+    pub(crate) skewed: usize,
+    pub(crate) worst_skew_ps: u64,
+}
+
+pub(crate) struct Linked {
+    pub(crate) obj: Vec<Obj>,
+    pub(crate) trigger: Vec<Option<usize>>,
+    pub(crate) deps: Vec<Vec<usize>>,
+    pub(crate) lb_sync: Vec<bool>,
+    /// Whether the logs mark phases (then every piece's iteration is its phase).
+    pub(crate) phased: bool,
+    pub(crate) stats: Stats,
+}
+
+/// Trigger rule that matched.
+enum Rule {
+    Direct,
+    Broadcast,
+    Forwarded,
+}
+
+fn find_creation(
+    logs: &Logs,
+    by_pe_event: &HashMap<(u32, i64), usize>,
+    by_event_ep: &HashMap<(i64, i64), Vec<usize>>,
+    src: u32,
+    event: i64,
+    ep: i64,
+    begin_ps: u64,
+) -> Option<(usize, Rule)> {
+    let cr = &logs.creations;
+    let not_later = |c: usize| cr[c].time_ps <= begin_ps.saturating_add(SKEW_PS);
+    let own = by_pe_event
+        .get(&(src, event))
+        .copied()
+        .filter(|&c| not_later(c));
+    if let Some(c) = own.filter(|&c| cr[c].ep == ep) {
+        return Some((c, Rule::Direct));
+    }
+    if let Some(list) = by_event_ep.get(&(event, ep)) {
+        let before = list
+            .iter()
+            .copied()
+            .filter(|&c| cr[c].time_ps <= begin_ps)
+            .max_by_key(|&c| (cr[c].time_ps, c));
+        let near = || {
+            list.iter()
+                .copied()
+                .filter(|&c| not_later(c))
+                .min_by_key(|&c| (cr[c].time_ps, c))
+        };
+        if let Some(c) = before.or_else(near) {
+            return Some((c, Rule::Broadcast));
+        }
+    }
+    own.map(|c| (c, Rule::Forwarded))
+}
+
+pub(crate) fn link(sts: &Sts, logs: &Logs) -> Linked {
+    let n = logs.pieces.len();
+    let pes = sts.pes as i64;
+    let mut st = Stats::default();
+    let is_rts = |ep: i64| sts.chare_of(ep).is_some_and(|(_, c)| c.name == "SDAG");
+
+    let mut by_pe_event: HashMap<(u32, i64), usize> = HashMap::new();
+    let mut by_event_ep: HashMap<(i64, i64), Vec<usize>> = HashMap::new();
+    for (i, c) in logs.creations.iter().enumerate() {
+        // A repeated event number on one PE: the first creation keeps it.
+        by_pe_event.entry((c.pe, c.event)).or_insert(i);
+        by_event_ep.entry((c.event, c.ep)).or_default().push(i);
+    }
+
+    // Objects, and the piece each SDAG piece continues (the previous piece on its PE).
+    let mut obj = Vec::with_capacity(n);
+    let mut prev_on_pe: Vec<Option<usize>> = vec![None; n];
+    let mut last: Option<(u32, usize)> = None;
+    for (i, p) in logs.pieces.iter().enumerate() {
+        let prev = last.filter(|(pe, _)| *pe == p.pe).map(|(_, j)| j);
+        prev_on_pe[i] = prev;
+        let o = if p.runtime {
+            Obj::Pe(p.pe)
+        } else if let (Some((chare, _)), Some(ix)) = (sts.array_of(p.ep), p.index) {
+            Obj::Elem(chare, ix)
+        } else if p.event == -1 {
+            prev.map_or(Obj::Pe(p.pe), |j: usize| obj[j])
+        } else {
+            Obj::Pe(p.pe)
+        };
+        obj.push(o);
+        if !p.runtime {
+            last = Some((p.pe, i));
+        }
+    }
+
+    // Triggers and repeated consumptions.
+    let mut trigger = vec![None; n];
+    let mut deps: Vec<Vec<usize>> = vec![Vec::new(); n];
+    let mut consumed: HashMap<(usize, Obj), usize> = HashMap::new();
+    let mut consumer_on_pe: HashMap<(usize, u32), Obj> = HashMap::new();
+    let is_thread = |ep: i64| {
+        sts.chare_of(ep)
+            .is_some_and(|(_, c)| c.name == "dummy_thread_chare")
+    };
+    for (i, p) in logs.pieces.iter().enumerate() {
+        if p.runtime {
+            continue;
+        }
+        if p.event == -1 {
+            if let Some(j) = prev_on_pe[i] {
+                deps[i].push(j);
+                st.sdag += 1;
+            }
+            continue;
+        }
+        let src = if p.src == -1 {
+            continue;
+        } else if p.src < 0 || p.src >= pes {
+            st.garbage_src += 1;
+            if p.src < 0 {
+                st.negative_src += 1;
+            } else {
+                st.worst_src = st.worst_src.max(p.src);
+            }
+            continue;
+        } else {
+            p.src as u32
+        };
+        match find_creation(
+            logs,
+            &by_pe_event,
+            &by_event_ep,
+            src,
+            p.event,
+            p.ep,
+            p.begin_ps,
+        ) {
+            None => st.unmatched += 1,
+            Some((c, rule)) => {
+                // A thread resuming (`dummy_thread_ep`) under a message its PE already ran
+                // continues the thread of that message's last consumer there.
+                if is_thread(p.ep) {
+                    if let Some(&o) = consumer_on_pe.get(&(c, p.pe)) {
+                        obj[i] = o;
+                    }
+                }
+                consumer_on_pe.insert((c, p.pe), obj[i]);
+                match consumed.get(&(c, obj[i])) {
+                    Some(&before) => {
+                        deps[i].push(before);
+                        consumed.insert((c, obj[i]), i);
+                        st.repeated += 1;
+                    }
+                    None => {
+                        consumed.insert((c, obj[i]), i);
+                        trigger[i] = Some(c);
+                        match rule {
+                            Rule::Direct => st.direct += 1,
+                            Rule::Broadcast => st.broadcast += 1,
+                            Rule::Forwarded => st.forwarded += 1,
+                        }
+                        let sent = logs.creations[c].time_ps;
+                        if p.arrival_ps < sent {
+                            st.skewed += 1;
+                            st.worst_skew_ps = st.worst_skew_ps.max(sent - p.arrival_ps);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    // SDAG `when` clauses that find their message buffered. First learn which entry each
+    // serial's `when` waits for: the entry of a chain's head when the serial comes first.
+    let mut when_of: HashMap<i64, Option<i64>> = HashMap::new();
+    for (i, p) in logs.pieces.iter().enumerate() {
+        if p.runtime || p.event != -1 || is_rts(p.ep) {
+            continue;
+        }
+        if let Some(h) = prev_on_pe[i].filter(|&h| logs.pieces[h].event != -1) {
+            let e = logs.pieces[h].ep;
+            when_of
+                .entry(p.ep)
+                .and_modify(|w| {
+                    if *w != Some(e) {
+                        *w = None
+                    }
+                })
+                .or_insert(Some(e));
+        }
+    }
+    // Then walk the chains: a head whose chain has no SDAG piece buffered its message; a
+    // serial not directly after a head of its `when` entry takes the oldest buffered one.
+    let mut buffered: HashMap<(Obj, i64), VecDeque<usize>> = HashMap::new();
+    let mut head: Option<usize> = None;
+    let mut head_has_sdag = false;
+    let close = |head: Option<usize>,
+                 has_sdag: bool,
+                 buffered: &mut HashMap<(Obj, i64), VecDeque<usize>>| {
+        if let Some(h) = head.filter(|&h| !has_sdag && trigger[h].is_some()) {
+            let ep = logs.pieces[h].ep;
+            if when_of.values().any(|w| *w == Some(ep)) {
+                buffered.entry((obj[h], ep)).or_default().push_back(h);
+            }
+        }
+    };
+    for (i, p) in logs.pieces.iter().enumerate() {
+        if p.runtime {
+            continue;
+        }
+        let new_pe = head.is_some_and(|h| logs.pieces[h].pe != p.pe);
+        if p.event != -1 || new_pe {
+            close(head, head_has_sdag, &mut buffered);
+            head = (p.event != -1).then_some(i);
+            head_has_sdag = false;
+            continue;
+        }
+        head_has_sdag = true;
+        if is_rts(p.ep) {
+            continue;
+        }
+        let Some(Some(e)) = when_of.get(&p.ep).copied() else {
+            continue;
+        };
+        let direct = prev_on_pe[i] == head && head.is_some_and(|h| logs.pieces[h].ep == e);
+        if direct {
+            continue;
+        }
+        if let Some(m) = buffered.get_mut(&(obj[i], e)).and_then(VecDeque::pop_front) {
+            if !deps[i].contains(&m) {
+                deps[i].push(m);
+            }
+            st.sdag_buffered += 1;
+        }
+    }
+
+    // Collective points wait for every local element's latest piece.
+    let collective_ep = |ep: i64| {
+        sts.entries.get(&ep).is_some_and(|e| {
+            let chare = sts.chares.get(&e.chare).map_or("", |c| c.name.as_str());
+            COLLECTIVE_CHARES.contains(&chare) || e.name.contains("::redn_wrapper_")
+        })
+    };
+    let mut latest: HashMap<Obj, usize> = HashMap::new();
+    let mut pe_now = u32::MAX;
+    let mut collective = 0usize;
+    for (i, p) in logs.pieces.iter().enumerate() {
+        if p.pe != pe_now {
+            latest.clear();
+            pe_now = p.pe;
+        }
+        if p.ends_phase || p.sends.iter().any(|&c| collective_ep(logs.creations[c].ep)) {
+            let mut extra: Vec<usize> = latest
+                .iter()
+                .filter(|(o, _)| **o != obj[i])
+                .map(|(_, &j)| j)
+                .filter(|j| !deps[i].contains(j))
+                .collect();
+            extra.sort_unstable();
+            if !extra.is_empty() {
+                collective += 1;
+            }
+            deps[i].extend(extra);
+        }
+        if matches!(obj[i], Obj::Elem(..)) && !p.runtime {
+            latest.insert(obj[i], i);
+        }
+    }
+    st.collective = collective;
+
+    // Phases: iterations and sync points.
+    let phased = logs.phases.iter().any(|&k| k > 0);
+    let mut lb_sync = vec![false; n];
+    if phased {
+        let mut last_of: HashMap<(Obj, u32), usize> = HashMap::new();
+        for (i, p) in logs.pieces.iter().enumerate() {
+            if matches!(obj[i], Obj::Elem(..)) && !p.runtime {
+                last_of.insert((obj[i], p.phase), i);
+            }
+        }
+        for (&(_, k), &i) in &last_of {
+            if k < logs.phases[logs.pieces[i].pe as usize] {
+                lb_sync[i] = true;
+                st.sync_blocks += 1;
+            }
+        }
+    }
+    Linked {
+        obj,
+        trigger,
+        deps,
+        lb_sync,
+        phased,
+        stats: st,
+    }
+}

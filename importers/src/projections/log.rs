@@ -1,0 +1,260 @@
+//! Reading one PE's log into pieces (BEGIN_PROCESSING .. END_PROCESSING), creations and
+//! phase ends.
+
+use super::sts::{Sts, Version};
+use crate::ImportError;
+
+/// An array element's index as the log writes it (up to 6 dimensions).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) struct Index {
+    pub(crate) len: u8,
+    pub(crate) v: [i32; 6],
+}
+
+impl Index {
+    pub(crate) fn as_slice(&self) -> &[i32] {
+        &self.v[..self.len as usize]
+    }
+}
+
+/// A message creation (CREATION, CREATION_BCAST, CREATION_MULTICAST).
+pub(crate) struct Creation {
+    pub(crate) pe: u32,
+    pub(crate) event: i64,
+    pub(crate) ep: i64,
+    pub(crate) time_ps: u64,
+    pub(crate) bytes: u64,
+    /// The piece it was made in.
+    pub(crate) piece: usize,
+}
+
+/// One run of an entry on a PE as the log shows it: BEGIN_PROCESSING to END_PROCESSING (or
+/// a run of creations outside any, `runtime`).
+pub(crate) struct Piece {
+    pub(crate) pe: u32,
+    pub(crate) ep: i64,
+    pub(crate) runtime: bool,
+    pub(crate) begin_ps: u64,
+    pub(crate) end_ps: u64,
+    pub(crate) event: i64,
+    pub(crate) src: i64,
+    /// The receive time when the log has one (11.0, above 0), else the begin time.
+    pub(crate) arrival_ps: u64,
+    /// The array index written on the record (11.0, entries of chare arrays only).
+    pub(crate) index: Option<Index>,
+    /// Creations made in it, in log order.
+    pub(crate) sends: Vec<usize>,
+    /// END_PHASE records seen on its PE before it began.
+    pub(crate) phase: u32,
+    /// An END_PHASE record was written while it ran.
+    pub(crate) ends_phase: bool,
+}
+
+/// Everything read from the logs.
+#[derive(Default)]
+pub(crate) struct Logs {
+    /// Pieces, PE by PE, each PE's in log order.
+    pub(crate) pieces: Vec<Piece>,
+    pub(crate) creations: Vec<Creation>,
+    /// END_PHASE records per PE.
+    pub(crate) phases: Vec<u32>,
+    /// Per file: its name and record count.
+    pub(crate) files: Vec<(String, usize)>,
+    pub(crate) stray_ends: usize,
+    pub(crate) unterminated: usize,
+    /// Creations whose event number their PE already used (ignored).
+    pub(crate) dup_events: usize,
+}
+
+fn us(v: f64) -> u64 {
+    (v.max(0.0) * 1e6).round() as u64
+}
+
+impl Logs {
+    /// Reads the log of `pe` (`text`, from `file`).
+    pub(crate) fn read(
+        &mut self,
+        sts: &Sts,
+        pe: u32,
+        file: String,
+        text: &str,
+    ) -> Result<(), ImportError> {
+        let mut open: Option<usize> = None;
+        let mut runtime: Option<usize> = None;
+        let mut records = 0usize;
+        let mut phase = 0u32;
+        let mut events = std::collections::HashSet::new();
+        for (i, l) in text.lines().enumerate() {
+            let line = i as u64 + 1;
+            let t: Vec<&str> = l.split_whitespace().collect();
+            if t.is_empty() || t[0] == "PROJECTIONS-RECORD" {
+                continue;
+            }
+            records += 1;
+            let num = |k: usize, what: &str| -> Result<f64, ImportError> {
+                let v = t.get(k).ok_or_else(|| {
+                    ImportError::syntax(
+                        &file,
+                        line,
+                        format!("{what} (field {})", k + 1),
+                        format!("end of line in `{l}`"),
+                    )
+                })?;
+                v.parse::<f64>()
+                    .ok()
+                    .filter(|x| x.is_finite() && *x > -1e12 && *x < 1.8e13)
+                    .ok_or_else(|| {
+                        ImportError::syntax(
+                            &file,
+                            line,
+                            format!("{what} (a number)"),
+                            format!("`{v}`"),
+                        )
+                    })
+            };
+            let code = num(0, "a record type")? as i64;
+            match code {
+                1 | 20 | 21 => {
+                    let ep = num(2, "entry point")? as i64;
+                    let time = num(3, "time")?;
+                    let event = num(4, "event number")? as i64;
+                    let bytes = num(6, "message length")?.max(0.0) as u64;
+                    if sts.version == Version::V11 {
+                        num(7, "receive time")?;
+                    }
+                    let at = us(time);
+                    if !events.insert(event) {
+                        self.dup_events += 1;
+                        continue;
+                    }
+                    let b = match open {
+                        Some(b) => {
+                            runtime = None;
+                            b
+                        }
+                        None => match runtime {
+                            Some(b) => {
+                                let p = &mut self.pieces[b];
+                                p.end_ps = p.end_ps.max(at);
+                                b
+                            }
+                            None => {
+                                self.pieces.push(Piece {
+                                    pe,
+                                    ep: i64::MIN,
+                                    runtime: true,
+                                    begin_ps: at,
+                                    end_ps: at,
+                                    event: -1,
+                                    src: -1,
+                                    arrival_ps: at,
+                                    index: None,
+                                    sends: Vec::new(),
+                                    phase,
+                                    ends_phase: false,
+                                });
+                                runtime = Some(self.pieces.len() - 1);
+                                self.pieces.len() - 1
+                            }
+                        },
+                    };
+                    self.pieces[b].sends.push(self.creations.len());
+                    self.creations.push(Creation {
+                        pe,
+                        event,
+                        ep,
+                        time_ps: at,
+                        bytes,
+                        piece: b,
+                    });
+                }
+                2 => {
+                    let ep = num(2, "entry point")? as i64;
+                    let time = num(3, "time")?;
+                    let event = num(4, "event number")? as i64;
+                    let src = num(5, "source PE")? as i64;
+                    num(6, "message length")?;
+                    let mut index = None;
+                    // 11.0 logs write 0 when the receive time was not recorded (Charm++ 7
+                    // does so for every message): the begin time stands in, as in 3.0.
+                    let arrival = match sts.version {
+                        Version::V11 => {
+                            let r = num(7, "receive time")?;
+                            // An array element's entry carries its index (ndims fields);
+                            // a log without them (older writers) keeps the PE as the object.
+                            if let Some((_, nd)) =
+                                sts.array_of(ep).filter(|(_, nd)| t.len() > 7 + nd)
+                            {
+                                let mut v = [0i32; 6];
+                                for (d, slot) in v.iter_mut().enumerate().take(nd) {
+                                    let x = num(8 + d, "an array index field")?;
+                                    *slot = x.clamp(i32::MIN as f64, i32::MAX as f64) as i32;
+                                }
+                                index = Some(Index { len: nd as u8, v });
+                            }
+                            Some(r).filter(|r| *r > 0.0)
+                        }
+                        Version::V3 => None,
+                    }
+                    .unwrap_or(time);
+                    if let Some(b) = open.take() {
+                        self.unterminated += 1;
+                        let p = &mut self.pieces[b];
+                        p.end_ps = us(time).max(p.begin_ps);
+                    }
+                    runtime = None;
+                    let begin = us(time);
+                    self.pieces.push(Piece {
+                        pe,
+                        ep,
+                        runtime: false,
+                        begin_ps: begin,
+                        end_ps: begin,
+                        event,
+                        src,
+                        arrival_ps: us(arrival).min(begin),
+                        index,
+                        sends: Vec::new(),
+                        phase,
+                        ends_phase: false,
+                    });
+                    open = Some(self.pieces.len() - 1);
+                }
+                3 => {
+                    let time = num(3, "time")?;
+                    match open.take() {
+                        Some(b) => {
+                            let p = &mut self.pieces[b];
+                            p.end_ps = us(time).max(p.begin_ps);
+                        }
+                        None => self.stray_ends += 1,
+                    }
+                }
+                30 => {
+                    // END_PHASE: `30 <phase> <time>`; Charm++ ends a phase at every
+                    // load-balancing step.
+                    num(2, "time")?;
+                    phase = phase.saturating_add(1);
+                    if let Some(b) = open {
+                        self.pieces[b].ends_phase = true;
+                    }
+                }
+                4..=19 | 22..=29 | 31 | 32 | 98..=100 => {}
+                other => {
+                    return Err(ImportError::syntax(
+                        &file,
+                        line,
+                        "a Projections record type (1-32, 98-100)",
+                        format!("{other}"),
+                    ));
+                }
+            }
+        }
+        if open.is_some() {
+            self.unterminated += 1;
+        }
+        self.phases.push(phase);
+        self.files.push((file, records));
+        Ok(())
+    }
+}

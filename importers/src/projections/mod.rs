@@ -1,0 +1,375 @@
+//! Charm++ Projections event logs (`<prog>.sts` + `<prog>.<pe>.log`) to execution blocks.
+//!
+//! Accepted versions: **3.0** (the `VERSION 3.0` logs of older Charm++, fields below) and
+//! **11.0** (today's layout, Charm++ 6.x to 8.x); any other `VERSION` is refused. Input: the
+//! `.sts` file; the logs are `<stem>.<pe>.log` next to it, one per `PROCESSORS`, or
+//! `<stem>.<pe>.log.gz` as Charm++ writes them when built with zlib (read transparently; a
+//! plain `.log` is preferred when both exist; at most [`crate::error::MAX_GZIP_TEXT_BYTES`]
+//! of text per log).
+//!
+//! Records used (type code, then fields; times in microseconds; Charm++ 8.0.1
+//! `src/ck-perf/trace-projections.C`, `LogEntry::pup`):
+//!
+//! | record | 3.0 fields | 11.0 fields |
+//! |---|---|---|
+//! | 1 `CREATION` | `mIdx eIdx time event pe msglen` | `... msglen recvTime` |
+//! | 20 `CREATION_BCAST`, 21 `CREATION_MULTICAST` | - | `... recvTime numPEs [pes...]` |
+//! | 2 `BEGIN_PROCESSING` | `mIdx eIdx time event srcPe msglen` | `... msglen recvTime id[ndims or 4] cpuTime` |
+//! | 3 `END_PROCESSING` | `mIdx eIdx time event pe msglen` | `... msglen cpuTime` |
+//! | 30 `END_PHASE` | - | `phase time` |
+//!
+//! `ndims` is the dimension count of the entry's chare in the `.sts` (`CHARE <id> "<name>"
+//! <ndims>`, -1 for anything but a chare array). Every other record (idle, pack/unpack,
+//! computation begin/end, user events) is checked for its type code and otherwise skipped:
+//! idleness is implied by the replay.
+//!
+//! Mapping (the rules and their sources: [`link`]):
+//!
+//! | Projections | whatif |
+//! |---|---|
+//! | chare array element (11.0: the index on its records) | one object `Chare[i,j,k]`, recorded on the PE it first ran on; migratable |
+//! | groups, singleton chares, the runtime, every 3.0 piece | the PE's object `pe<p>` |
+//! | `BEGIN_PROCESSING` .. `END_PROCESSING` | a block of entry `Chare::entry` (from the `.sts`), duration end - begin, `recorded_start` = begin |
+//! | `CREATION` inside a block | a send at offset `time - begin` of `msglen` bytes, label (pe, event) |
+//! | `CREATION` outside any block | a send of a `(runtime)` block spanning each run of such records |
+//! | `BEGIN_PROCESSING` `(srcPe, event)` | trigger = its creation ([`link`]: same PE and entry, else an array broadcast's creation on another PE, else the runtime's forwarding); `recorded_arrival` = `recvTime` (11.0, when above 0) or the begin time |
+//! | SDAG `serial` / `SDAG_RTS` (event -1) | depends on the piece before it on its PE (the invocation it runs in) and, for a `when` that found its message buffered, on that message's delivery |
+//! | `END_PHASE` (each load-balancing step) | iterations = phases; each element's last block of a phase is its `lb_sync` point |
+//!
+//! A message consumed by several objects (broadcasts) is addressed to a group of them. When
+//! one object consumes the same message more than once (a `[threaded]` entry resumed, or an
+//! entry resumed after a nested one), only the first consumption keeps it as trigger and each
+//! later piece depends on the previous one. Every adjustment is counted in the import notes.
+
+mod link;
+mod log;
+mod sts;
+
+use crate::error::read_text;
+use crate::{ImportError, Imported};
+use link::Obj;
+use sim_core::{SimDuration, SimTime};
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use sts::parse_sts;
+use trace::{Block, Destination, EntryId, MsgId, ObjectId, PeId, Send, TraceBuilder, TraceMeta};
+
+/// The per-PE logs `<stem>.<pe>.log` (or `.log.gz` when only that exists) next to the `.sts`
+/// file. Produced one at a time: a `.sts` may claim millions of PEs, and the first missing log
+/// stops the import before the claim costs memory.
+fn log_paths(sts_path: &Path, pes: u32) -> impl Iterator<Item = PathBuf> {
+    let name = sts_path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let stem = name.strip_suffix(".sts").unwrap_or(&name).to_string();
+    let dir = sts_path.parent().unwrap_or(Path::new(".")).to_path_buf();
+    (0..pes).map(move |pe| {
+        let plain = dir.join(format!("{stem}.{pe}.log"));
+        let gz = dir.join(format!("{stem}.{pe}.log.gz"));
+        if plain.exists() || !gz.exists() {
+            plain
+        } else {
+            gz
+        }
+    })
+}
+
+/// A log's text, decompressed when it is a `.gz`.
+fn read_log(path: &Path) -> Result<String, ImportError> {
+    if path.extension().is_some_and(|e| e == "gz") {
+        crate::error::read_gzip_text(path)
+    } else {
+        read_text(path)
+    }
+}
+
+/// Every file a log set consists of, the `.sts` first.
+pub(crate) fn files(sts_path: &Path) -> Result<Vec<PathBuf>, ImportError> {
+    let sts = parse_sts(&read_text(sts_path)?, &sts_path.display().to_string())?;
+    let mut v = vec![sts_path.to_path_buf()];
+    let name = sts_path.display().to_string();
+    for (pe, path) in log_paths(sts_path, sts.pes).enumerate() {
+        crate::error::must_exist(&path).map_err(|e| missing_log(e, &name, sts.pes, pe as u32))?;
+        v.push(path);
+    }
+    Ok(v)
+}
+
+/// A missing per-PE log, said in terms of the `.sts` that asks for it.
+fn missing_log(e: ImportError, sts: &str, pes: u32, pe: u32) -> ImportError {
+    match e {
+        ImportError::Io { path, source } if source.kind() == std::io::ErrorKind::NotFound => {
+            ImportError::inconsistent(
+                sts,
+                format!(
+                    "PROCESSORS {pes} asks for one log per PE, but the log of PE {pe} ({} or .gz) does not exist",
+                    path.display()
+                ),
+            )
+        }
+        other => other,
+    }
+}
+
+/// Imports a Projections log set given its `.sts` file.
+pub fn import(sts_path: &Path) -> Result<Imported, ImportError> {
+    let sts_name = sts_path.display().to_string();
+    let sts = parse_sts(&read_text(sts_path)?, &sts_name)?;
+    let stem = sts_path
+        .file_stem()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut logs = log::Logs::default();
+    for (pe, path) in log_paths(sts_path, sts.pes).enumerate() {
+        let pe = pe as u32;
+        let text = read_log(&path).map_err(|e| missing_log(e, &sts_name, sts.pes, pe))?;
+        logs.read(&sts, pe, path.display().to_string(), &text)?;
+    }
+    // Creation offsets may exceed a block's end when END was missing; stretch the block.
+    for c in &logs.creations {
+        let p = &mut logs.pieces[c.piece];
+        p.end_ps = p.end_ps.max(c.time_ps);
+    }
+    let linked = link::link(&sts, &logs);
+    let pieces = &logs.pieces;
+    let creations = &logs.creations;
+
+    let mut tb = TraceBuilder::new(TraceMeta {
+        name: stem.clone(),
+        generator: format!("whatif import projections {}", sts_path.display()),
+        description: format!(
+            "Projections logs (version {}) of {} PEs",
+            sts.version.name(),
+            sts.pes
+        ),
+        recorded_pes: sts.pes,
+        net: None,
+        seed: None,
+        cpu_scale: None,
+        sequential_objects: false,
+    });
+    // Objects: the PEs' own objects, then array elements by array and index; an element is
+    // recorded on the PE of its first piece.
+    let mut first_pe: BTreeMap<Obj, (u32, bool)> = BTreeMap::new();
+    for (i, p) in pieces.iter().enumerate() {
+        if let Obj::Elem(..) = linked.obj[i] {
+            let e = first_pe.entry(linked.obj[i]).or_insert((p.pe, false));
+            if e.0 != p.pe {
+                e.1 = true;
+            }
+        }
+    }
+    let mut object_id: HashMap<Obj, ObjectId> = HashMap::new();
+    for pe in 0..sts.pes {
+        object_id.insert(Obj::Pe(pe), tb.object(format!("pe{pe}"), PeId(pe)));
+    }
+    let mut moved = 0usize;
+    let mut arrays: BTreeMap<i64, usize> = BTreeMap::new();
+    for (o, &(pe, migrated)) in &first_pe {
+        let Obj::Elem(chare, ix) = o else { continue };
+        moved += migrated as usize;
+        *arrays.entry(*chare).or_default() += 1;
+        let name = sts.chares.get(chare).map_or("array", |c| c.name.as_str());
+        let idx: Vec<String> = ix.as_slice().iter().map(i32::to_string).collect();
+        object_id.insert(
+            *o,
+            tb.object(format!("{name}[{}]", idx.join(",")), PeId(pe)),
+        );
+    }
+
+    let mut entry_ids: HashMap<i64, EntryId> = HashMap::new();
+    for p in pieces {
+        if let std::collections::hash_map::Entry::Vacant(slot) = entry_ids.entry(p.ep) {
+            let name = if p.runtime {
+                "(runtime)".to_string()
+            } else {
+                sts.entry_name(p.ep)
+            };
+            slot.insert(tb.entry(name));
+        }
+    }
+    // Consumers of each creation.
+    let mut consumers: HashMap<usize, Vec<usize>> = HashMap::new();
+    for (i, t) in linked.trigger.iter().enumerate() {
+        if let Some(c) = t {
+            consumers.entry(*c).or_default().push(i);
+        }
+    }
+    let label = |c: usize| {
+        let cr = &creations[c];
+        MsgId(((cr.pe as u64) << 32) | (cr.event as u32 as u64))
+    };
+    // Blocks in recorded time order (PE, then log order, on ties): an object's blocks are
+    // then in execution order even when it migrated, and every dependency comes earlier.
+    let mut order: Vec<usize> = (0..pieces.len()).collect();
+    order.sort_by_key(|&i| (pieces[i].begin_ps, pieces[i].pe, i));
+    let mut block_of = vec![trace::BlockId(u32::MAX); pieces.len()];
+    let mut sends = Vec::new();
+    let mut deps = Vec::new();
+    let mut recorded_end = 0u64;
+    for &i in &order {
+        let p = &pieces[i];
+        sends.clear();
+        for &c in &p.sends {
+            let cr = &creations[c];
+            let cons = consumers.get(&c).map(Vec::as_slice).unwrap_or(&[]);
+            let mut objs: Vec<ObjectId> = cons.iter().map(|&j| object_id[&linked.obj[j]]).collect();
+            objs.sort_unstable();
+            objs.dedup();
+            let dest = match objs.as_slice() {
+                [] => Destination::Object(object_id[&Obj::Pe(cr.pe)]),
+                [one] => Destination::Object(*one),
+                _ => Destination::Group(tb.group(objs)),
+            };
+            let entry = cons
+                .first()
+                .map_or(entry_ids[&p.ep], |&j| entry_ids[&pieces[j].ep]);
+            sends.push(Send {
+                msg: label(c),
+                offset: SimDuration::from_ps(cr.time_ps.saturating_sub(p.begin_ps)),
+                dest,
+                bytes: cr.bytes,
+                entry,
+            });
+        }
+        recorded_end = recorded_end.max(p.end_ps);
+        let mut blk = Block::new(
+            object_id[&linked.obj[i]],
+            entry_ids[&p.ep],
+            SimDuration::from_ps(p.end_ps - p.begin_ps),
+        );
+        blk.trigger = linked.trigger[i].map(label);
+        blk.recorded_start = Some(SimTime::from_ps(p.begin_ps));
+        blk.recorded_arrival = linked.trigger[i].map(|_| SimTime::from_ps(p.arrival_ps));
+        blk.iteration = linked.phased.then_some(p.phase);
+        blk.lb_sync = linked.lb_sync[i];
+        deps.clear();
+        deps.extend(linked.deps[i].iter().map(|&j| block_of[j]));
+        block_of[i] = tb.block(blk, &deps, &sends);
+    }
+    let trace = tb.finish().map_err(|source| ImportError::Invalid {
+        file: sts_name.clone(),
+        source,
+    })?;
+    let notes = notes(&sts, &logs, &linked.stats, &trace, &arrays, moved);
+    Ok(Imported {
+        trace,
+        notes,
+        recorded_end: Some(SimTime::from_ps(recorded_end)),
+    })
+}
+
+/// What the import found and adjusted, in words.
+fn notes(
+    sts: &sts::Sts,
+    logs: &log::Logs,
+    st: &link::Stats,
+    trace: &trace::Trace,
+    arrays: &BTreeMap<i64, usize>,
+    moved: usize,
+) -> Vec<String> {
+    let mut notes: Vec<String> = logs
+        .files
+        .iter()
+        .map(|(f, n)| format!("{f}: {n} records"))
+        .collect();
+    notes.push(format!(
+        "{} blocks, {} messages; version {}",
+        trace.num_blocks(),
+        trace.num_sends(),
+        sts.version.name()
+    ));
+    if !arrays.is_empty() {
+        let list: Vec<String> = arrays
+            .iter()
+            .map(|(c, n)| {
+                let name = sts.chares.get(c).map_or("?", |c| c.name.as_str());
+                format!("{name} ({n})")
+            })
+            .collect();
+        notes.push(format!(
+            "objects: {} chare array elements ({}) and one object per PE for groups, singleton chares and the runtime",
+            arrays.values().sum::<usize>(),
+            list.join(", ")
+        ));
+    }
+    if moved > 0 {
+        notes.push(format!(
+            "{moved} array elements ran on more than one PE (migrated by the load balancer); they are placed on their first PE"
+        ));
+    }
+    if st.broadcast > 0 {
+        notes.push(format!(
+            "{} deliveries name their own PE as source but were created on another PE (array broadcasts and reductions' results, delivered by each PE's array manager): matched by event number and entry",
+            st.broadcast
+        ));
+    }
+    if st.forwarded > 0 {
+        notes.push(format!(
+            "{} deliveries run another entry than the one their message was created for (the runtime forwarding it, e.g. an array's creation to its elements' constructors)",
+            st.forwarded
+        ));
+    }
+    if st.sdag > 0 {
+        notes.push(format!(
+            "{} SDAG serial/SDAG_RTS blocks (event -1) continue the entry invocation before them on their PE; {} of them consume a message that waited in a `when` buffer and depend on its delivery",
+            st.sdag, st.sdag_buffered
+        ));
+    }
+    if st.collective > 0 {
+        notes.push(format!(
+            "{} blocks send for a reduction or a load-balancing step (or end a phase): each waits for the latest block of every array element on its PE (contributions and AtSync are local calls, not messages)",
+            st.collective
+        ));
+    }
+    if st.skewed > 0 {
+        notes.push(format!(
+            "{} messages begin processing before their creation time (clock skew between PEs, up to {}); recorded delays floor them at 0",
+            st.skewed,
+            SimDuration::from_ps(st.worst_skew_ps)
+        ));
+    }
+    if st.garbage_src > 0 {
+        let beyond = st.garbage_src - st.negative_src;
+        notes.push(format!(
+            "{} blocks name a source PE beyond the {} PEs of the .sts ({beyond} above, up to PE {}; {} negative other than -1): garbage in the log (e.g. resumed threads' envelopes); their triggers are dropped and they start when their PE reaches them",
+            st.garbage_src, sts.pes, st.worst_src, st.negative_src
+        ));
+    }
+    let phases = logs.phases.iter().copied().max().unwrap_or(0);
+    if phases > 0 {
+        notes.push(format!(
+            "{phases} END_PHASE records (load-balancing steps): iterations are the {} phases; {} lb_sync blocks (each array element's last block of a phase)",
+            phases + 1,
+            st.sync_blocks
+        ));
+    }
+    for (n, what) in [
+        (
+            st.unmatched,
+            "triggers name a creation not in the logs; dropped",
+        ),
+        (
+            st.repeated,
+            "repeated consumptions of one message on one PE (a threaded entry resumed), or by one object after a nested entry; each continues the previous piece",
+        ),
+        (
+            logs.dup_events,
+            "creations reuse an event number already seen on their PE; the later ones are ignored",
+        ),
+        (
+            logs.stray_ends,
+            "END_PROCESSING records without a BEGIN_PROCESSING; ignored",
+        ),
+        (
+            logs.unterminated,
+            "blocks without END_PROCESSING; closed at the next BEGIN_PROCESSING or their last send",
+        ),
+    ] {
+        if n > 0 {
+            notes.push(format!("{n} {what}"));
+        }
+    }
+    notes
+}
