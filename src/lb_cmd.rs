@@ -272,20 +272,32 @@ pub(crate) fn lb(a: LbArgs) -> Result<()> {
             remote_messages: r.messages.remote,
         });
     }
+    let text = table(&rows, a.migrate_bytes == 0);
+    emit(&a, maps_dir, &rows, &text)?;
+    Ok(())
+}
+
+/// Commits the maps folder, writes `--csv`, and prints the rows as JSON (`--json`) or `text`.
+fn emit<R: Serialize>(
+    a: &LbArgs,
+    maps_dir: Option<safe_output::OutputDir>,
+    rows: &[R],
+    text: &str,
+) -> Result<()> {
     if let Some(dir) = maps_dir {
         crate::files::finish_dir(dir)?;
     }
     if let Some(p) = &a.csv {
         let mut w = crate::files::csv_file(p)?;
-        for r in &rows {
+        for r in rows {
             w.serialize(r)?;
         }
         crate::files::commit_csv(w)?;
     }
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&rows)?);
+        println!("{}", serde_json::to_string_pretty(rows)?);
     } else {
-        print!("{}", table(&rows, a.migrate_bytes == 0));
+        print!("{text}");
     }
     Ok(())
 }
@@ -628,21 +640,8 @@ fn lb_dump(a: &LbArgs) -> Result<()> {
             predicted_step_s: secs(step),
         });
     }
-    if let Some(dir) = maps_dir {
-        crate::files::finish_dir(dir)?;
-    }
-    if let Some(p) = &a.csv {
-        let mut w = crate::files::csv_file(p)?;
-        for r in &rows {
-            w.serialize(r)?;
-        }
-        crate::files::commit_csv(w)?;
-    }
-    if a.json {
-        println!("{}", serde_json::to_string_pretty(&rows)?);
-    } else {
-        print!("{}", dump_table(&rows));
-    }
+    let text = dump_table(&rows);
+    emit(a, maps_dir, &rows, &text)?;
     Ok(())
 }
 
@@ -652,11 +651,6 @@ fn net_time(net: &mut dyn network_models::NetworkModel, msg: &network_models::Me
         .as_ps()
         .saturating_add(net.send_overhead(msg).as_ps())
         .saturating_add(net.recv_overhead(msg).as_ps())
-}
-
-/// No --migrate-bytes: moves are not charged.
-fn a_free(r: &DumpRow) -> bool {
-    r.migrated_bytes == 0
 }
 
 fn dump_table(rows: &[DumpRow]) -> String {
@@ -679,7 +673,7 @@ fn dump_table(rows: &[DumpRow]) -> String {
                 r.strategy.clone(),
                 format!("{:.3}", r.max_avg_load),
                 r.migrations.to_string(),
-                if a_free(r) {
+                if r.migrated_bytes == 0 {
                     "free".into()
                 } else {
                     mb(r.migrated_bytes)
