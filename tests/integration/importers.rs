@@ -5,7 +5,7 @@ use crate::cli::{tmpdir, whatif};
 use crate::{run_with, shared_data};
 use importers::{Format, ImportError, ImportOptions, import};
 use replay::ReplayConfig;
-use sim_core::SimTime;
+use sim_core::{SimDuration, SimTime};
 use std::path::Path;
 
 fn imp(format: Format, path: &Path) -> importers::Imported {
@@ -930,10 +930,13 @@ fn projections_pingpong_real_gzip_run_imports_and_replays() {
     let t = &imported.trace;
     // Objects are the chares (issue 30): the two PEs' own objects (groups, the main chare, the
     // runtime) and the elements of the program's four 1-D to 3-D arrays, two each (one per
-    // PE). Blocks and messages are the same as when every PE was one object.
+    // PE). 325 blocks and 180 messages before the untraced messages were read: each handler
+    // of a message to a `[notrace]` entry that delivers is now its own block (54 more: they
+    // used to merge with the runtime's neighbouring creations), and 39 of them are triggered
+    // by a message inferred from a pack on the other PE.
     assert_eq!(
         (t.objects.len(), t.num_blocks(), t.num_sends()),
-        (10, 325, 180)
+        (10, 379, 219)
     );
     let names: Vec<&str> = t.objects.iter().map(|o| o.name.as_str()).collect();
     assert_eq!(
@@ -1255,4 +1258,84 @@ fn projections_broadcast_and_sdag_closed_forms() {
     // go arrives at 1000 us, runs 5 us, then its serial 95 us.
     let r = run_with(t, "latency:lat=1ms", &ReplayConfig::default());
     assert_eq!(r.makespan, SimTime::from_ps(1_100_000_000));
+}
+
+/// Messages to untraced entries (`[notrace]`, e.g. CkMulticast's): the sender only packs,
+/// the receiver unpacks outside any processing and acts. A receipt after a step takes that
+/// step's send (the local queue comes first); the send left unreceived when a traced message
+/// begins went to the other PE, whose receipt (a handler that delivers) takes the latest such
+/// send before it.
+#[test]
+fn projections_untraced_messages_closed_forms() {
+    let dir = tmpdir("proj-untraced");
+    let sts = "PROJECTIONS_ID\nVERSION 11.0\nMACHINE \"test\"\nPROCESSORS 2\nTOTAL_CHARES 3\n\
+               TOTAL_EPS 3\nTOTAL_MSGS 1\nCHARE 0 \"SDAG\" -1\nCHARE 1 \"A\" 1\n\
+               CHARE 2 \"CkMulticastMgr\" -1\n\
+               ENTRY CHARE 0 \"SDAG_RTS\" 0 0\nENTRY CHARE 1 \"go()\" 1 0\n\
+               ENTRY CHARE 2 \"work()\" 1 0\nMESSAGE 0 80\nEND\n";
+    // CkMulticastMgr is registered: the runtime module with `[notrace]` entries is linked in.
+    std::fs::write(dir.join("u.sts"), sts).unwrap();
+    // PE 0: A[0] runs go 100-200: it creates work (event 4) at 120 and packs that traced
+    // message, then packs two untraced ones at 140 and 150. The runtime receives one at 205
+    // and forwards it (a pack at 206); then the traced work message is unpacked at 249 and
+    // runs 250-300.
+    std::fs::write(
+        dir.join("u.0.log"),
+        "PROJECTIONS-RECORD 12\n2 0 1 100 3 -1 80 0 0 0\n1 0 2 120 4 0 80 0\n16 120 0\n17 121 0\n\
+         16 140 0\n17 141 0\n16 150 0\n17 151 0\n3 0 1 200 3 0 0 0\n18 205 0\n19 205 0\n\
+         16 206 0\n17 206 0\n18 249 0\n19 249 0\n2 0 2 250 4 0 80 0 0 0\n3 0 2 300 4 0 0 0\n",
+    )
+    .unwrap();
+    // PE 1: the runtime receives a message at 180 and creates work for A[1] (event 7) at 181;
+    // A[1] runs it 190-280.
+    std::fs::write(
+        dir.join("u.1.log"),
+        "PROJECTIONS-RECORD 6\n18 180 1\n19 180 1\n1 0 2 181 7 1 64 0\n\
+         2 0 2 190 7 1 64 0 1 0\n3 0 2 280 7 1 0 0\n",
+    )
+    .unwrap();
+    let imported = imp(Format::Projections, &dir.join("u.sts"));
+    assert!(
+        imported.notes.iter().any(|n| n
+            .starts_with("1 blocks handle a message to an untraced entry")
+            && n.contains("0 sent on their own PE, 1 from another PE")
+            && n.contains("0 not found")),
+        "{:?}",
+        imported.notes
+    );
+    let t = &imported.trace;
+    let names: Vec<&str> = t.objects.iter().map(|o| o.name.as_str()).collect();
+    assert_eq!(names, ["pe0", "pe1", "A[0]", "A[1]"]);
+    // The receipt on PE 1 is triggered by a 64-byte message A[0]'s go sends at offset 50 us
+    // (its second untraced pack), addressed to PE 1's runtime object.
+    let go = t
+        .block_ids()
+        .find(|&id| t.block(id).object == trace::ObjectId(2) && t.deps(id).is_empty())
+        .unwrap();
+    let sends: Vec<_> = t.sends(go).to_vec();
+    assert_eq!(sends.len(), 2, "{sends:?}");
+    let untraced = sends
+        .iter()
+        .find(|s| s.dest == trace::Destination::Object(trace::ObjectId(1)))
+        .unwrap();
+    assert_eq!(untraced.offset, SimDuration::from_ps(50_000_000));
+    assert_eq!(untraced.bytes, 64);
+    // PE 0's receipt took go's first send (the local queue first) and delivered nothing: it is
+    // no block, and its own forward (the pack at 206) is later than PE 1's receipt. Blocks:
+    // go, A[0]'s work, PE 1's receipt, A[1]'s work.
+    assert_eq!(t.num_blocks(), 4);
+    // Recorded order: the recorded end.
+    let cfg = ReplayConfig {
+        recorded_order: true,
+        ..ReplayConfig::default()
+    };
+    assert_eq!(
+        run_with(t, "recorded", &cfg).makespan,
+        SimTime::from_ps(300_000_000)
+    );
+    // Message driven, 1 ms latency: go runs 0-100 us and sends at 50 us; PE 1's runtime
+    // receives at 1050 us and runs 10 us (180-190; it creates work at 1 us, a local message);
+    // A[1]'s work then has the PE and runs 90 us: 1150 us.
+    let r = run_with(t, "latency:lat=1ms", &ReplayConfig::default());
+    assert_eq!(r.makespan, SimTime::from_ps(1_150_000_000));
 }

@@ -89,6 +89,11 @@ pub(crate) struct Stats {
     pub(crate) collective: usize,
     pub(crate) skewed: usize,
     pub(crate) worst_skew_ps: u64,
+    pub(crate) untraced_local: usize,
+    pub(crate) untraced_remote: usize,
+    pub(crate) untraced_unpaired: usize,
+    pub(crate) received: usize,
+    pub(crate) absorbed: usize,
 }
 
 pub(crate) struct Linked {
@@ -190,8 +195,36 @@ pub(crate) fn link(sts: &Sts, logs: &Logs) -> Linked {
         sts.chare_of(ep)
             .is_some_and(|(_, c)| c.name == "dummy_thread_chare")
     };
+    // Untraced messages that did nothing visible (a reduction's partial contribution kept
+    // in the runtime's state): the next untraced handler on the PE that acts depends on them.
+    let mut silent: Vec<usize> = Vec::new();
+    let mut silent_pe = u32::MAX;
     for (i, p) in logs.pieces.iter().enumerate() {
+        if p.pe != silent_pe {
+            silent.clear();
+            silent_pe = p.pe;
+        }
+        if p.received {
+            if p.sends.is_empty() && p.packs.is_empty() {
+                // Not a block (`Piece::kept`): what it received is kept in the runtime's
+                // state, and the next handler that acts depends on its message instead.
+                if let Some(j) = p.after {
+                    silent.push(j);
+                }
+            } else {
+                st.absorbed += silent.len();
+                deps[i].append(&mut silent);
+            }
+        }
         if p.runtime {
+            if let Some(j) = p.after.filter(|_| p.kept()) {
+                deps[i].push(j);
+                st.untraced_local += 1;
+            }
+            if let Some(c) = p.cause.filter(|_| p.kept()) {
+                trigger[i] = Some(c);
+                st.untraced_remote += 1;
+            }
             continue;
         }
         if p.event == -1 {
@@ -337,7 +370,9 @@ pub(crate) fn link(sts: &Sts, logs: &Logs) -> Linked {
             latest.clear();
             pe_now = p.pe;
         }
-        if p.ends_phase || p.sends.iter().any(|&c| collective_ep(logs.creations[c].ep)) {
+        let collective_send = !p.received // a handler of untraced messages follows them
+            && p.sends.iter().any(|&c| collective_ep(logs.creations[c].ep));
+        if p.ends_phase || collective_send {
             let mut extra: Vec<usize> = latest
                 .iter()
                 .filter(|(o, _)| **o != obj[i])

@@ -24,16 +24,22 @@ pub(crate) struct Creation {
     pub(crate) ep: i64,
     pub(crate) time_ps: u64,
     pub(crate) bytes: u64,
+    /// A CREATION_BCAST or CREATION_MULTICAST record (one message for several PEs).
+    pub(crate) fanout: bool,
     /// The piece it was made in.
     pub(crate) piece: usize,
 }
 
 /// One run of an entry on a PE as the log shows it: BEGIN_PROCESSING to END_PROCESSING (or
-/// a run of creations outside any, `runtime`).
+/// a run of creations outside any, `runtime`; or an untraced message's handler, from its
+/// UNPACK outside any processing to the next record that is not its own, `received`).
 pub(crate) struct Piece {
     pub(crate) pe: u32,
     pub(crate) ep: i64,
     pub(crate) runtime: bool,
+    /// A `runtime` piece that handles a received message whose entry is not traced (it
+    /// began with an UNPACK outside any processing).
+    pub(crate) received: bool,
     pub(crate) begin_ps: u64,
     pub(crate) end_ps: u64,
     pub(crate) event: i64,
@@ -44,15 +50,44 @@ pub(crate) struct Piece {
     pub(crate) index: Option<Index>,
     /// Creations made in it, in log order.
     pub(crate) sends: Vec<usize>,
+    /// Times of its untraced sends (BEGIN_PACK records of messages to untraced entries).
+    pub(crate) packs: Vec<u64>,
+    /// For a `received` piece: the creation standing for the untraced message it received
+    /// from another PE ([`super::untraced`]).
+    pub(crate) cause: Option<usize>,
+    /// For a `received` piece: the piece on its own PE that sent it the message.
+    pub(crate) after: Option<usize>,
     /// END_PHASE records seen on its PE before it began.
     pub(crate) phase: u32,
     /// An END_PHASE record was written while it ran.
     pub(crate) ends_phase: bool,
 }
 
+/// A record of the untraced-message stream of a PE, in log order ([`super::untraced`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Untraced {
+    /// A BEGIN_PACK not right after a creation: a message sent to an untraced entry.
+    Pack { piece: usize, time_ps: u64 },
+    /// An untraced message's handler began (its piece is `received`).
+    Receipt { piece: usize },
+    /// A traced message began processing (the scheduler took a message from its queue).
+    Step,
+}
+
+impl Piece {
+    /// Whether the piece becomes a block: every piece but an untraced message's handler that
+    /// did nothing visible (no creation, no pack): nothing can be said to wait for it, and a
+    /// log's block count stays what it was before untraced messages were read.
+    pub(crate) fn kept(&self) -> bool {
+        !self.received || !self.sends.is_empty()
+    }
+}
+
 /// Everything read from the logs.
 #[derive(Default)]
 pub(crate) struct Logs {
+    /// Per PE, its untraced sends and receipts in log order.
+    pub(crate) untraced: Vec<Vec<Untraced>>,
     /// Pieces, PE by PE, each PE's in log order.
     pub(crate) pieces: Vec<Piece>,
     pub(crate) creations: Vec<Creation>,
@@ -81,6 +116,16 @@ impl Logs {
     ) -> Result<(), ImportError> {
         let mut open: Option<usize> = None;
         let mut runtime: Option<usize> = None;
+        // Untraced messages are read when the program registered the runtime module whose
+        // entries are `[notrace]` (CkMulticast); elsewhere an UNPACK is only part of a traced
+        // message's delivery, and the logs read as they always did.
+        let untraced_entries = sts.chares.values().any(|c| c.name == "CkMulticastMgr");
+        // An UNPACK outside any processing: a received message, traced when a
+        // BEGIN_PROCESSING follows, else handled by an untraced entry.
+        let mut pending_unpack: Option<u64> = None;
+        // The last record that matters for packing (creation, begin/end, pack, unpack).
+        let mut prev_sig = 0i64;
+        let mut stream: Vec<Untraced> = Vec::new();
         let mut records = 0usize;
         let mut phase = 0u32;
         let mut events = std::collections::HashSet::new();
@@ -113,6 +158,47 @@ impl Logs {
                     })
             };
             let code = num(0, "a record type")? as i64;
+            // The time of records that close a received message's handler.
+            let closing_time = match code {
+                2 => Some(num(3, "time")?),
+                14 | 16 | 18 => Some(num(1, "time")?),
+                _ => None,
+            };
+            if let Some(at) = pending_unpack.filter(|_| !matches!(code, 2 | 17 | 19)) {
+                pending_unpack = None;
+                self.pieces.push(Piece {
+                    pe,
+                    ep: i64::MIN,
+                    runtime: true,
+                    received: true,
+                    begin_ps: at,
+                    end_ps: at,
+                    event: -1,
+                    src: -1,
+                    arrival_ps: at,
+                    index: None,
+                    sends: Vec::new(),
+                    packs: Vec::new(),
+                    cause: None,
+                    after: None,
+                    phase,
+                    ends_phase: false,
+                });
+                runtime = Some(self.pieces.len() - 1);
+                stream.push(Untraced::Receipt {
+                    piece: self.pieces.len() - 1,
+                });
+            }
+            if code == 2 {
+                pending_unpack = None;
+            }
+            if let (Some(b), Some(at), false) = (runtime, closing_time, code == 16) {
+                if self.pieces[b].received {
+                    let p = &mut self.pieces[b];
+                    p.end_ps = p.end_ps.max(us(at));
+                    runtime = None;
+                }
+            }
             match code {
                 1 | 20 | 21 => {
                     let ep = num(2, "entry point")? as i64;
@@ -143,6 +229,7 @@ impl Logs {
                                     pe,
                                     ep: i64::MIN,
                                     runtime: true,
+                                    received: false,
                                     begin_ps: at,
                                     end_ps: at,
                                     event: -1,
@@ -150,6 +237,9 @@ impl Logs {
                                     arrival_ps: at,
                                     index: None,
                                     sends: Vec::new(),
+                                    packs: Vec::new(),
+                                    cause: None,
+                                    after: None,
                                     phase,
                                     ends_phase: false,
                                 });
@@ -165,6 +255,7 @@ impl Logs {
                         ep,
                         time_ps: at,
                         bytes,
+                        fanout: code != 1,
                         piece: b,
                     });
                 }
@@ -203,11 +294,15 @@ impl Logs {
                         p.end_ps = us(time).max(p.begin_ps);
                     }
                     runtime = None;
+                    if event != -1 {
+                        stream.push(Untraced::Step);
+                    }
                     let begin = us(time);
                     self.pieces.push(Piece {
                         pe,
                         ep,
                         runtime: false,
+                        received: false,
                         begin_ps: begin,
                         end_ps: begin,
                         event,
@@ -215,6 +310,9 @@ impl Logs {
                         arrival_ps: us(arrival).min(begin),
                         index,
                         sends: Vec::new(),
+                        packs: Vec::new(),
+                        cause: None,
+                        after: None,
                         phase,
                         ends_phase: false,
                     });
@@ -239,7 +337,44 @@ impl Logs {
                         self.pieces[b].ends_phase = true;
                     }
                 }
-                4..=19 | 22..=29 | 31 | 32 | 98..=100 => {}
+                16 => {
+                    // BEGIN_PACK: right after a creation it packs that (traced) message;
+                    // otherwise the message is for an untraced entry.
+                    let at = us(num(1, "time")?);
+                    if !matches!(prev_sig, 1 | 20 | 21) {
+                        if let Some(b) = open.or(runtime) {
+                            let p = &mut self.pieces[b];
+                            p.packs.push(at);
+                            p.end_ps = p.end_ps.max(at);
+                            stream.push(Untraced::Pack {
+                                piece: b,
+                                time_ps: at,
+                            });
+                        }
+                    }
+                }
+                18 => {
+                    let at = us(num(1, "time")?);
+                    match open {
+                        // A multicast root packs its message and unpacks it again for its
+                        // own PE [ck-core/ckmulticast.C, `sendToSection`]: not a send.
+                        Some(b) if prev_sig == 17 => {
+                            if let Some(Untraced::Pack { piece, .. }) = stream.last() {
+                                if *piece == b {
+                                    stream.pop();
+                                    self.pieces[b].packs.pop();
+                                }
+                            }
+                        }
+                        Some(_) => {}
+                        None if untraced_entries => {
+                            runtime = None;
+                            pending_unpack = Some(at);
+                        }
+                        None => {}
+                    }
+                }
+                4..=15 | 17 | 19 | 22..=29 | 31 | 32 | 98..=100 => {}
                 other => {
                     return Err(ImportError::syntax(
                         &file,
@@ -249,11 +384,15 @@ impl Logs {
                     ));
                 }
             }
+            if matches!(code, 1 | 2 | 3 | 16..=21) {
+                prev_sig = code;
+            }
         }
         if open.is_some() {
             self.unterminated += 1;
         }
         self.phases.push(phase);
+        self.untraced.push(stream);
         self.files.push((file, records));
         Ok(())
     }

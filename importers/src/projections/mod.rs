@@ -17,9 +17,10 @@
 //! | 2 `BEGIN_PROCESSING` | `mIdx eIdx time event srcPe msglen` | `... msglen recvTime id[ndims or 4] cpuTime` |
 //! | 3 `END_PROCESSING` | `mIdx eIdx time event pe msglen` | `... msglen cpuTime` |
 //! | 30 `END_PHASE` | - | `phase time` |
+//! | 16 `BEGIN_PACK`, 18 `BEGIN_UNPACK` | `time pe` | `time pe` |
 //!
 //! `ndims` is the dimension count of the entry's chare in the `.sts` (`CHARE <id> "<name>"
-//! <ndims>`, -1 for anything but a chare array). Every other record (idle, pack/unpack,
+//! <ndims>`, -1 for anything but a chare array). Every other record (idle,
 //! computation begin/end, user events) is checked for its type code and otherwise skipped:
 //! idleness is implied by the replay.
 //!
@@ -32,6 +33,7 @@
 //! | `BEGIN_PROCESSING` .. `END_PROCESSING` | a block of entry `Chare::entry` (from the `.sts`), duration end - begin, `recorded_start` = begin |
 //! | `CREATION` inside a block | a send at offset `time - begin` of `msglen` bytes, label (pe, event) |
 //! | `CREATION` outside any block | a send of a `(runtime)` block spanning each run of such records |
+//! | `BEGIN_UNPACK` outside any block and not followed by a `BEGIN_PROCESSING` | a `(runtime)` block: the handler of a message to an untraced (`[notrace]`) entry, up to the next record not its own; triggered by a send inferred from a `BEGIN_PACK` on another PE, or after the piece on its PE that sent it ([`untraced`]) |
 //! | `BEGIN_PROCESSING` `(srcPe, event)` | trigger = its creation ([`link`]: same PE and entry, else an array broadcast's creation on another PE, else the runtime's forwarding); `recorded_arrival` = `recvTime` (11.0, when above 0) or the begin time |
 //! | SDAG `serial` / `SDAG_RTS` (event -1) | depends on the piece before it on its PE (the invocation it runs in) and, for a `when` that found its message buffered, on that message's delivery |
 //! | `END_PHASE` (each load-balancing step) | iterations = phases; each element's last block of a phase is its `lb_sync` point |
@@ -44,6 +46,7 @@
 mod link;
 mod log;
 mod sts;
+mod untraced;
 
 use crate::error::read_text;
 use crate::{ImportError, Imported};
@@ -131,7 +134,43 @@ pub fn import(sts_path: &Path) -> Result<Imported, ImportError> {
         let p = &mut logs.pieces[c.piece];
         p.end_ps = p.end_ps.max(c.time_ps);
     }
-    let linked = link::link(&sts, &logs);
+    // Messages to untraced entries: a creation for each one received from another PE.
+    let pairs = untraced::pair(&logs);
+    for &(r, from) in &pairs.local {
+        logs.pieces[r].after = Some(from);
+    }
+    for &(r, c) in &pairs.fanout {
+        logs.pieces[r].cause = Some(c);
+    }
+    for (k, &(r, from, at)) in pairs.remote.iter().enumerate() {
+        let bytes = logs.pieces[r]
+            .sends
+            .first()
+            .map_or(0, |&c| logs.creations[c].bytes);
+        let c = logs.creations.len();
+        logs.creations.push(log::Creation {
+            pe: logs.pieces[from].pe,
+            event: -2 - k as i64,
+            ep: i64::MIN,
+            time_ps: at,
+            bytes,
+            fanout: false,
+            piece: from,
+        });
+        logs.pieces[from].sends.push(c);
+        logs.pieces[r].cause = Some(c);
+    }
+    let mut linked = link::link(&sts, &logs);
+    linked.stats.untraced_unpaired = logs
+        .pieces
+        .iter()
+        .filter(|p| p.received && p.kept() && p.cause.is_none() && p.after.is_none())
+        .count();
+    linked.stats.received = logs
+        .pieces
+        .iter()
+        .filter(|p| p.received && p.kept())
+        .count();
     let pieces = &logs.pieces;
     let creations = &logs.creations;
 
@@ -202,7 +241,7 @@ pub fn import(sts_path: &Path) -> Result<Imported, ImportError> {
     };
     // Blocks in recorded time order (PE, then log order, on ties): an object's blocks are
     // then in execution order even when it migrated, and every dependency comes earlier.
-    let mut order: Vec<usize> = (0..pieces.len()).collect();
+    let mut order: Vec<usize> = (0..pieces.len()).filter(|&i| pieces[i].kept()).collect();
     order.sort_by_key(|&i| (pieces[i].begin_ps, pieces[i].pe, i));
     let mut block_of = vec![trace::BlockId(u32::MAX); pieces.len()];
     let mut sends = Vec::new();
@@ -321,6 +360,12 @@ fn notes(
         notes.push(format!(
             "{} blocks send for a reduction or a load-balancing step (or end a phase): each waits for the latest block of every array element on its PE (contributions and AtSync are local calls, not messages)",
             st.collective
+        ));
+    }
+    if st.received > 0 {
+        notes.push(format!(
+            "{} blocks handle a message to an untraced entry (`[notrace]`, e.g. CkMulticast's multicast and section reduction: an UNPACK outside any processing); their senders are inferred from the packs and the scheduler's order: {} sent on their own PE, {} from another PE (a broadcast's traced creation, else the latest unpaired send from another PE before it), {} not found (they start when their PE reaches them)",
+            st.received, st.untraced_local, st.untraced_remote, st.untraced_unpaired
         ));
     }
     if st.skewed > 0 {

@@ -1,0 +1,162 @@
+//! Messages to untraced entries: who sent what an untraced handler received.
+//!
+//! Charm++ declares some runtime entries `[notrace]` (8.0.1 `ck-core/ckmulticast.ci`: the
+//! section multicast `recvMsg`, `recvPacket`, `sendToLocal` and the section reduction
+//! `recvRedMsg`). Their messages leave no CREATION and their handlers no BEGIN_PROCESSING;
+//! what remains is the packing of each such message at its sender (BEGIN_PACK inside the
+//! sending piece, not right after a CREATION) and its unpacking at its receiver (BEGIN_UNPACK
+//! outside any processing, not followed by a BEGIN_PROCESSING), followed by what the handler
+//! did: creations (a multicast's local deliveries, a section reduction's result) or packs of
+//! its own (forwarding down or up the spanning tree). Neither record names the other end, so
+//! the pairs are inferred from the Converse scheduler's order:
+//!
+//! * **Local first.** A message a PE sends to itself goes to its local queue, which the
+//!   scheduler empties before it takes the next message from the network or its own queue
+//!   [conv-core/convcore.C, `CsdNextMessage`]. So the untraced receipts that follow a
+//!   scheduler step, before the next traced message begins, take that step's untraced sends
+//!   in order: each is received on its own PE.
+//!   Except that a multicast reaches each PE once: a receipt that delivers an entry its
+//!   candidate sender delivered itself (the root's own deliveries) came from elsewhere, and
+//!   that send left the PE.
+//! * **Remote otherwise.** Sends still unreceived when the next traced message begins went to
+//!   another PE; receipts with no local send waiting came from another PE, and so do
+//!   handlers that deliver messages (a multicast's local deliveries, a section reduction's
+//!   result: they act on a message of the spanning tree). Each such receipt takes the latest
+//!   unpaired send from another PE that is not later than it and not older than
+//!   [`WINDOW_PS`]. Not the earliest: some packs are never received by an untraced handler
+//!   (LeanMD's computes pack two messages per force step and their PE receives one), and a
+//!   first-in-first-out pairing would drift onto ever older sends and hide the latency.
+//!
+//! * **Traced fan-outs.** A receipt that delivers entry E and comes after a CREATION_BCAST or
+//!   CREATION_MULTICAST of E on another PE is that broadcast's copy for its PE (the creation
+//!   is traced, the runtime's forwarding is not): the creation triggers it.
+//!
+//! Neither rule can be checked against the log: the pairs are an inference, the notes count
+//! them, and a message paired with a slightly later send than its own makes its receipt wait
+//! a little longer than it did.
+
+use super::log::{Logs, Untraced};
+use std::collections::VecDeque;
+
+/// A remote send older than this when a receipt looks for its sender is never paired.
+pub(crate) const WINDOW_PS: u64 = 50_000_000_000;
+
+/// Sends examined per receipt beyond the first candidate (bounds the work with many PEs).
+const SCAN: usize = 256;
+
+/// The inferred pairs.
+#[derive(Default)]
+pub(crate) struct Pairs {
+    /// (receiving piece, sending piece) on one PE.
+    pub(crate) local: Vec<(usize, usize)>,
+    /// (receiving piece, sending piece on another PE, time of the send).
+    pub(crate) remote: Vec<(usize, usize, u64)>,
+    /// (receiving piece, broadcast or multicast creation on another PE it forwards).
+    pub(crate) fanout: Vec<(usize, usize)>,
+}
+
+/// Whether pieces `a` and `b` both create messages for one entry.
+fn same_deliveries(logs: &Logs, a: usize, b: usize) -> bool {
+    let eps = |p: usize| logs.pieces[p].sends.iter().map(|&c| logs.creations[c].ep);
+    eps(a).any(|e| eps(b).any(|f| f == e))
+}
+
+/// Pairs every untraced receipt with the send it most likely received.
+pub(crate) fn pair(logs: &Logs) -> Pairs {
+    let mut out = Pairs::default();
+    // (time, pe, piece) of sends that left their PE and of receipts that came from another.
+    let mut sends: Vec<(u64, u32, usize)> = Vec::new();
+    let mut receipts: Vec<(u64, u32, usize)> = Vec::new();
+    for (pe, stream) in logs.untraced.iter().enumerate() {
+        let pe = pe as u32;
+        let mut waiting: VecDeque<(usize, u64)> = VecDeque::new();
+        for ev in stream {
+            match *ev {
+                Untraced::Pack { piece, time_ps } => waiting.push_back((piece, time_ps)),
+                Untraced::Step => {
+                    sends.extend(waiting.drain(..).map(|(piece, t)| (t, pe, piece)));
+                }
+                Untraced::Receipt { piece } => {
+                    // A multicast reaches each PE once: a handler delivering the entry that
+                    // the sending piece delivered itself got another PE's copy, and that
+                    // piece's send left its PE.
+                    while let Some(&(from, t)) = waiting.front() {
+                        if !same_deliveries(logs, piece, from) {
+                            break;
+                        }
+                        waiting.pop_front();
+                        sends.push((t, pe, from));
+                    }
+                    // A handler that delivers messages (a multicast's local deliveries, a
+                    // reduction's result) acts on a message from the spanning tree, which
+                    // the scheduler takes from the network: its sender is on another PE.
+                    let delivers = !logs.pieces[piece].sends.is_empty();
+                    match waiting.front().copied().filter(|_| !delivers) {
+                        Some((from, _)) => {
+                            waiting.pop_front();
+                            out.local.push((piece, from));
+                        }
+                        None => receipts.push((logs.pieces[piece].begin_ps, pe, piece)),
+                    }
+                }
+            }
+        }
+        sends.extend(waiting.drain(..).map(|(piece, t)| (t, pe, piece)));
+    }
+    sends.sort_unstable();
+    receipts.sort_unstable();
+    // Broadcasts and multicasts whose creation is traced but whose handler on each PE is
+    // not (the runtime forwards them to the local recipients, e.g. a group broadcast).
+    let mut fanouts: Vec<(u64, usize)> = logs
+        .creations
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.fanout)
+        .map(|(k, c)| (c.time_ps, k))
+        .collect();
+    fanouts.sort_unstable();
+    let mut fanout_used: std::collections::HashSet<(usize, u32)> = Default::default();
+    receipts.retain(|&(t, pe, piece)| {
+        let Some(&first) = logs.pieces[piece].sends.first() else {
+            return true;
+        };
+        let ep = logs.creations[first].ep;
+        let end = fanouts.partition_point(|&(ct, _)| ct <= t);
+        let found = fanouts[..end]
+            .iter()
+            .rev()
+            .take_while(|&&(ct, _)| ct >= t.saturating_sub(WINDOW_PS))
+            .take(SCAN)
+            .map(|&(_, k)| k)
+            .find(|&k| {
+                let c = &logs.creations[k];
+                c.ep == ep && c.pe != pe && !fanout_used.contains(&(k, pe))
+            });
+        match found {
+            Some(k) => {
+                fanout_used.insert((k, pe));
+                out.fanout.push((piece, k));
+                false
+            }
+            None => true,
+        }
+    });
+    let mut used = vec![false; sends.len()];
+    let mut next = 0usize; // sends[..next] are not later than the current receipt
+    for &(t, pe, piece) in &receipts {
+        while next < sends.len() && sends[next].0 <= t {
+            next += 1;
+        }
+        let oldest = t.saturating_sub(WINDOW_PS);
+        let found = (0..next)
+            .rev()
+            .take_while(|&k| sends[k].0 >= oldest)
+            .take(SCAN)
+            .find(|&k| !used[k] && sends[k].1 != pe);
+        if let Some(k) = found {
+            used[k] = true;
+            out.remote.push((piece, sends[k].2, sends[k].0));
+        }
+    }
+    out
+}
