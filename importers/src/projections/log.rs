@@ -75,6 +75,28 @@ pub(crate) enum Untraced {
 }
 
 impl Piece {
+    /// A piece of the runtime on `pe` beginning at `at_ps` (no entry, no message yet).
+    fn runtime_at(pe: u32, at_ps: u64, phase: u32, received: bool) -> Piece {
+        Piece {
+            pe,
+            ep: i64::MIN,
+            runtime: true,
+            received,
+            begin_ps: at_ps,
+            end_ps: at_ps,
+            event: -1,
+            src: -1,
+            arrival_ps: at_ps,
+            index: None,
+            sends: Vec::new(),
+            packs: Vec::new(),
+            cause: None,
+            after: None,
+            phase,
+            ends_phase: false,
+        }
+    }
+
     /// Whether the piece becomes a block: every piece but an untraced message's handler that
     /// did nothing visible (no creation, no pack): nothing can be said to wait for it, and a
     /// log's block count stays what it was before untraced messages were read.
@@ -166,24 +188,7 @@ impl Logs {
             };
             if let Some(at) = pending_unpack.filter(|_| !matches!(code, 2 | 17 | 19)) {
                 pending_unpack = None;
-                self.pieces.push(Piece {
-                    pe,
-                    ep: i64::MIN,
-                    runtime: true,
-                    received: true,
-                    begin_ps: at,
-                    end_ps: at,
-                    event: -1,
-                    src: -1,
-                    arrival_ps: at,
-                    index: None,
-                    sends: Vec::new(),
-                    packs: Vec::new(),
-                    cause: None,
-                    after: None,
-                    phase,
-                    ends_phase: false,
-                });
+                self.pieces.push(Piece::runtime_at(pe, at, phase, true));
                 runtime = Some(self.pieces.len() - 1);
                 stream.push(Untraced::Receipt {
                     piece: self.pieces.len() - 1,
@@ -225,24 +230,7 @@ impl Logs {
                                 b
                             }
                             None => {
-                                self.pieces.push(Piece {
-                                    pe,
-                                    ep: i64::MIN,
-                                    runtime: true,
-                                    received: false,
-                                    begin_ps: at,
-                                    end_ps: at,
-                                    event: -1,
-                                    src: -1,
-                                    arrival_ps: at,
-                                    index: None,
-                                    sends: Vec::new(),
-                                    packs: Vec::new(),
-                                    cause: None,
-                                    after: None,
-                                    phase,
-                                    ends_phase: false,
-                                });
+                                self.pieces.push(Piece::runtime_at(pe, at, phase, false));
                                 runtime = Some(self.pieces.len() - 1);
                                 self.pieces.len() - 1
                             }
@@ -299,22 +287,13 @@ impl Logs {
                     }
                     let begin = us(time);
                     self.pieces.push(Piece {
-                        pe,
                         ep,
                         runtime: false,
-                        received: false,
-                        begin_ps: begin,
-                        end_ps: begin,
                         event,
                         src,
                         arrival_ps: us(arrival).min(begin),
                         index,
-                        sends: Vec::new(),
-                        packs: Vec::new(),
-                        cause: None,
-                        after: None,
-                        phase,
-                        ends_phase: false,
+                        ..Piece::runtime_at(pe, begin, phase, false)
                     });
                     open = Some(self.pieces.len() - 1);
                 }

@@ -26,12 +26,11 @@
 //!   [`WINDOW_PS`]. Not the earliest: some packs are never received by an untraced handler
 //!   (LeanMD's computes pack two messages per force step and their PE receives one), and a
 //!   first-in-first-out pairing would drift onto ever older sends and hide the latency.
-//!
 //! * **Traced fan-outs.** A receipt that delivers entry E and comes after a CREATION_BCAST or
 //!   CREATION_MULTICAST of E on another PE is that broadcast's copy for its PE (the creation
 //!   is traced, the runtime's forwarding is not): the creation triggers it.
 //!
-//! Neither rule can be checked against the log: the pairs are an inference, the notes count
+//! None of these rules can be checked against the log: the pairs are an inference, the notes count
 //! them, and a message paired with a slightly later send than its own makes its receipt wait
 //! a little longer than it did.
 
