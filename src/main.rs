@@ -548,7 +548,28 @@ fn render(e: &anyhow::Error) -> String {
     out
 }
 
+/// A reader that stops early (`whatif inspect t.trace | head`) closes the pipe: end quietly
+/// with the shell's SIGPIPE status instead of a panic message (the standard library reports a
+/// closed stdout from `println!` as a panic; this crate forbids the unsafe code that would
+/// restore the default SIGPIPE action).
+fn quiet_on_closed_stdout() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let msg = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if msg.starts_with("failed printing to stdout") && msg.contains("Broken pipe") {
+            std::process::exit(141);
+        }
+        default(info);
+    }));
+}
+
 fn main() -> ExitCode {
+    quiet_on_closed_stdout();
     let cli = Cli::parse();
     match dispatch(cli) {
         Ok(()) => ExitCode::SUCCESS,

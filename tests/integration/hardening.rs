@@ -657,3 +657,24 @@ fn report_bounds_sizes_from_its_files() {
     refused(&o, &["comm_matrix.csv", "groups per side"]);
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// A reader that stops early (`whatif inspect t.trace | head -1`) closes the pipe: the command
+/// ends quietly with the shell's SIGPIPE status (141), not a panic (status 101, a backtrace).
+#[test]
+fn a_closed_stdout_ends_quietly() {
+    let dir = tmpdir("closed-stdout");
+    let t = ring(&dir, 8);
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_whatif"))
+        .args(["inspect", &t])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Close the reading end before the child can write its first line.
+    drop(child.stdout.take());
+    let o = child.wait_with_output().unwrap();
+    let e = stderr(&o);
+    assert!(!e.contains("panicked"), "{e}");
+    assert_eq!(o.status.code(), Some(141), "{e}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -930,13 +930,22 @@ fn projections_pingpong_real_gzip_run_imports_and_replays() {
     let t = &imported.trace;
     // Objects are the chares (issue 30): the two PEs' own objects (groups, the main chare, the
     // runtime) and the elements of the program's four 1-D to 3-D arrays, two each (one per
-    // PE). 325 blocks and 180 messages before the untraced messages were read: each handler
-    // of a message to a `[notrace]` entry that delivers is now its own block (54 more: they
-    // used to merge with the runtime's neighbouring creations), and 39 of them are triggered
-    // by a message inferred from a pack on the other PE.
+    // PE). 325 blocks and 180 messages before the untraced messages were read: each of the
+    // 73 handlers of a message to a `[notrace]` entry is now its own block (70 more: those
+    // that deliver used to merge with the runtime's neighbouring creations, and the silent
+    // ones run on their PE's CPU too), and 39 messages inferred from a pack on the other PE
+    // trigger 40 of them (one through a traced broadcast's creation).
     assert_eq!(
         (t.objects.len(), t.num_blocks(), t.num_sends()),
-        (10, 379, 219)
+        (10, 395, 219)
+    );
+    assert!(
+        imported.notes.iter().any(
+            |n| n.starts_with("73 blocks handle a message to an untraced")
+                && n.contains("0 sent on their own PE, 40 from another PE")
+        ),
+        "{:?}",
+        imported.notes
     );
     let names: Vec<&str> = t.objects.iter().map(|o| o.name.as_str()).collect();
     assert_eq!(
@@ -1287,18 +1296,21 @@ fn projections_untraced_messages_closed_forms() {
     )
     .unwrap();
     // PE 1: the runtime receives a message at 180 and creates work for A[1] (event 7) at 181;
-    // A[1] runs it 190-280.
+    // A[1] runs it 190-280. Then the runtime receives a message at 290 and only forwards it
+    // (a pack at 291, no creation), and receives that forward itself at 295 (a silent
+    // handler: nothing recorded but its UNPACK).
     std::fs::write(
         dir.join("u.1.log"),
-        "PROJECTIONS-RECORD 6\n18 180 1\n19 180 1\n1 0 2 181 7 1 64 0\n\
-         2 0 2 190 7 1 64 0 1 0\n3 0 2 280 7 1 0 0\n",
+        "PROJECTIONS-RECORD 12\n18 180 1\n19 180 1\n1 0 2 181 7 1 64 0\n\
+         2 0 2 190 7 1 64 0 1 0\n3 0 2 280 7 1 0 0\n18 290 1\n19 290 1\n16 291 1\n17 291 1\n\
+         18 295 1\n19 296 1\n14 298 1\n",
     )
     .unwrap();
     let imported = imp(Format::Projections, &dir.join("u.sts"));
     assert!(
         imported.notes.iter().any(|n| n
-            .starts_with("1 blocks handle a message to an untraced entry")
-            && n.contains("0 sent on their own PE, 1 from another PE")
+            .starts_with("4 blocks handle a message to an untraced entry")
+            && n.contains("2 sent on their own PE, 2 from another PE")
             && n.contains("0 not found")),
         "{:?}",
         imported.notes
@@ -1320,10 +1332,13 @@ fn projections_untraced_messages_closed_forms() {
         .unwrap();
     assert_eq!(untraced.offset, SimDuration::from_ps(50_000_000));
     assert_eq!(untraced.bytes, 64);
-    // PE 0's receipt took go's first send (the local queue first) and delivered nothing: it is
-    // no block, and its own forward (the pack at 206) is later than PE 1's receipt. Blocks:
-    // go, A[0]'s work, PE 1's receipt, A[1]'s work.
-    assert_eq!(t.num_blocks(), 4);
+    // PE 0's receipt took go's first send (the local queue first): a dependency on go, not
+    // a message. PE 1's forwarding handler (290) took the latest unpaired send from PE 0
+    // before it (PE 0's receipt forwarding at 206), and its own forward went to PE 1's silent
+    // handler (295), which waits for it. Every handler is a block, the silent one too (its
+    // CPU time is the PE's): go, PE 0's receipt, A[0]'s work, PE 1's three receipts and
+    // A[1]'s work.
+    assert_eq!(t.num_blocks(), 7);
     // Recorded order: the recorded end.
     let cfg = ReplayConfig {
         recorded_order: true,
@@ -1335,7 +1350,11 @@ fn projections_untraced_messages_closed_forms() {
     );
     // Message driven, 1 ms latency: go runs 0-100 us and sends at 50 us; PE 1's runtime
     // receives at 1050 us and runs 10 us (180-190; it creates work at 1 us, a local message);
-    // A[1]'s work then has the PE and runs 90 us: 1150 us.
+    // A[1]'s work then has the PE and runs 90 us, to 1150 us. On PE 0, the receipt that
+    // depends on go keeps go's place in the queue (BigSim's effective receive time, 0 us)
+    // ahead of work (20 us): it runs 100-144 us and forwards at 101 us, which reaches PE 1
+    // at 1101 us; PE 1's forwarding handler runs 1150-1155 us and its silent handler after
+    // it, 1155-1158 us.
     let r = run_with(t, "latency:lat=1ms", &ReplayConfig::default());
-    assert_eq!(r.makespan, SimTime::from_ps(1_150_000_000));
+    assert_eq!(r.makespan, SimTime::from_ps(1_158_000_000));
 }

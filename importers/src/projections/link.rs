@@ -93,6 +93,7 @@ pub(crate) struct Stats {
     pub(crate) untraced_remote: usize,
     pub(crate) untraced_unpaired: usize,
     pub(crate) received: usize,
+    /// Silent untraced handlers that a later acting handler on their PE waits for.
     pub(crate) absorbed: usize,
 }
 
@@ -196,7 +197,7 @@ pub(crate) fn link(sts: &Sts, logs: &Logs) -> Linked {
             .is_some_and(|(_, c)| c.name == "dummy_thread_chare")
     };
     // Untraced messages that did nothing visible (a reduction's partial contribution kept
-    // in the runtime's state): the next untraced handler on the PE that acts depends on them.
+    // in the runtime's state): the next untraced handler on the PE that acts waits for them.
     let mut silent: Vec<usize> = Vec::new();
     let mut silent_pe = u32::MAX;
     for (i, p) in logs.pieces.iter().enumerate() {
@@ -206,22 +207,18 @@ pub(crate) fn link(sts: &Sts, logs: &Logs) -> Linked {
         }
         if p.received {
             if p.sends.is_empty() && p.packs.is_empty() {
-                // Not a block (`Piece::kept`): what it received is kept in the runtime's
-                // state, and the next handler that acts depends on its message instead.
-                if let Some(j) = p.after {
-                    silent.push(j);
-                }
+                silent.push(i);
             } else {
                 st.absorbed += silent.len();
                 deps[i].append(&mut silent);
             }
         }
         if p.runtime {
-            if let Some(j) = p.after.filter(|_| p.kept()) {
+            if let Some(j) = p.after {
                 deps[i].push(j);
                 st.untraced_local += 1;
             }
-            if let Some(c) = p.cause.filter(|_| p.kept()) {
+            if let Some(c) = p.cause {
                 trigger[i] = Some(c);
                 st.untraced_remote += 1;
             }

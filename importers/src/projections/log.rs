@@ -96,13 +96,6 @@ impl Piece {
             ends_phase: false,
         }
     }
-
-    /// Whether the piece becomes a block: every piece but an untraced message's handler that
-    /// did nothing visible (no creation, no pack): nothing can be said to wait for it, and a
-    /// log's block count stays what it was before untraced messages were read.
-    pub(crate) fn kept(&self) -> bool {
-        !self.received || !self.sends.is_empty()
-    }
 }
 
 /// Everything read from the logs.

@@ -164,13 +164,9 @@ pub fn import(sts_path: &Path) -> Result<Imported, ImportError> {
     linked.stats.untraced_unpaired = logs
         .pieces
         .iter()
-        .filter(|p| p.received && p.kept() && p.cause.is_none() && p.after.is_none())
+        .filter(|p| p.received && p.cause.is_none() && p.after.is_none())
         .count();
-    linked.stats.received = logs
-        .pieces
-        .iter()
-        .filter(|p| p.received && p.kept())
-        .count();
+    linked.stats.received = logs.pieces.iter().filter(|p| p.received).count();
     let pieces = &logs.pieces;
     let creations = &logs.creations;
 
@@ -241,7 +237,7 @@ pub fn import(sts_path: &Path) -> Result<Imported, ImportError> {
     };
     // Blocks in recorded time order (PE, then log order, on ties): an object's blocks are
     // then in execution order even when it migrated, and every dependency comes earlier.
-    let mut order: Vec<usize> = (0..pieces.len()).filter(|&i| pieces[i].kept()).collect();
+    let mut order: Vec<usize> = (0..pieces.len()).collect();
     order.sort_by_key(|&i| (pieces[i].begin_ps, pieces[i].pe, i));
     let mut block_of = vec![trace::BlockId(u32::MAX); pieces.len()];
     let mut sends = Vec::new();
@@ -364,8 +360,8 @@ fn notes(
     }
     if st.received > 0 {
         notes.push(format!(
-            "{} blocks handle a message to an untraced entry (`[notrace]`, e.g. CkMulticast's multicast and section reduction: an UNPACK outside any processing); their senders are inferred from the packs and the scheduler's order: {} sent on their own PE, {} from another PE (a broadcast's traced creation, else the latest unpaired send from another PE before it), {} not found (they start when their PE reaches them)",
-            st.received, st.untraced_local, st.untraced_remote, st.untraced_unpaired
+            "{} blocks handle a message to an untraced entry (`[notrace]`, e.g. CkMulticast's multicast and section reduction: an UNPACK outside any processing); their senders are inferred from the packs and the scheduler's order: {} sent on their own PE, {} from another PE (a broadcast's traced creation, else the latest unpaired send from another PE before it), {} not found (they start when their PE reaches them); {} did nothing visible (e.g. a reduction's partial kept in the runtime) and the next handler on their PE that acts waits for them",
+            st.received, st.untraced_local, st.untraced_remote, st.untraced_unpaired, st.absorbed
         ));
     }
     if st.skewed > 0 {
