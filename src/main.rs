@@ -336,6 +336,10 @@ struct InspectArgs {
     /// Print the summary as JSON.
     #[arg(long)]
     json: bool,
+    /// Also write the recorded placement of the objects to this CSV (`object,name,pe`): a
+    /// placement file for `--map file:PATH`.
+    #[arg(long, value_name = "FILE")]
+    objects: Option<PathBuf>,
 }
 
 #[derive(Args, Clone)]
@@ -357,9 +361,12 @@ struct MachineArgs {
     /// "infinite processors" bound) [default: as recorded].
     #[arg(long)]
     pes: Option<PeCount>,
-    /// Object placement: recorded (folded/spread when --pes differs), block, round-robin.
+    /// Object placement: recorded (folded/spread when --pes differs), block, round-robin, or
+    /// `file:PATH`: a CSV with `name` and `pe` (or `to_pe`) columns placing objects by name,
+    /// as `whatif inspect --objects` and `whatif lb --maps` write them (objects it does not
+    /// name stay as recorded), e.g. to place a 1-PE log's chares as a 2-PE run placed them.
     #[arg(long, default_value = "recorded")]
-    map: Mapping,
+    map: MapArg,
     /// Factor on recorded block durations and send offsets (0.5 = a CPU twice as fast)
     /// [default: the factor recorded in the trace, else 1].
     #[arg(long, value_parser = parse_cpu_scale)]
@@ -520,6 +527,8 @@ fn exit_status(e: &anyhow::Error) -> u8 {
             || c.is::<trace::TraceError>()
             || c.is::<importers::ImportError>()
             || c.is::<scenarios::study::StudyError>()
+            || c.downcast_ref::<lb_strategies::LbError>()
+                .is_some_and(|e| !matches!(e, lb_strategies::LbError::Io { .. }))
             || c.downcast_ref::<safe_output::OutputError>()
                 .is_some_and(files::is_bad_output)
             || matches!(
@@ -622,7 +631,7 @@ fn dispatch(cli: Cli) -> Result<()> {
                     !outputs.is_empty(),
                     &[
                         ("--pes", m.pes.is_some()),
-                        ("--map", m.map != Mapping::Recorded),
+                        ("--map", m.map != MapArg::Builtin(Mapping::Recorded)),
                         ("--cpu-scale", m.cpu_scale.is_some()),
                         ("--priority", m.priority),
                         ("--recorded-order", m.recorded_order),
@@ -976,7 +985,16 @@ fn parse_dims(s: &str) -> Result<Vec<u32>> {
 }
 
 fn inspect(a: InspectArgs) -> Result<()> {
+    if let Some(out) = &a.objects {
+        limits::refuse_overwrite(
+            std::slice::from_ref(&a.trace),
+            &[("--objects", out.as_path())],
+        )?;
+    }
     let t = trace::read_repeated_file(&a.trace)?;
+    if let Some(out) = &a.objects {
+        safe_output::write_atomic(out, &lb_strategies::mapfile::recorded_csv(t.body()))?;
+    }
     let s = TraceSummary::of_repeated(&t);
     if a.json {
         println!("{}", serde_json::to_string_pretty(&s)?);
@@ -1039,6 +1057,70 @@ impl std::str::FromStr for PeCount {
     }
 }
 
+/// `--map`: a built-in placement or a placement file.
+#[derive(Clone, Debug, PartialEq)]
+enum MapArg {
+    Builtin(Mapping),
+    File(PathBuf),
+}
+
+impl std::str::FromStr for MapArg {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s.strip_prefix("file:") {
+            Some("") => Err("`file:` needs a path, e.g. `file:map.csv`".into()),
+            Some(p) => Ok(MapArg::File(PathBuf::from(p))),
+            None => s
+                .parse()
+                .map(MapArg::Builtin)
+                .map_err(|e: String| format!("{e}, or file:PATH (a CSV placing objects by name)")),
+        }
+    }
+}
+
+impl std::fmt::Display for MapArg {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            MapArg::Builtin(m) => write!(f, "{m}"),
+            MapArg::File(p) => write!(f, "file:{}", p.display()),
+        }
+    }
+}
+
+/// The placement `--map` asks for, on `trace` with `pes` PEs (`None`: as recorded). A
+/// placement file becomes an explicit map; what it leaves out or names in vain is said on
+/// stderr.
+fn mapping_for(m: &MachineArgs, trace: &Trace, pes: Option<u32>) -> Result<Mapping> {
+    Ok(match (m.pes, &m.map) {
+        // One PE per object means each object on its own PE.
+        (Some(PeCount::PerObject), MapArg::Builtin(Mapping::Recorded)) => Mapping::Block,
+        (_, MapArg::Builtin(map)) => map.clone(),
+        (_, MapArg::File(path)) => {
+            let file = lb_strategies::mapfile::read_map(path)?;
+            let pes = pes.unwrap_or(trace.meta.recorded_pes).max(1);
+            let fallback = Mapping::Recorded.resolve(trace, pes)?;
+            let r = file.resolve(trace, pes, &fallback)?;
+            if r.unnamed > 0 {
+                eprintln!(
+                    "note: {}: {} of {} objects not named (e.g. `{}`) keep the recorded placement",
+                    path.display(),
+                    r.unnamed,
+                    trace.objects.len(),
+                    r.first_unnamed.as_deref().unwrap_or("")
+                );
+            }
+            if r.unknown > 0 {
+                eprintln!(
+                    "note: {}: {} names are not objects of the trace; ignored",
+                    path.display(),
+                    r.unknown
+                );
+            }
+            Mapping::Explicit(r.pes)
+        }
+    })
+}
+
 impl PeCount {
     fn resolve(self, trace: &Trace) -> u32 {
         match self {
@@ -1054,13 +1136,10 @@ fn machine_config(
     cpu_scale: Ratio,
     timeline: bool,
 ) -> Result<ReplayConfig> {
+    let pes = m.pes.map(|p| p.resolve(trace));
     Ok(ReplayConfig {
-        pes: m.pes.map(|p| p.resolve(trace)),
-        mapping: match (m.pes, &m.map) {
-            // One PE per object means each object on its own PE.
-            (Some(PeCount::PerObject), Mapping::Recorded) => Mapping::Block,
-            (_, map) => map.clone(),
-        },
+        pes,
+        mapping: mapping_for(m, trace, pes)?,
         cpu_scale: CpuScale::Uniform(cpu_scale),
         policy: if m.priority || m.critical_path_priority {
             SchedPolicy::Priority

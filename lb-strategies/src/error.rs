@@ -36,6 +36,25 @@ pub enum LbError {
         /// What was expected (and found).
         expected: String,
     },
+    /// A placement file (`--map file:PATH`) that does not parse.
+    #[error("{file}: line {line}: expected {expected}")]
+    MapFile {
+        /// The file.
+        file: String,
+        /// The line (1 = the header).
+        line: u64,
+        /// What was expected (and found).
+        expected: String,
+    },
+    /// Reading an input failed.
+    #[error("cannot read {what}: {source}")]
+    Read {
+        /// Which file.
+        what: String,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
     /// Writing an export failed.
     #[error("cannot write {what}: {source}")]
     Io {

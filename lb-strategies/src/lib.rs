@@ -20,6 +20,7 @@
 //! | `rec-bipart` | recursive bipartition of graph and PE set | + communication graph |
 //! | `topo` | rec-bipart groups placed to minimise hop-bytes | + topology |
 //!
+//! Placement files (`--map file:PATH`: a PE per object name) are read by [`mapfile`].
 //! Sync points and load windows are defined in [`sync`]; the algorithms' exact rules are in
 //! their modules. Ties are broken by lower object id, then lower PE id, everywhere.
 
@@ -27,6 +28,7 @@ mod db;
 mod error;
 mod greedy;
 pub mod lbdump;
+pub mod mapfile;
 mod metrics;
 mod partition;
 mod refine;

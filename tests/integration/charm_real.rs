@@ -182,6 +182,67 @@ fn jacobi2d_real_run() {
     one_to_two_pes_predicts_the_measured_speedup(&p);
 }
 
+/// The CLI route for a program with its own map: `inspect --objects` writes the +p2 trace's
+/// recorded placement, and `replay --map file:` places the +p1 log's chares by it. For
+/// jacobi2d that is Charm++'s default map, so the replay is the `--map block` one.
+#[test]
+fn jacobi2d_p1_placed_by_the_p2_runs_recorded_map() {
+    let Some(p) = program("charm-jacobi2d", "jacobi2d.prj", 90, 90) else {
+        return;
+    };
+    let dir = tmpdir("charm-map");
+    let (p2, map) = (dir.join("p2.trace"), dir.join("map.csv"));
+    trace::write_trace_file(&load(&p, "p2").trace, &p2, trace::Format::Binary).unwrap();
+    let o = whatif(&[
+        "inspect",
+        p2.to_str().unwrap(),
+        "--objects",
+        map.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = std::fs::read_to_string(&map).unwrap();
+    assert_eq!(
+        text.lines().count(),
+        1 + 256 + 2,
+        "header, chares, PE objects"
+    );
+    assert!(
+        text.starts_with("object,name,pe\n0,pe0,0\n1,pe1,1\n"),
+        "{text:.60}"
+    );
+    let sts = p.dir.join(format!("logs/p1/{}.sts", p.stem));
+    let replay = |map: &str| {
+        let o = whatif(&[
+            "replay",
+            sts.to_str().unwrap(),
+            "--format",
+            "projections",
+            "--pes",
+            "2",
+            "--map",
+            map,
+            "--net",
+            "latency:lat=2us",
+            "--json",
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        (
+            v["makespan_ps"].as_u64().unwrap(),
+            String::from_utf8_lossy(&o.stderr).to_string(),
+        )
+    };
+    let (by_file, notes) = replay(&format!("file:{}", map.display()));
+    let (by_block, _) = replay("block");
+    assert_eq!(by_file, by_block);
+    // The +p1 log has no PE 1 object: one name of the file is not in the trace.
+    assert!(
+        notes.contains("map.csv: 1 names are not objects of the trace"),
+        "{notes}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// The load-balancing steps are in the log (END_PHASE at each AtSync): iterations and sync
 /// points are marked, the 64 chares are migratable there, and `whatif lb` ranks RefineLB
 /// against no balancer as measured. Measured (quiet untraced runs, median of 3): no LB
