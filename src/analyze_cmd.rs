@@ -20,8 +20,10 @@ What it prints:
                   length (= the makespan) split into compute per entry method, CPU overheads,
                   network time (overhead before departure, latency = a lone zero-byte message,
                   serialisation = the extra time of its bytes alone, queueing = the rest),
-                  scheduling waits (the path's next block was ready but its PE ran another)
-                  and idle gaps. The parts sum to the makespan exactly.
+                  and idle gaps. The parts sum to the makespan exactly. A block that waited
+                  for its PE puts the blocks its PE ran before it on the path (their compute
+                  is what it waited for); `queued` says how much of that compute ran while
+                  a path block was ready behind it (what another order could move).
   diagnoses       load imbalance, message time not hidden, a hot entry method, a bottleneck
                   object, fine grains, ordering; each re-simulated with its cause removed
                   (greedy balancing, an ideal network, the entry or object 2x faster, no CPU
@@ -224,7 +226,7 @@ pub(crate) fn write_outputs(
         "end_ps",
         "compute_ps",
         "overhead_ps",
-        "sched_wait_ps",
+        "queued_ps",
         "idle_before_ps",
         "bound_by",
         "from_block",
@@ -279,7 +281,7 @@ pub(crate) fn write_outputs(
             s.end_ps.to_string(),
             s.compute_ps.to_string(),
             s.overhead_ps.to_string(),
-            s.sched_wait_ps.to_string(),
+            s.queued_ps.to_string(),
             s.idle_before_ps.to_string(),
             kind.to_string(),
             opt(from.map(u64::from)),
@@ -367,20 +369,25 @@ pub(crate) fn human(
         cp.network.remote_messages
     );
     let n = &cp.network;
-    let rows: [(&str, u64); 9] = [
+    let rows: [(&str, u64); 8] = [
         ("compute", cp.compute_ps),
         ("CPU overheads", cp.overhead_ps),
         ("network: overhead", n.overhead_ps),
         ("network: latency", n.latency_ps),
         ("network: serialisation", n.serialization_ps),
         ("network: queueing", n.queueing_ps),
-        ("scheduling waits", cp.sched_wait_ps),
         ("idle", cp.idle_ps),
         ("total (= makespan)", cp.total_ps()),
     ];
     for (name, v) in rows {
         let _ = writeln!(o, "  {name:<24} {:>12} {:>6.1}%", fmt_ps(v), pct(v, m));
     }
+    let _ = writeln!(
+        o,
+        "  of compute and overheads, queued (a ready path block waited behind them on its PE): {} {:.1}%",
+        fmt_ps(cp.queued_ps),
+        pct(cp.queued_ps, m)
+    );
     let _ = writeln!(o, "  compute by entry method:");
     for e in cp.by_entry.iter().take(6) {
         let _ = writeln!(

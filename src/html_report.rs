@@ -754,7 +754,6 @@ fn analysis_html(dir: &Path) -> Result<Option<String>> {
         ("net: latency", g(&n["latency_ps"])),
         ("net: serialisation", g(&n["serialization_ps"])),
         ("net: queueing", g(&n["queueing_ps"])),
-        ("scheduling waits", g(&cp["sched_wait_ps"])),
         ("idle", g(&cp["idle_ps"])),
     ];
     let mut h = String::from("<h3>Why is it slow?</h3>");
@@ -876,7 +875,7 @@ fn zooms(dir: &Path, makespan: u64) -> Result<Vec<Zoom>> {
     };
     let widen = |r: &std::collections::HashMap<String, String>, why: String| {
         let (s, e) = (num(r, "start_ps"), num(r, "end_ps"));
-        let from = s.saturating_sub(net(r) + num(r, "sched_wait_ps") + num(r, "idle_before_ps"));
+        let from = s.saturating_sub(net(r) + num(r, "idle_before_ps"));
         let span = (e - from).max(1);
         // Three times the step, between 1/40 and 1/4 of the run; a step longer than that
         // is shown by its end (where the path goes on).
@@ -918,7 +917,7 @@ fn zooms(dir: &Path, makespan: u64) -> Result<Vec<Zoom>> {
                 best(&|r| (r.get("object") == id.as_ref()).then(|| num(r, "compute_ps")))
             }
             (Some("ideal_network"), _) => best(&|r| Some(net(r))),
-            (Some("critical_path_priority"), _) => best(&|r| Some(num(r, "sched_wait_ps"))),
+            (Some("critical_path_priority"), _) => best(&|r| Some(num(r, "queued_ps"))),
             _ => best(&|r| Some(num(r, "compute_ps"))),
         };
         if let Some(r) = step {

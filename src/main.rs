@@ -91,7 +91,7 @@ enum Cmd {
     #[command(after_help = lb_cmd::lb_help())]
     Lb(lb_cmd::LbArgs),
     /// Why is it slow? The critical path of a replay (compute per entry, network by
-    /// component, scheduling waits) and diagnoses ranked by the time a re-simulation without
+    /// component, idle) and diagnoses ranked by the time a re-simulation without
     /// each cause saves, with the command that reproduces each.
     #[command(after_help = analyze_cmd::analyze_help())]
     Analyze(analyze_cmd::AnalyzeArgs),

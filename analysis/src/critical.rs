@@ -5,7 +5,8 @@
 //!
 //! The replay records, per block, when its last condition was met (`released`) and when it
 //! started. A block that started later than it was released waited for its PE: the path
-//! continues through the block its PE ran before it (which ended when it started). Otherwise
+//! continues through the block its PE ran before it (which ended when it started), whose
+//! whole run is on the path: the PE's work is what the block waited for. Otherwise
 //! the path continues through the condition met last: a dependency (or the previous block of
 //! its object or recorded PE) that ended at that instant, else its trigger message, which
 //! leads to the block that sent it, at the send's point inside that block. A block with
@@ -16,17 +17,23 @@
 //! The path's segments tile `[0, makespan]` without gap or overlap, so their lengths sum to
 //! the makespan:
 //!
-//! * **compute**: the part of a path block's run that is its scaled duration, by entry method;
+//! * **compute**: the part of a path block's run that is its scaled duration, by entry method
+//!   (a block the path's next block waited behind on its PE included: its run is the time the
+//!   PE needed before it could start the next one);
 //! * **CPU overheads**: the rest of that run (receive and send overheads, the runtime's
 //!   per-block and local-message costs, OS noise);
 //! * **network**: from a trigger's send point to its arrival, split into the model's send and
 //!   receive CPU costs before departure (`overhead`), the zero-byte time of a lone message on
 //!   an idle network (`latency`), the extra time its bytes take alone (`serialization`), and
 //!   what remains (`queueing`: links, NICs, contention with other messages);
-//! * **scheduling waits**: time during which the next path block was ready but its PE ran
-//!   another block;
 //! * **idle**: gaps the above do not explain (a recorded release time, time 0 to the first
 //!   block).
+//!
+//! Besides the tiling, **queued** (`queued_ps`) is the part of the path's compute and
+//! overheads during which the path's next block was already ready and waited behind the
+//! running block on its PE: what another order of ready blocks could at best move (the
+//! critical-path-priority what-if measures whether it does). It is part of compute and
+//! overheads, not a cause beside them.
 
 use crate::AnalysisError;
 use network_models::{MessageInfo, NetSpec, lone_wire_time};
@@ -108,8 +115,10 @@ pub struct Step {
     pub compute_ps: u64,
     /// Part of its run on the path that is CPU overhead.
     pub overhead_ps: u64,
-    /// Part of its run during which the path's next block waited behind it.
-    pub sched_wait_ps: u64,
+    /// Of its compute and overhead on the path, the part after the path's next block was
+    /// ready: that block waited behind it on their PE (0 unless the next step's edge is
+    /// [`Edge::Pe`]).
+    pub queued_ps: u64,
     /// Unexplained gap between its binding and its start (counted as idle).
     pub idle_before_ps: u64,
     /// How its start was bound.
@@ -166,8 +175,9 @@ pub struct CriticalPath {
     pub overhead_ps: u64,
     /// Message time on the path.
     pub network: NetworkParts,
-    /// Time the next path block waited behind another block on its PE.
-    pub sched_wait_ps: u64,
+    /// Of `compute_ps + overhead_ps`: runs during which the path's next block was ready and
+    /// waited behind them on its PE (not a separate part of the makespan).
+    pub queued_ps: u64,
     /// Unexplained gaps.
     pub idle_ps: u64,
     /// Compute per entry method, largest first.
@@ -185,11 +195,7 @@ pub struct CriticalPath {
 impl CriticalPath {
     /// Sum of all parts (equals [`CriticalPath::makespan_ps`]).
     pub fn total_ps(&self) -> u64 {
-        self.compute_ps
-            + self.overhead_ps
-            + self.network.total_ps()
-            + self.sched_wait_ps
-            + self.idle_ps
+        self.compute_ps + self.overhead_ps + self.network.total_ps() + self.idle_ps
     }
 }
 
@@ -309,7 +315,7 @@ pub fn critical_path(
             compute_ps: 0,
             overhead_ps: 0,
             network: NetworkParts::default(),
-            sched_wait_ps: 0,
+            queued_ps: 0,
             idle_ps: 0,
             by_entry: Vec::new(),
             by_object: Vec::new(),
@@ -321,9 +327,9 @@ pub fn critical_path(
     let makespan = report.makespan.as_ps();
     let mut steps = Vec::new();
     let mut net = NetworkParts::default();
-    // The current block, the end of its own part on the path, the end of the part during
-    // which the next path block waited behind it.
-    let (mut cur, mut own_end, mut wait_end) = (last, rec(last).end.as_ps(), makespan);
+    // The current block, the end of its part on the path, and when the path's next block
+    // became ready if it waited behind the current one on their PE.
+    let (mut cur, mut own_end, mut behind_from) = (last, rec(last).end.as_ps(), None::<u64>);
     let mut guard = pos[last as usize] as u64 + 1;
     loop {
         if guard == 0 {
@@ -349,7 +355,7 @@ pub fn critical_path(
             end_ps: r.end.as_ps(),
             compute_ps: compute,
             overhead_ps: own - compute,
-            sched_wait_ps: wait_end - own_end,
+            queued_ps: behind_from.map_or(0, |ready| own_end.saturating_sub(ready.max(start))),
             idle_before_ps: 0,
             edge: Edge::Start,
         };
@@ -365,8 +371,8 @@ pub fn critical_path(
                     released_ps: released,
                 };
                 steps.push(step);
-                own_end = released.clamp(p.start.as_ps(), p_end);
-                wait_end = p_end;
+                own_end = p_end;
+                behind_from = Some(released);
                 cur = pe_prev;
                 continue;
             }
@@ -462,7 +468,7 @@ pub fn critical_path(
                     )));
                 }
                 own_end = end;
-                wait_end = end;
+                behind_from = None;
                 cur = x;
             }
             None => break,
@@ -472,11 +478,11 @@ pub fn critical_path(
     let mut by_entry: HashMap<u32, (u64, u64)> = HashMap::new();
     let mut by_object: HashMap<u32, (u64, u64)> = HashMap::new();
     let mut by_pe: HashMap<u32, (u64, u64)> = HashMap::new();
-    let (mut compute, mut overhead, mut wait, mut idle) = (0u64, 0u64, 0u64, 0u64);
+    let (mut compute, mut overhead, mut queued, mut idle) = (0u64, 0u64, 0u64, 0u64);
     for s in &steps {
         compute += s.compute_ps;
         overhead += s.overhead_ps;
-        wait += s.sched_wait_ps;
+        queued += s.queued_ps;
         idle += s.idle_before_ps;
         for (m, k) in [
             (&mut by_entry, s.entry),
@@ -507,7 +513,7 @@ pub fn critical_path(
         compute_ps: compute,
         overhead_ps: overhead,
         network: net,
-        sched_wait_ps: wait,
+        queued_ps: queued,
         idle_ps: idle,
         by_entry: shares(by_entry, &|e| {
             trace

@@ -437,13 +437,13 @@ pub fn analyze_report(
                 .into(),
         ));
     }
-    if cp.sched_wait_ps > 0 {
+    if cp.queued_ps > 0 {
         cands.push((
             Diagnosis::Ordering,
             format!(
-                "the critical path waited {} ({:.1}%) for PEs busy with other blocks",
-                fmt_ps(cp.sched_wait_ps),
-                pct(cp.sched_wait_ps)
+                "for {} ({:.1}%) of the critical path a ready path block waited behind other blocks on its PE",
+                fmt_ps(cp.queued_ps),
+                pct(cp.queued_ps)
             ),
             WhatIf::CriticalPathPriority,
             "ready blocks run longest-chain-ahead first (critical-path priorities)".into(),

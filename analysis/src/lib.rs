@@ -5,7 +5,8 @@
 //!
 //! * [`critical_path`]: the chain of block runs, messages and waits that ends with the last
 //!   block, and its length split into compute per entry method, CPU overheads, network time by
-//!   component (overhead, latency, serialisation, queueing), scheduling waits and idle gaps.
+//!   component (overhead, latency, serialisation, queueing) and idle gaps; blocks a path
+//!   block waited behind on its PE are on the path (their compute is what it waited for).
 //!   The parts sum to the makespan exactly (checked; an error otherwise).
 //! * [`analyze`]: the critical path plus diagnoses (load imbalance, message time not hidden,
 //!   a hot entry method, a bottleneck object, fine grains, ordering), each with a

@@ -39,7 +39,8 @@ fn cp_of(t: &Trace, net: &str, cfg: &ReplayConfig) -> analysis::CriticalPath {
             _ => t_at,
         };
         assert_eq!(before + s.idle_before_ps, s.start_ps, "{s:?}");
-        t_at = s.start_ps + s.compute_ps + s.overhead_ps + s.sched_wait_ps;
+        t_at = s.start_ps + s.compute_ps + s.overhead_ps;
+        assert!(s.queued_ps <= s.compute_ps + s.overhead_ps, "{s:?}");
         assert!(
             t_at <= s.end_ps,
             "the path leaves a block before its end: {s:?}"
@@ -101,7 +102,7 @@ fn critical_path_of_a_ring_is_k_computes_and_k_messages() {
     assert_eq!(cp.network.serialization_ps, k * ser);
     assert_eq!(cp.network.remote_messages, k);
     assert_eq!(
-        (cp.network.queueing_ps, cp.sched_wait_ps, cp.idle_ps),
+        (cp.network.queueing_ps, cp.queued_ps, cp.idle_ps),
         (0, 0, 0)
     );
 }
@@ -118,7 +119,7 @@ fn critical_path_of_the_mk_pipeline_is_the_fill_then_the_last_stage() {
         let ser = Bandwidth::parse("1GB/s").unwrap().transfer_time(s).as_ps();
         let w = us(w).as_ps();
         assert_eq!(cp.compute_ps, (d - 1 + b) * w, "D={d} B={b}");
-        assert_eq!(cp.sched_wait_ps, 0, "D={d} B={b}");
+        assert_eq!(cp.queued_ps, 0, "D={d} B={b}");
         let last_stage = cp.steps.last().unwrap().pe;
         let on_last = cp.steps.iter().filter(|s| s.pe == last_stage).count() as u64;
         assert_eq!(on_last, b, "the last stage's B items are on the path");
@@ -178,8 +179,11 @@ fn an_overloaded_pe_is_diagnosed_as_load_imbalance_first() {
     assert_eq!(f.saved_ps, 3 * w.as_ps() as i64);
     assert_eq!(a.findings[1].diagnosis, Diagnosis::HotEntry);
     assert_eq!(a.findings[1].saved_ps, (5 * w.as_ps() / 2) as i64);
-    // Every block is on the path's PE: the first four runs are waits for the fifth.
-    assert_eq!(a.critical_path.sched_wait_ps, 4 * w.as_ps());
+    // Every block is on the path's PE, and all of the path is their compute; the fifth
+    // waited behind the first four (ready at 0, queued for their whole runs).
+    assert_eq!(a.critical_path.compute_ps, 5 * w.as_ps());
+    assert_eq!(a.critical_path.queued_ps, 4 * w.as_ps());
+    assert_eq!(a.critical_path.by_entry[0].compute_ps, 5 * w.as_ps());
     let lim = a.limits.one_pe_per_object.as_ref().unwrap();
     assert_eq!(lim.makespan_ps, w.as_ps());
 }
@@ -628,4 +632,297 @@ fn balance_and_clusters_of_an_overloaded_pe() {
     );
     assert_eq!(c.representatives(), [0, 1]);
     assert_eq!(c.assignment.iter().filter(|&&k| k == 1).count(), 29);
+}
+
+// ---------------------------------------------------------------------------------------------
+// An independent oracle for the critical path's causes (issue 31).
+
+/// SplitMix64: a small seeded stream for random traces.
+struct Mix(u64);
+
+impl Mix {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// A random message-driven trace: 1-4 PEs, a few more objects, 10-60 blocks of 1-50 us in
+/// three entries; a block consumes a pending message (then it runs on its destination) or
+/// none, may depend on an earlier block, and sends 0-2 messages of 0-64 KiB at offsets inside
+/// it.
+fn random_trace(seed: u64) -> Trace {
+    use trace::{Destination, MsgId, Send};
+    let mut r = Mix(seed);
+    let pes = 1 + r.below(4) as u32;
+    let n_objects = pes + r.below(6) as u32;
+    let mut b = TraceBuilder::new(TraceMeta {
+        name: format!("random{seed}"),
+        recorded_pes: pes,
+        ..TraceMeta::default()
+    });
+    let entries = [b.entry("a"), b.entry("b"), b.entry("c")];
+    let objects: Vec<_> = (0..n_objects)
+        .map(|o| b.object(format!("o{o}"), PeId(o % pes)))
+        .collect();
+    let mut pending: Vec<Send> = Vec::new();
+    let mut label = 0u64;
+    let n = 10 + r.below(50);
+    for i in 0..n {
+        let trigger = (!pending.is_empty() && r.below(10) < 7)
+            .then(|| pending.swap_remove(r.below(pending.len() as u64) as usize));
+        let (object, entry) = match &trigger {
+            Some(s) => match s.dest {
+                Destination::Object(o) => (o, s.entry),
+                _ => unreachable!(),
+            },
+            None => (
+                objects[r.below(n_objects as u64) as usize],
+                entries[r.below(3) as usize],
+            ),
+        };
+        let dur = us(1 + r.below(50));
+        let mut blk = Block::new(object, entry, dur);
+        blk.trigger = trigger.as_ref().map(|s| s.msg);
+        let deps: Vec<trace::BlockId> = if i > 0 && r.below(10) < 3 {
+            vec![trace::BlockId(r.below(i) as u32)]
+        } else {
+            Vec::new()
+        };
+        let sends: Vec<Send> = (0..r.below(3))
+            .map(|_| {
+                label += 1;
+                Send {
+                    msg: MsgId(label),
+                    offset: SimDuration::from_ps(r.below(dur.as_ps() + 1)),
+                    dest: Destination::Object(objects[r.below(n_objects as u64) as usize]),
+                    bytes: r.below(65537),
+                    entry: entries[r.below(3) as usize],
+                }
+            })
+            .collect();
+        pending.extend(sends.iter().cloned());
+        b.block(blk, &deps, &sends);
+    }
+    b.finish().unwrap()
+}
+
+/// The longest path through the replayed run, computed forward from the models' closed forms
+/// (not from the replay's release times): a block starts at the latest of its PE's previous
+/// block's end, its dependencies' ends and its trigger's arrival (the sender's start plus the
+/// offset plus the message's closed-form time; 0 on one PE). Ties go to a condition over the
+/// PE (a dependency, then the message), as the walk's documented order.
+fn oracle(t: &Trace, r: &replay::ReplayReport, wire_ps: &dyn Fn(u64) -> u64) -> Oracle {
+    let tl = r.timeline.as_ref().unwrap();
+    let n = t.num_blocks();
+    let mut at = vec![usize::MAX; n];
+    for (i, rec) in tl.iter().enumerate() {
+        at[rec.block as usize] = i;
+    }
+    let cols = t.columns();
+    let consumers = t.consumers();
+    let send_block = t.send_blocks();
+    let sends = t.all_sends();
+    #[derive(Clone, Copy)]
+    enum From {
+        Start,
+        Pe(usize),
+        Dep(usize),
+        Msg(usize, u64, bool),
+    }
+    let mut start = vec![0u64; n];
+    let mut end = vec![0u64; n];
+    let mut from = vec![From::Start; n];
+    let mut last_on_pe: std::collections::HashMap<u32, usize> = Default::default();
+    for rec in tl {
+        let b = rec.block as usize;
+        let run = rec.end.as_ps() - rec.start.as_ps();
+        let mut cond = (0u64, From::Start);
+        if consumers.trigger_send[b] != u32::MAX {
+            let si = consumers.trigger_send[b] as usize;
+            let s = send_block[si] as usize;
+            let remote = tl[at[s]].pe != rec.pe;
+            let wire = if remote { wire_ps(sends[si].bytes) } else { 0 };
+            let arrive = start[s] + sends[si].offset.as_ps() + wire;
+            cond = (arrive, From::Msg(s, sends[si].offset.as_ps(), remote));
+        }
+        for d in t.deps(trace::BlockId(b as u32)) {
+            let d = d.0 as usize;
+            if end[d] >= cond.0 {
+                cond = (end[d], From::Dep(d));
+            }
+        }
+        let (s, f) = match last_on_pe.insert(rec.pe, b) {
+            Some(p) if end[p] > cond.0 => (end[p], From::Pe(p)),
+            _ => cond,
+        };
+        assert_eq!(
+            s,
+            rec.start.as_ps(),
+            "block {b}: the closed forms give its start"
+        );
+        (start[b], end[b], from[b]) = (s, s + run, f);
+    }
+    // Walk the argmax back from the last block to end (the latest in timeline order).
+    let mut cur = tl
+        .iter()
+        .enumerate()
+        .max_by_key(|(i, rec)| (rec.end, *i))
+        .map(|(_, rec)| rec.block as usize)
+        .unwrap();
+    let mut o = Oracle::default();
+    let mut part_end = end[cur];
+    loop {
+        o.path.push(cur as u32);
+        let e = t.entries[cols.entry[cur] as usize].name.clone();
+        *o.compute_by_entry.entry(e).or_default() += part_end - start[cur];
+        match from[cur] {
+            From::Start => {
+                o.idle = start[cur];
+                break;
+            }
+            From::Pe(p) | From::Dep(p) => {
+                part_end = end[p];
+                cur = p;
+            }
+            From::Msg(s, offset, remote) => {
+                o.message += start[cur] - (start[s] + offset);
+                o.remote += remote as u64;
+                part_end = start[s] + offset;
+                cur = s;
+            }
+        }
+    }
+    o.path.reverse();
+    o
+}
+
+#[derive(Default, Debug)]
+struct Oracle {
+    compute_by_entry: std::collections::BTreeMap<String, u64>,
+    message: u64,
+    remote: u64,
+    idle: u64,
+    path: Vec<u32>,
+}
+
+/// The walk's causes agree with the oracle's on random traces, cause by cause: compute per
+/// entry (a block the path waited behind on its PE counts in full), message time, remote
+/// messages, idle, and the path's blocks.
+#[test]
+fn critical_path_causes_agree_with_a_brute_force_oracle_on_random_traces() {
+    let ab_bw = Bandwidth::parse("1GB/s").unwrap();
+    type Wire = Box<dyn Fn(u64) -> u64>;
+    let models: [(&str, Wire); 3] = [
+        ("ideal", Box::new(|_| 0)),
+        ("latency:lat=7us", Box::new(|_| us(7).as_ps())),
+        (
+            "alphabeta:lat=3us,bw=1GB/s",
+            Box::new(move |bytes| us(3).as_ps() + ab_bw.transfer_time(bytes).as_ps()),
+        ),
+    ];
+    let mut waited_behind = 0u64;
+    for seed in 0..40 {
+        let t = random_trace(seed);
+        for (net, wire) in &models {
+            let cfg = ReplayConfig {
+                timeline: true,
+                ..ReplayConfig::default()
+            };
+            let r = crate::run_with(&t, net, &cfg);
+            let cp = cp_of(&t, net, &cfg);
+            let o = oracle(&t, &r, wire.as_ref());
+            let ctx = format!("seed {seed} on {net}");
+            let walk_path: Vec<u32> = cp.steps.iter().map(|s| s.block).collect();
+            assert_eq!(walk_path, o.path, "{ctx}");
+            let by_entry: std::collections::BTreeMap<String, u64> = cp
+                .by_entry
+                .iter()
+                .filter(|e| e.compute_ps > 0)
+                .map(|e| (e.name.clone(), e.compute_ps))
+                .collect();
+            let oracle_by_entry: std::collections::BTreeMap<String, u64> = o
+                .compute_by_entry
+                .iter()
+                .filter(|(_, v)| **v > 0)
+                .map(|(k, v)| (k.clone(), *v))
+                .collect();
+            assert_eq!(by_entry, oracle_by_entry, "{ctx}");
+            assert_eq!(cp.overhead_ps, 0, "{ctx}");
+            assert_eq!(cp.network.total_ps(), o.message, "{ctx}");
+            assert_eq!(cp.network.queueing_ps, 0, "{ctx}: a lone message each");
+            assert_eq!(cp.network.remote_messages, o.remote, "{ctx}");
+            assert_eq!(cp.idle_ps, o.idle, "{ctx}");
+            waited_behind += cp
+                .steps
+                .iter()
+                .filter(|s| matches!(s.edge, Edge::Pe { .. }))
+                .count() as u64;
+        }
+    }
+    assert!(
+        waited_behind > 50,
+        "the traces exercise waits for a busy PE: {waited_behind}"
+    );
+}
+
+/// Issue 31's case: SimpleImbalance (100 PEs, 20 objects per PE, 20 us latency). The PEs are
+/// busy all along and every object is ready early, so the path is a busy PE's run: compute,
+/// not waiting; the hot entry comes first and its 2x speed-up is re-simulated.
+#[test]
+fn simple_imbalance_critical_path_is_compute_and_its_hot_entry_is_found() {
+    let dir = tmpdir("si-analyze");
+    let t = dir.join("si.trace");
+    let o = whatif(&[
+        "emulate",
+        "simple-imbalance",
+        "--pes",
+        "100",
+        "--set",
+        "objects_per_pe=20",
+        "--out",
+        t.to_str().unwrap(),
+        "-q",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = whatif(&[
+        "analyze",
+        t.to_str().unwrap(),
+        "--net",
+        "latency:lat=20us",
+        "--json",
+        "-q",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let a: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let cp = &a["critical_path"];
+    let makespan = a["makespan_ps"].as_u64().unwrap();
+    let compute = cp["compute_ps"].as_u64().unwrap();
+    assert!(
+        compute as f64 >= 0.9 * makespan as f64,
+        "compute {compute} of {makespan}"
+    );
+    // A block the path's next block waited behind on its PE is on the path for its whole run.
+    let steps = cp["steps"].as_array().unwrap();
+    let mut behind = 0;
+    for w in steps.windows(2) {
+        if w[1]["edge"]["kind"] == "pe" {
+            let run = w[0]["end_ps"].as_u64().unwrap() - w[0]["start_ps"].as_u64().unwrap();
+            assert_eq!(w[0]["compute_ps"].as_u64().unwrap(), run, "{}", w[0]);
+            behind += 1;
+        }
+    }
+    assert!(behind > 100, "{behind} waits for a busy PE on the path");
+    let first = &a["findings"][0];
+    assert_eq!(first["diagnosis"], "hot_entry", "{first}");
+    assert_eq!(first["what_if"]["target"]["name"], "next");
+    // Measured: --speedup entry:next=2 cuts 401.1 ms to 241.1 ms.
+    assert!(first["saved_ps"].as_i64().unwrap() as f64 >= 0.35 * makespan as f64);
+    let _ = std::fs::remove_dir_all(&dir);
 }
