@@ -1358,3 +1358,39 @@ fn projections_untraced_messages_closed_forms() {
     let r = run_with(t, "latency:lat=1ms", &ReplayConfig::default());
     assert_eq!(r.makespan, SimTime::from_ps(1_158_000_000));
 }
+
+/// Beyond eight logs the import notes say one line for all of them (issue 31: 1000 PEs used to
+/// print 1000 lines), with the total and the extremes.
+#[test]
+fn projections_notes_summarise_many_logs_in_one_line() {
+    let dir = tmpdir("proj-many-logs");
+    std::fs::write(
+        dir.join("m.sts"),
+        "PROJECTIONS_ID\nVERSION 11.0\nMACHINE \"test\"\nPROCESSORS 9\nTOTAL_CHARES 1\n\
+         TOTAL_EPS 1\nTOTAL_MSGS 0\nCHARE 0 \"A\" -1\nENTRY CHARE 0 \"go()\" 0 0\nEND\n",
+    )
+    .unwrap();
+    for pe in 0..9 {
+        // PE p logs p + 1 idle periods.
+        let mut log = format!("PROJECTIONS-RECORD {}\n", 2 * (pe + 1));
+        for k in 0..=pe {
+            log.push_str(&format!("14 {} {pe}\n15 {} {pe}\n", 10 * k, 10 * k + 5));
+        }
+        std::fs::write(dir.join(format!("m.{pe}.log")), log).unwrap();
+    }
+    let imported = imp(Format::Projections, &dir.join("m.sts"));
+    let lines: Vec<&String> = imported
+        .notes
+        .iter()
+        .filter(|n| n.contains("records"))
+        .collect();
+    assert_eq!(lines.len(), 1, "{:?}", imported.notes);
+    assert!(
+        lines[0].starts_with("9 logs: 90 records, 2 to 18 per log (")
+            && lines[0].contains("m.0.log to ")
+            && lines[0].ends_with("m.8.log)"),
+        "{}",
+        lines[0]
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

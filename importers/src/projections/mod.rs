@@ -304,11 +304,26 @@ fn notes(
     arrays: &BTreeMap<i64, usize>,
     moved: usize,
 ) -> Vec<String> {
-    let mut notes: Vec<String> = logs
-        .files
-        .iter()
-        .map(|(f, n)| format!("{f}: {n} records"))
-        .collect();
+    // One line per log up to this many; beyond, one line for all (no per-PE flood).
+    const LISTED: usize = 8;
+    let mut notes: Vec<String> = if logs.files.len() <= LISTED {
+        logs.files
+            .iter()
+            .map(|(f, n)| format!("{f}: {n} records"))
+            .collect()
+    } else {
+        let total: usize = logs.files.iter().map(|(_, n)| n).sum();
+        let min = logs.files.iter().min_by_key(|(_, n)| *n).unwrap();
+        let max = logs.files.iter().max_by_key(|(_, n)| *n).unwrap();
+        vec![format!(
+            "{} logs: {total} records, {} to {} per log ({} to {})",
+            logs.files.len(),
+            min.1,
+            max.1,
+            min.0,
+            max.0
+        )]
+    };
     notes.push(format!(
         "{} blocks, {} messages; version {}",
         trace.num_blocks(),
