@@ -119,7 +119,8 @@ pub(crate) fn baseline(trace: &Trace, m: &MachineArgs) -> Result<Baseline> {
 
 pub(crate) fn analyze(a: AnalyzeArgs) -> Result<()> {
     if let Some(dir) = &a.out {
-        crate::limits::refuse_overwrite(std::slice::from_ref(&a.trace), &[("--out", dir)])?;
+        let inputs = [vec![a.trace.clone()], a.machine.files_read()].concat();
+        crate::limits::refuse_overwrite(&inputs, &[("--out", dir)])?;
         crate::files::check_outputs(&[], &[("--out", dir)], a.machine.force)?;
     }
     let trace = crate::load_flat(&a.trace, a.format, &a.import, &a.machine, a.quiet)?;

@@ -311,7 +311,7 @@ fn check_outputs(a: &LbArgs) -> Result<()> {
         .filter_map(|(f, p)| p.as_deref().map(|p| (f, p)))
         .collect();
     crate::limits::refuse_overwrite(
-        std::slice::from_ref(&a.trace),
+        &[vec![a.trace.clone()], a.machine.files_read()].concat(),
         &[files.clone(), dirs.clone()].concat(),
     )?;
     crate::files::check_outputs(&files, &dirs, a.machine.force)

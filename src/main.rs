@@ -605,12 +605,13 @@ fn dispatch(cli: Cli) -> Result<()> {
         Cmd::Export(a) => export_cmd(a),
         Cmd::Platform(a) => platform_cmd(a),
         Cmd::Replay(a) => {
-            let inputs = match a.format {
+            let mut inputs = match a.format {
                 Some(f) => {
                     importers::input_files(f, &a.trace).unwrap_or_else(|_| vec![a.trace.clone()])
                 }
                 None => vec![a.trace.clone()],
             };
+            inputs.extend(a.machine.files_read());
             let o = &a.out;
             let outputs: Vec<(&str, &std::path::Path)> = [
                 ("--timeline", &o.timeline),
@@ -1119,6 +1120,18 @@ fn mapping_for(m: &MachineArgs, trace: &Trace, pes: Option<u32>) -> Result<Mappi
             Mapping::Explicit(r.pes)
         }
     })
+}
+
+impl MachineArgs {
+    /// Files the machine options read (`--map file:`, `--net-file`): outputs must not
+    /// overwrite them.
+    pub(crate) fn files_read(&self) -> Vec<PathBuf> {
+        let map = match &self.map {
+            MapArg::File(p) => Some(p.clone()),
+            MapArg::Builtin(_) => None,
+        };
+        map.into_iter().chain(self.net_file.clone()).collect()
+    }
 }
 
 impl PeCount {

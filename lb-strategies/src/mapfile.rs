@@ -18,6 +18,9 @@ use trace::Trace;
 /// Rows a placement file may hold (bounds the memory a file can claim).
 pub const MAX_ROWS: usize = 1 << 24;
 
+/// Bytes a placement file may hold (a row is read whole: this bounds one long line too).
+pub const MAX_BYTES: u64 = 1 << 30;
+
 /// A placement read from a file: PE by object name, in file order.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PlacementFile {
@@ -55,6 +58,14 @@ pub fn read_map(path: &Path) -> Result<PlacementFile, LbError> {
         what: file.clone(),
         source,
     })?;
+    let bytes = f.metadata().map_or(0, |m| m.len());
+    if bytes > MAX_BYTES {
+        return Err(bad(
+            &file,
+            1,
+            format!("at most {MAX_BYTES} bytes (one row per object), found {bytes}"),
+        ));
+    }
     let mut rd = csv::ReaderBuilder::new()
         .has_headers(true)
         .flexible(true)

@@ -240,32 +240,41 @@ fn run_command(cmd: &str) -> u64 {
     }
 }
 
+/// `whatif emulate simple-imbalance EMULATE --out DIR/si.trace`, then `whatif analyze` on it
+/// with ANALYZE and `--json`: the trace's path and the analysis.
+fn simple_imbalance_analysis(
+    dir: &std::path::Path,
+    emulate: &[&str],
+    analyze: &[&str],
+) -> (std::path::PathBuf, serde_json::Value) {
+    let t = dir.join("si.trace");
+    let mut args = vec!["emulate", "simple-imbalance"];
+    args.extend_from_slice(emulate);
+    args.extend_from_slice(&["--out", t.to_str().unwrap(), "-q"]);
+    let o = whatif(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let mut args = vec!["analyze", t.to_str().unwrap()];
+    args.extend_from_slice(analyze);
+    args.extend_from_slice(&["--json", "-q"]);
+    let o = whatif(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v = serde_json::from_slice(&o.stdout).unwrap();
+    (t, v)
+}
+
 #[test]
 fn analyze_prints_commands_that_reproduce_every_finding() {
     let dir = tmpdir("analyze-cmds");
-    let t = dir.join("si.trace");
-    let o = whatif(&[
-        "emulate",
-        "simple-imbalance",
-        "--pes",
-        "8",
-        "--out",
-        t.to_str().unwrap(),
-        "-q",
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let o = whatif(&[
-        "analyze",
-        t.to_str().unwrap(),
-        "--net",
-        "alphabeta:lat=20us,bw=1GB/s,o_send=1us",
-        "--block-overhead",
-        "2us",
-        "--json",
-        "-q",
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let (t, v) = simple_imbalance_analysis(
+        &dir,
+        &["--pes", "8"],
+        &[
+            "--net",
+            "alphabeta:lat=20us,bw=1GB/s,o_send=1us",
+            "--block-overhead",
+            "2us",
+        ],
+    );
     let fs = v["findings"].as_array().unwrap();
     assert!(fs.len() >= 5, "{v:#}");
     let kinds: Vec<&str> = fs
@@ -878,29 +887,11 @@ fn critical_path_causes_agree_with_a_brute_force_oracle_on_random_traces() {
 #[test]
 fn simple_imbalance_critical_path_is_compute_and_its_hot_entry_is_found() {
     let dir = tmpdir("si-analyze");
-    let t = dir.join("si.trace");
-    let o = whatif(&[
-        "emulate",
-        "simple-imbalance",
-        "--pes",
-        "100",
-        "--set",
-        "objects_per_pe=20",
-        "--out",
-        t.to_str().unwrap(),
-        "-q",
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let o = whatif(&[
-        "analyze",
-        t.to_str().unwrap(),
-        "--net",
-        "latency:lat=20us",
-        "--json",
-        "-q",
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let a: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let (_, a) = simple_imbalance_analysis(
+        &dir,
+        &["--pes", "100", "--set", "objects_per_pe=20"],
+        &["--net", "latency:lat=20us"],
+    );
     let cp = &a["critical_path"];
     let makespan = a["makespan_ps"].as_u64().unwrap();
     let compute = cp["compute_ps"].as_u64().unwrap();
