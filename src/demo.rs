@@ -123,10 +123,16 @@ pub(crate) fn demo(a: DemoArgs) -> Result<()> {
         &w.join("replay"),
         &info,
         &r,
-        Ratio::ONE,
-        false,
-        false,
-        &views.clusters.representatives(),
+        outputs::Options {
+            cpu_scale: Ratio::ONE,
+            force: false,
+            compress: false,
+            representatives: &views.clusters.representatives(),
+            shown_pes: &views.clusters.representatives(),
+            trace_pes: &analysis::select::PeChoice::Auto,
+            trace_window_ps: None,
+            trace_budget_bytes: analysis::select::DEFAULT_BUDGET_BYTES,
+        },
     )?;
     views.write(&w.join("replay"), &e.trace)?;
     // Why the replay takes as long as it does: critical path and re-simulated diagnoses, with

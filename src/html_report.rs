@@ -537,6 +537,52 @@ fn read_csv(dir: &Path, name: &str) -> Result<Vec<std::collections::HashMap<Stri
     Ok(out)
 }
 
+/// Calls `f` with the named columns of each row of `dir/name`, streaming (a report of a
+/// million PEs reads million-row files); `Ok(false)` when the file is absent.
+fn csv_rows(
+    dir: &Path,
+    name: &str,
+    cols: &[&str],
+    mut f: impl FnMut(&[&str]) -> Result<()>,
+) -> Result<bool> {
+    let p = dir.join(name);
+    if !p.exists() {
+        return Ok(false);
+    }
+    let mut r =
+        csv::Reader::from_path(&p).with_context(|| format!("cannot read {}", p.display()))?;
+    let h = r.headers()?.clone();
+    let idx: Vec<usize> = cols
+        .iter()
+        .map(|c| {
+            h.iter()
+                .position(|x| x == *c)
+                .with_context(|| format!("{}: no column {c}", p.display()))
+        })
+        .collect::<Result<_>>()?;
+    let mut rec = csv::StringRecord::new();
+    let mut line = 1usize;
+    loop {
+        line += 1;
+        if !r
+            .read_record(&mut rec)
+            .with_context(|| format!("{}: not CSV", p.display()))?
+        {
+            break;
+        }
+        let v: Vec<&str> = idx.iter().map(|&i| rec.get(i).unwrap_or("")).collect();
+        f(&v).with_context(|| format!("{} line {line}", p.display()))?;
+    }
+    Ok(true)
+}
+
+/// A number in a CSV field.
+fn num<T: std::str::FromStr>(v: &str) -> Result<T> {
+    v.parse()
+        .ok()
+        .with_context(|| format!("`{v}` is not a number"))
+}
+
 fn field<T: std::str::FromStr>(
     row: &std::collections::HashMap<String, String>,
     k: &str,
@@ -805,11 +851,11 @@ fn analysis_html(dir: &Path) -> Result<Option<String>> {
 const MAX_MACHINE_CELLS: usize = 4096;
 
 /// Top entry methods drawn in their own colours; the rest share grey ("other").
-const TOP_ENTRIES: usize = 9;
+const TOP_ENTRIES: usize = analysis::views::OVERVIEW_TOP_ENTRIES;
 /// Rows of the whole-run overview at most (PEs are grouped beyond).
-const OVERVIEW_ROWS: usize = 96;
+const OVERVIEW_ROWS: usize = analysis::views::OVERVIEW_ROWS;
 /// Columns (time pixels) of the overview.
-const OVERVIEW_COLS: usize = 640;
+const OVERVIEW_COLS: usize = analysis::views::OVERVIEW_COLS;
 /// Rows of a zoomed window at most.
 const WINDOW_ROWS: usize = 48;
 
@@ -1002,10 +1048,30 @@ fn replay_section(dir: &Path) -> Result<Option<Section>> {
         s["messages"],
         s["remote_messages"]
     );
+    // What the outputs left out (notes.txt, from `replay --out`).
+    if let Ok(text) = std::fs::read_to_string(dir.join("notes.txt")) {
+        for line in text.lines().filter(|l| !l.trim().is_empty()).take(20) {
+            let _ = write!(h, "<p class=\"note\">{}</p>", esc(line));
+        }
+    }
     // Entry methods: the top ones by busy time get stable colours everywhere in the section.
+    // Their totals come from entries.csv (every block), else from the timeline.
     let mut entries: Vec<String> = Vec::new();
     let mut index: std::collections::HashMap<String, usize> = Default::default();
     let mut totals: Vec<u64> = Vec::new();
+    let from_csv = csv_rows(dir, "entries.csv", &["name", "total_s", "blocks"], |v| {
+        if v[2] == "0" {
+            // Never ran: nothing to colour.
+            return Ok(());
+        }
+        index.entry(v[0].to_string()).or_insert(entries.len());
+        entries.push(v[0].to_string());
+        totals.push(
+            crate::report::parse_secs(v[1])
+                .with_context(|| format!("`{}` is not a time in seconds", v[1]))?,
+        );
+        Ok(())
+    })?;
     let mut eidx = Vec::with_capacity(tl.len());
     for r in &tl {
         let i = *index.entry(r.entry.clone()).or_insert_with(|| {
@@ -1013,7 +1079,9 @@ fn replay_section(dir: &Path) -> Result<Option<Section>> {
             totals.push(0);
             entries.len() - 1
         });
-        totals[i] += r.end - r.start;
+        if !from_csv {
+            totals[i] += r.end - r.start;
+        }
         eidx.push(i);
     }
     let (class_of, top) = analysis::views::top_classes(&totals, TOP_ENTRIES);
@@ -1049,28 +1117,53 @@ fn replay_section(dir: &Path) -> Result<Option<Section>> {
             }
         })
         .collect();
-    let runs: Vec<analysis::views::Run> = tl
-        .iter()
-        .zip(&eidx)
-        .map(|(r, &e)| analysis::views::Run {
-            pe: r.pe,
-            class: class_of[e],
-            start_ps: r.start,
-            end_ps: r.end,
-        })
-        .collect();
-    let ras = analysis::views::raster(
-        &runs,
-        &row_of_pe,
-        rows,
-        classes,
-        (0, makespan.max(1)),
-        OVERVIEW_COLS,
-    )
-    .context("the overview")?;
-    let fraction: Vec<f64> = (0..rows * OVERVIEW_COLS)
-        .map(|i| ras.fraction(i / OVERVIEW_COLS, i % OVERVIEW_COLS))
-        .collect();
+    // The overview: from overview.csv (made from every block), else from the timeline.
+    let mut dominant = vec![u16::MAX; rows * OVERVIEW_COLS];
+    let mut fraction = vec![0.0f64; rows * OVERVIEW_COLS];
+    let from_overview = csv_rows(
+        dir,
+        "overview.csv",
+        &[
+            "row", "col", "t0_ps", "t1_ps", "busy_ps", "dominant", "pe_first", "pe_last",
+        ],
+        |v| {
+            let (row, col): (usize, usize) = (num(v[0])?, num(v[1])?);
+            let (a, b, busy): (u64, u64, u64) = (num(v[2])?, num(v[3])?, num(v[4])?);
+            let (p0, p1): (u64, u64) = (num(v[6])?, num(v[7])?);
+            if row >= rows || col >= OVERVIEW_COLS || b <= a || p1 < p0 {
+                bail!("row {row}, column {col} is outside the overview of {rows} rows");
+            }
+            let i = row * OVERVIEW_COLS + col;
+            dominant[i] = index.get(v[5]).map_or(top.len() as u16, |&e| class_of[e]);
+            fraction[i] = (busy as f64 / ((b - a) as f64 * (p1 - p0 + 1) as f64)).min(1.0);
+            Ok(())
+        },
+    )?;
+    if !from_overview {
+        let runs: Vec<analysis::views::Run> = tl
+            .iter()
+            .zip(&eidx)
+            .map(|(r, &e)| analysis::views::Run {
+                pe: r.pe,
+                class: class_of[e],
+                start_ps: r.start,
+                end_ps: r.end,
+            })
+            .collect();
+        let ras = analysis::views::raster(
+            &runs,
+            &row_of_pe,
+            rows,
+            classes,
+            (0, makespan.max(1)),
+            OVERVIEW_COLS,
+        )
+        .context("the overview")?;
+        fraction = (0..rows * OVERVIEW_COLS)
+            .map(|i| ras.fraction(i / OVERVIEW_COLS, i % OVERVIEW_COLS))
+            .collect();
+        dominant = ras.dominant;
+    }
     let letters = ["A", "B", "C", "D"];
     let marks: Vec<(f64, f64, String)> = zs
         .iter()
@@ -1095,7 +1188,7 @@ fn replay_section(dir: &Path) -> Result<Option<Section>> {
             rows: &row_labels,
             span_ps: (0.0, span),
             cols: OVERVIEW_COLS,
-            dominant: &ras.dominant,
+            dominant: &dominant,
             fraction: &fraction,
             colours: &colours,
             names: &names,
@@ -1179,11 +1272,35 @@ fn replay_section(dir: &Path) -> Result<Option<Section>> {
         ));
         let _ = write!(h, "<figcaption>{key}</figcaption></figure>");
     }
-    // Time profile: utilisation by entry method over 100 bins.
-    let bins = 100usize;
-    let bin = makespan.div_ceil(bins as u64).max(1);
+    // Time profile: utilisation by entry method over time, from time_profile.csv (every
+    // block), else over 100 bins of the timeline.
+    let mut prof: Vec<(u64, u64, usize, u64)> = Vec::new();
+    let from_profile = csv_rows(
+        dir,
+        "time_profile.csv",
+        &["bin_start_ps", "bin_ps", "entry", "busy_ps"],
+        |v| {
+            let e = index.get(v[2]).copied().unwrap_or(usize::MAX);
+            prof.push((num(v[0])?, num(v[1])?, e, num(v[3])?));
+            Ok(())
+        },
+    )?;
+    // The file's bins, merged into at most 200 columns.
+    let (bins, bin) = match prof.first() {
+        Some(&(_, w, _, _)) if from_profile && w > 0 => {
+            let n = prof.iter().map(|p| p.0 / w).max().unwrap_or(0) + 1;
+            let merge = n.div_ceil(200).max(1);
+            (n.div_ceil(merge) as usize, w.saturating_mul(merge))
+        }
+        _ => (100usize, makespan.div_ceil(100).max(1)),
+    };
     let mut layers = vec![vec![0.0f64; bins]; classes];
-    for (r, &e) in tl.iter().zip(&eidx) {
+    for &(a, _, e, busy) in &prof {
+        let k = ((a / bin) as usize).min(bins - 1);
+        let c = class_of.get(e).map_or(classes - 1, |&c| c as usize);
+        layers[c.min(classes - 1)][k] += busy as f64;
+    }
+    for (r, &e) in tl.iter().zip(&eidx).filter(|_| !from_profile) {
         let (mut a, b) = (r.start, r.end);
         while a < b {
             let k = ((a / bin) as usize).min(bins - 1);
@@ -1215,7 +1332,19 @@ fn replay_section(dir: &Path) -> Result<Option<Section>> {
     let ugroup = (pes as usize).div_ceil(64).max(1);
     let ubars = (pes as usize).div_ceil(ugroup);
     let mut usage = vec![vec![0.0f64; ubars]; classes];
-    for (r, &e) in tl.iter().zip(&eidx) {
+    let from_usage = csv_rows(dir, "usage.csv", &["pe", "entry", "busy_ps"], |v| {
+        let pe: usize = num(v[0])?;
+        let busy: u64 = num(v[2])?;
+        if pe >= pes as usize {
+            bail!("PE {pe} of {pes}");
+        }
+        let c = index
+            .get(v[1])
+            .map_or(classes - 1, |&e| class_of[e] as usize);
+        usage[c.min(classes - 1)][pe / ugroup] += busy as f64;
+        Ok(())
+    })?;
+    for (r, &e) in tl.iter().zip(&eidx).filter(|_| !from_usage) {
         usage[class_of[e] as usize][r.pe as usize / ugroup] += (r.end - r.start) as f64;
     }
     for (b, _) in (0..ubars).zip(0..) {
@@ -1250,7 +1379,16 @@ fn replay_section(dir: &Path) -> Result<Option<Section>> {
     h.push_str(&clusters_html(dir)?);
     // The machine: the whole run, then snapshots over time.
     let mut busy = vec![0u64; pes as usize];
-    for r in &tl {
+    let from_pe = csv_rows(dir, "pe.csv", &["pe", "busy_s"], |v| {
+        let pe: usize = num(v[0])?;
+        let b = crate::report::parse_secs(v[1])
+            .with_context(|| format!("`{}` is not a time in seconds", v[1]))?;
+        *busy
+            .get_mut(pe)
+            .with_context(|| format!("PE {pe} of {pes}"))? = b;
+        Ok(())
+    })?;
+    for r in tl.iter().filter(|_| !from_pe) {
         busy[r.pe as usize] += r.end - r.start;
     }
     let util: Vec<f64> = busy.iter().map(|b| *b as f64 / span).collect();
@@ -1578,7 +1716,7 @@ table{border-collapse:collapse;font-size:12px;margin:0.5em 0}td,th{border:1px so
 th{background:#f3f3f3}figure{margin:1em 0}svg.chart{max-width:100%;height:auto;background:#fff}\
 .legend{font-size:12px;line-height:1.6}.key{white-space:nowrap;margin-right:1em}.key span{display:inline-block;width:10px;height:10px;margin-right:4px}\
 td code{word-break:break-all}.multiples{display:flex;flex-wrap:wrap;gap:8px}.multiples svg.chart{max-width:360px}\
-h2{border-bottom:2px solid #4e79a7;padding-bottom:4px}</style></head><body>\n<h1>whatif report</h1>\n",
+h2{border-bottom:2px solid #4e79a7;padding-bottom:4px}.note{background:#fff8e1;border-left:4px solid #f0b400;padding:4px 8px;font-size:13px}</style></head><body>\n<h1>whatif report</h1>\n",
     );
     let _ = write!(
         html,

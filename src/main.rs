@@ -261,6 +261,28 @@ fn parse_flops(s: &str) -> Result<f64, String> {
     }
 }
 
+/// A size in bytes with an optional unit (`256MiB`).
+fn parse_bytes_arg(s: &str) -> Result<u64, String> {
+    parse_bytes(s).map_err(|e| e.to_string())
+}
+
+/// A time window `T0..T1` (durations with units from the start of the run).
+fn parse_window(s: &str) -> Result<(SimTime, SimTime), String> {
+    let (a, b) = s
+        .split_once("..")
+        .ok_or_else(|| format!("`{s}`: expected a window T0..T1, e.g. 1ms..1.5ms"))?;
+    let t = |x: &str| {
+        parse_duration(x.trim())
+            .map(|d| SimTime::from_ps(d.as_ps()))
+            .map_err(|e| format!("`{s}`: {e}"))
+    };
+    let (a, b) = (t(a)?, t(b)?);
+    if b <= a {
+        return Err(format!("`{s}`: the window must end after it starts"));
+    }
+    Ok((a, b))
+}
+
 pub(crate) fn parse_format(s: &str) -> Result<importers::Format, String> {
     s.parse()
 }
@@ -460,6 +482,23 @@ struct OutputArgs {
     /// `whatif import projections` read them); the CSV files stay plain.
     #[arg(long, requires = "out")]
     compress: bool,
+    /// With --out: the PEs whose blocks trace.json and timeline.csv hold: `auto` (every PE
+    /// while trace.json stays under 256 MiB, else the k-means representatives of
+    /// clusters.csv, and a note in notes.txt), `all`, `representatives`, or a list such as
+    /// `0,4,10-20`.
+    #[arg(long, requires = "out", value_name = "PES", default_value = "auto")]
+    trace_pes: analysis::select::PeChoice,
+    /// With --out: only the blocks that overlap this window go into trace.json and
+    /// timeline.csv, e.g. `1ms..1.5ms` (the analyses and CSV summaries still cover the run).
+    #[arg(long, requires = "out", value_name = "T0..T1", value_parser = parse_window)]
+    trace_window: Option<(SimTime, SimTime)>,
+    /// With --out: time-bin width of the binned analyses (time_profile.csv,
+    /// communication.csv, metrics.csv), e.g. 10us [default: the makespan over 100].
+    #[arg(long, requires = "out", value_parser = parse_duration)]
+    bin: Option<SimDuration>,
+    /// With --out and `--trace-pes auto`: the size trace.json should stay under, e.g. 1GiB.
+    #[arg(long, requires = "out", value_name = "BYTES", default_value = "256MiB", value_parser = parse_bytes_arg)]
+    trace_budget: u64,
     /// Write the predicted timeline (one row per block) to this CSV file.
     #[arg(long)]
     timeline: Option<PathBuf>,
@@ -1241,6 +1280,10 @@ const REPLAY_OUTPUT_FLAGS: &[(&str, bool)] = &[
     ("--out", true),
     ("--report", false),
     ("--compress", false),
+    ("--trace-pes", true),
+    ("--trace-window", true),
+    ("--trace-budget", true),
+    ("--bin", true),
     ("--json", false),
     ("--timeline", true),
     ("--per-pe", true),
@@ -1249,6 +1292,10 @@ const REPLAY_OUTPUT_FLAGS: &[(&str, bool)] = &[
     ("--quiet", false),
     ("-q", false),
 ];
+
+/// PEs of the critical path (from its end) added to the representatives in the per-block
+/// files of `replay --out --report` when those hold only some PEs.
+const MAX_PATH_PES: usize = 32;
 
 fn replay_and_report(input: Repeated, m: &MachineArgs, o: &OutputArgs) -> Result<()> {
     let input = whatif_trace(input, m)?;
@@ -1344,20 +1391,12 @@ fn replay_and_report(input: Repeated, m: &MachineArgs, o: &OutputArgs) -> Result
     if let Some(dir) = &o.out {
         let t0 = Instant::now();
         let staged = files::begin_dir(dir, m.force)?;
-        let views = views_out::Views::of(trace, &r, &spec, 0)?;
+        let views = views_out::Views::of(trace, &r, &spec, o.bin.map_or(0, |d| d.as_ps()))?;
         let reps = views.clusters.representatives();
-        let notes = outputs::write_all(
-            staged.path(),
-            &info,
-            &r,
-            cpu_scale,
-            m.force,
-            o.compress,
-            &reps,
-        )?;
-        views.write(staged.path(), trace)?;
-        if o.report {
-            // The analysis (critical path, re-simulated diagnoses) for the report's "why".
+        // The analysis (critical path, re-simulated diagnoses) for the report's "why"; the
+        // PEs of the critical path join the representatives in the per-block files, so the
+        // report's windows around path blocks have their blocks.
+        let analysed = if o.report {
             let t1 = Instant::now();
             let sc = analysis::Scenario {
                 trace,
@@ -1367,9 +1406,6 @@ fn replay_and_report(input: Repeated, m: &MachineArgs, o: &OutputArgs) -> Result
             };
             let an = analysis::analyze_report(&sc, &r, &analysis::Options::default())
                 .context("analysis for the report")?;
-            let args: Vec<String> = std::env::args().skip(2).collect();
-            let base = analyze_cmd::strip(&args, REPLAY_OUTPUT_FLAGS);
-            analyze_cmd::write_outputs(staged.path(), &an, trace, &spec.to_string(), &base)?;
             if !o.quiet {
                 eprintln!(
                     "analysed (critical path, {} re-simulations) in {:.2} s",
@@ -1377,6 +1413,45 @@ fn replay_and_report(input: Repeated, m: &MachineArgs, o: &OutputArgs) -> Result
                     t1.elapsed().as_secs_f64()
                 );
             }
+            Some(an)
+        } else {
+            None
+        };
+        let mut shown = reps.clone();
+        if let Some(an) = &analysed {
+            let mut path_pes: Vec<u32> = Vec::new();
+            for st in an.critical_path.steps.iter().rev() {
+                if path_pes.len() == MAX_PATH_PES {
+                    break;
+                }
+                if !path_pes.contains(&st.pe) {
+                    path_pes.push(st.pe);
+                }
+            }
+            shown.extend(path_pes);
+            shown.sort_unstable();
+            shown.dedup();
+        }
+        let notes = outputs::write_all(
+            staged.path(),
+            &info,
+            &r,
+            outputs::Options {
+                cpu_scale,
+                force: m.force,
+                compress: o.compress,
+                representatives: &reps,
+                shown_pes: &shown,
+                trace_pes: &o.trace_pes,
+                trace_window_ps: o.trace_window.map(|(a, b)| (a.as_ps(), b.as_ps())),
+                trace_budget_bytes: o.trace_budget,
+            },
+        )?;
+        views.write(staged.path(), trace)?;
+        if let Some(an) = &analysed {
+            let args: Vec<String> = std::env::args().skip(2).collect();
+            let base = analyze_cmd::strip(&args, REPLAY_OUTPUT_FLAGS);
+            analyze_cmd::write_outputs(staged.path(), an, trace, &spec.to_string(), &base)?;
             html_report::write_titled(staged.path(), None, dir)?;
         }
         files::finish_dir(staged)?;

@@ -8,6 +8,13 @@
 //! | `trace.json` | Chrome trace-event JSON (Perfetto, `chrome://tracing`): one track per PE, one complete (`X`) event per block named by its entry method, one flow (`s`/`f`) per delivered message |
 //! | `projections/predicted.sts`, `predicted.<pe>.log` | Projections 11.0 logs of the predicted run (times in whole microseconds); above 65,536 PEs only the representative PEs' logs (k-means exemplars and outliers, see `clusters.csv`) unless `--force` |
 //! | `timeline.csv` | one row per block: block, object, entry, pe, start, end |
+//! | `notes.txt` | what the outputs left out and how to get it (only when something was) |
+//! | `overview.csv` | the report's whole-run overview: busy time and dominant entry per (row of PEs, time column) |
+//!
+//! `trace.json` and `timeline.csv` hold the blocks [`analysis::select::select`] keeps: every
+//! block while `trace.json` fits `--trace-budget`, else the representative PEs (and the
+//! critical path's), else also only the start of the run; `--trace-pes` and `--trace-window`
+//! choose explicitly. Every other file covers the whole run.
 //! | `pe.csv` | per PE: blocks, busy and idle time, utilisation |
 //! | `entries.csv` | per entry method: blocks, total / mean / max time, share of busy time, remote messages and their network cost |
 //! | `iterations.csv` | per iteration label: end time and duration |
@@ -32,17 +39,31 @@ use trace::{BlockId, Trace};
 /// Above this many PEs `projections/` (one log file per PE) is written only when forced.
 pub const MAX_PROJECTIONS_PES: u32 = 1 << 16;
 
+/// How [`write_all`] writes.
+pub struct Options<'a> {
+    /// The factor on send offsets (flows start at the send's time inside its block).
+    pub cpu_scale: Ratio,
+    /// Write every PE's Projections log and OTF2 file above [`MAX_PROJECTIONS_PES`].
+    pub force: bool,
+    /// gzip trace.json and the Projections logs.
+    pub compress: bool,
+    /// The k-means representatives (exemplars, then outliers).
+    pub representatives: &'a [u32],
+    /// The PEs trace.json and timeline.csv hold when they cannot hold all: the
+    /// representatives and any PE the report zooms on (sorted).
+    pub shown_pes: &'a [u32],
+    /// The PEs trace.json and timeline.csv hold.
+    pub trace_pes: &'a analysis::select::PeChoice,
+    /// The window trace.json and timeline.csv hold.
+    pub trace_window_ps: Option<(u64, u64)>,
+    /// The size trace.json should stay under (with `PeChoice::Auto`).
+    pub trace_budget_bytes: u64,
+}
+
 /// Writes every output into `dir` (a staging folder, see `files::begin_dir`). `r` must carry
-/// the timeline. Returns notes for the user (outputs left out, and why).
-pub fn write_all(
-    dir: &Path,
-    info: &RunInfo,
-    r: &ReplayReport,
-    cpu_scale: Ratio,
-    force: bool,
-    compress: bool,
-    representatives: &[u32],
-) -> Result<Vec<String>> {
+/// the timeline. Returns notes for the user (outputs left out, and why), also written to
+/// `notes.txt` when there are any.
+pub fn write_all(dir: &Path, info: &RunInfo, r: &ReplayReport, o: Options) -> Result<Vec<String>> {
     let mut notes = Vec::new();
     let t = info.trace;
     let tl = r
@@ -52,7 +73,17 @@ pub fn write_all(
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     std::fs::write(dir.join("summary.json"), report::json(info, r)? + "\n")
         .with_context(|| format!("cannot write {}", dir.join("summary.json").display()))?;
-    report::write_timeline(&dir.join("timeline.csv"), t, r)?;
+    let sel = analysis::select::select(
+        t,
+        tl,
+        r.pes,
+        o.trace_pes,
+        o.shown_pes,
+        o.trace_window_ps,
+        o.trace_budget_bytes,
+    );
+    notes.extend(sel.notes.iter().map(|n| format!("note: {n}")));
+    write_timeline(&dir.join("timeline.csv"), t, tl, &sel)?;
     report::write_links(&dir.join("links.csv"), r)?;
     write_pe_csv(&dir.join("pe.csv"), r)?;
     write_entries_csv(&dir.join("entries.csv"), t, r, tl)?;
@@ -62,15 +93,16 @@ pub fn write_all(
         &dir.join("trace.json"),
         t,
         tl,
-        cpu_scale,
+        o.cpu_scale,
         &deliveries,
-        compress,
+        o.compress,
+        &sel,
     )?;
     // Above the limit, Lee's data reduction: the logs of the representative PEs only
     // (clusters.csv says which cluster each stands for).
-    let all = r.pes <= MAX_PROJECTIONS_PES || force;
+    let all = r.pes <= MAX_PROJECTIONS_PES || o.force;
     let mut keep = vec![all; r.pes as usize];
-    for &p in representatives {
+    for &p in o.representatives {
         if let Some(k) = keep.get_mut(p as usize) {
             *k = true;
         }
@@ -81,30 +113,49 @@ pub fn write_all(
         tl,
         &deliveries,
         r,
-        cpu_scale,
+        o.cpu_scale,
         LogFiles {
-            compress,
+            compress: o.compress,
             only: (!all).then_some(&keep[..]),
         },
     )?;
     if !all {
         notes.push(format!(
             "note: projections/ holds the logs of {} representative PEs only (see clusters.csv): all {} PEs would make {} log files (limit {MAX_PROJECTIONS_PES}; --force writes them)",
-            representatives.len(),
+            o.representatives.len(),
             r.pes,
             r.pes
         ));
     }
     #[cfg(feature = "otf2")]
-    if r.pes <= MAX_PROJECTIONS_PES || force {
-        write_otf2(&dir.join("otf2"), t, tl, cpu_scale, &deliveries, r.pes)?;
+    if r.pes <= MAX_PROJECTIONS_PES || o.force {
+        write_otf2(&dir.join("otf2"), t, tl, o.cpu_scale, &deliveries, r.pes)?;
     } else {
         notes.push(format!(
             "note: otf2/ not written: {} PEs would make {} event files (limit {MAX_PROJECTIONS_PES}; --force writes them)",
             r.pes, r.pes
         ));
     }
+    if !notes.is_empty() {
+        let text: String = notes.iter().map(|n| format!("{n}\n")).collect();
+        crate::files::write_text(&dir.join("notes.txt"), &text)?;
+    }
     Ok(notes)
+}
+
+/// `timeline.csv`: one row per kept block (see [`report::write_timeline`]).
+fn write_timeline(
+    path: &Path,
+    t: &Trace,
+    tl: &[TimelineRecord],
+    sel: &analysis::select::Selection,
+) -> Result<()> {
+    report::write_timeline_records(
+        path,
+        t,
+        tl.iter()
+            .filter(|r| sel.keeps(r.pe, r.start.as_ps(), r.end.as_ps())),
+    )
 }
 
 fn create(path: &Path) -> Result<BufWriter<File>> {
@@ -284,9 +335,11 @@ fn write_chrome(
     cpu_scale: Ratio,
     d: &Deliveries,
     compress: bool,
+    sel: &analysis::select::Selection,
 ) -> Result<()> {
     let mut w = Out::create(path, compress)?;
     let pes = tl.iter().map(|r| r.pe + 1).max().unwrap_or(0);
+    let kept = |r: &TimelineRecord| sel.keeps(r.pe, r.start.as_ps(), r.end.as_ps());
     let q = |x: &str| serde_json::to_string(x).expect("strings serialise");
     writeln!(w, "{{\"displayTimeUnit\":\"ns\",\"traceEvents\":[")?;
     writeln!(
@@ -294,7 +347,7 @@ fn write_chrome(
         "{{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":0,\"tid\":0,\"args\":{{\"name\":{}}}}}",
         q(&format!("whatif: {}", t.meta.name))
     )?;
-    for p in 0..pes {
+    for p in (0..pes).filter(|&p| sel.keeps_pe(p)) {
         writeln!(
             w,
             ",{{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":0,\"tid\":{p},\"args\":{{\"name\":\"PE {p}\"}}}}"
@@ -305,7 +358,7 @@ fn write_chrome(
         )?;
     }
     let names: Vec<String> = t.entries.iter().map(|e| q(&e.name)).collect();
-    for rec in tl {
+    for rec in tl.iter().filter(|r| kept(r)) {
         let b = t.block(BlockId(rec.block));
         let obj = q(&t.objects[b.object.index()].name);
         write!(
@@ -330,7 +383,10 @@ fn write_chrome(
         if c0 == c1 {
             continue;
         }
-        let Some(src) = tl.get(at[d.sender[s] as usize] as usize) else {
+        let Some(src) = tl
+            .get(at[d.sender[s] as usize] as usize)
+            .filter(|r| kept(r))
+        else {
             continue;
         };
         let sent = src
@@ -339,7 +395,7 @@ fn write_chrome(
             .saturating_add(cpu_scale.scale(send.offset).as_ps())
             .min(src.end.as_ps().saturating_sub(1).max(src.start.as_ps()));
         for &c in &d.consumers[c0..c1] {
-            let Some(dst) = tl.get(at[c as usize] as usize) else {
+            let Some(dst) = tl.get(at[c as usize] as usize).filter(|r| kept(r)) else {
                 continue;
             };
             writeln!(

@@ -88,8 +88,14 @@ impl Reporter {
 
     fn line(s: &Stage) -> String {
         let secs = s.start.elapsed().as_secs_f64();
-        if s.total == 0 || s.done == 0 {
+        if s.total == 0 {
             return format!("{}: {} {} after {secs:.0} s", s.name, s.done, s.unit);
+        }
+        if s.done == 0 {
+            return format!(
+                "{}: starting, 0 of {} {} after {secs:.0} s",
+                s.name, s.total, s.unit
+            );
         }
         let frac = s.done as f64 / s.total as f64;
         let eta = secs * (1.0 - frac) / frac;
@@ -174,5 +180,11 @@ mod tests {
             "{l}"
         );
         assert!(l.contains("about 30 s to go"), "{l}");
+        // Before the first unit completes, the line still gives the total.
+        let s = Stage { done: 0, ..s };
+        assert_eq!(
+            Reporter::line(&s),
+            "replay: starting, 0 of 200 blocks after 10 s"
+        );
     }
 }

@@ -249,6 +249,15 @@ pub fn parse_secs(s: &str) -> Option<u64> {
 /// Writes the timeline as CSV: one row per block, in start order.
 pub fn write_timeline(path: &Path, t: &Trace, r: &ReplayReport) -> Result<()> {
     let tl = r.timeline.as_ref().context("timeline was not recorded")?;
+    write_timeline_records(path, t, tl.iter())
+}
+
+/// Writes these timeline records (in their order) as `write_timeline` does.
+pub fn write_timeline_records<'a>(
+    path: &Path,
+    t: &Trace,
+    tl: impl Iterator<Item = &'a replay::TimelineRecord>,
+) -> Result<()> {
     let mut w = crate::files::csv_file(path)?;
     w.write_record(["block", "object", "entry", "pe", "start_s", "end_s"])?;
     for rec in tl {

@@ -32,6 +32,8 @@ pub struct Views {
     pub matrix: analysis::views::CommMatrix,
     /// Sizes of the messages between PEs.
     pub sizes: Vec<analysis::views::SizeRow>,
+    /// The report's whole-run overview.
+    pub overview: analysis::views::Overview,
 }
 
 impl Views {
@@ -46,11 +48,12 @@ impl Views {
                 .context("clustering")?,
             matrix: analysis::views::comm_matrix(trace, r, 64).context("matrix")?,
             sizes: analysis::views::message_sizes(trace, r).context("message sizes")?,
+            overview: analysis::views::overview(trace, r).context("overview")?,
         })
     }
 
     /// The file names [`Views::write`] writes.
-    pub const FILES: &'static str = "time_profile.csv, usage.csv, communication.csv, grain_sizes.csv, extrema.csv, metrics.csv, snapshots.csv, clusters.csv, comm_matrix.csv, message_sizes.csv";
+    pub const FILES: &'static str = "time_profile.csv, usage.csv, communication.csv, grain_sizes.csv, extrema.csv, metrics.csv, snapshots.csv, clusters.csv, comm_matrix.csv, message_sizes.csv, overview.csv";
 
     /// Writes every file into `dir`.
     pub fn write(&self, dir: &std::path::Path, trace: &Trace) -> Result<()> {
@@ -134,6 +137,41 @@ impl Views {
                     ])?;
                 }
             }
+        }
+        crate::files::commit_csv(w)?;
+        // The overview: its busy cells (row of PEs, time column, busy time, dominant entry).
+        let o = &self.overview;
+        let ras = &o.raster;
+        let mut w = crate::files::csv_file(&dir.join("overview.csv"))?;
+        w.write_record([
+            "row", "pe_first", "pe_last", "col", "t0_ps", "t1_ps", "busy_ps", "dominant",
+        ])?;
+        let mut first = 0u64;
+        for (row, &n) in ras.row_pes.iter().enumerate() {
+            for col in 0..ras.cols {
+                let i = row * ras.cols + col;
+                if ras.busy_ps[i] == 0 {
+                    continue;
+                }
+                let (a, b) = ras.col_span(col);
+                let d = ras.dominant[i] as usize;
+                w.write_record([
+                    row.to_string(),
+                    first.to_string(),
+                    (first + u64::from(n.max(1)) - 1).to_string(),
+                    col.to_string(),
+                    a.to_string(),
+                    b.to_string(),
+                    ras.busy_ps[i].to_string(),
+                    o.top.get(d).map_or("other".to_string(), |&e| {
+                        trace
+                            .entries
+                            .get(e)
+                            .map_or(String::new(), |x| x.name.clone())
+                    }),
+                ])?;
+            }
+            first += u64::from(n);
         }
         crate::files::commit_csv(w)?;
         let mut w = crate::files::csv_file(&dir.join("message_sizes.csv"))?;

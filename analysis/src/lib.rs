@@ -21,6 +21,8 @@
 //! * [`views`]: what the report draws, as data: a downsampled timeline raster, Rover's
 //!   metrics over time (utilisation, balance, granularity, channel utilisation), utilisation
 //!   snapshots per PE, the communication matrix and message sizes.
+//! * [`select`]: which blocks the per-block outputs hold (all while `trace.json` fits a
+//!   budget, else the representative PEs, then the start of the run), with notes saying so.
 //! * [`phases`]: MK's communication phases (pipelines, loosely synchronous exchanges) found
 //!   from the message graph, each with MK's analytic time beside its simulated time, and MK's
 //!   whole-run `T_s + T_p`.
@@ -37,6 +39,7 @@ mod critical;
 mod diagnose;
 pub mod phases;
 pub mod profile;
+pub mod select;
 pub mod transform;
 pub mod views;
 

@@ -141,6 +141,68 @@ pub fn raster(
     })
 }
 
+/// Entry methods the report colours apart (the rest are "other").
+pub const OVERVIEW_TOP_ENTRIES: usize = 9;
+/// Rows of the whole-run overview at most (PEs are grouped beyond).
+pub const OVERVIEW_ROWS: usize = 96;
+/// Columns (time pixels) of the whole-run overview.
+pub const OVERVIEW_COLS: usize = 640;
+
+/// The whole-run overview the report draws: every PE (in at most [`OVERVIEW_ROWS`] rows of
+/// consecutive PEs) over the whole run in [`OVERVIEW_COLS`] columns, coloured by the
+/// [`OVERVIEW_TOP_ENTRIES`] entry methods with the most busy time (the others share the
+/// class after them). Computed from the whole timeline, so the report stays whole when the
+/// per-block files hold only some PEs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Overview {
+    /// PEs per row (the last row may hold fewer).
+    pub group: u32,
+    /// The entries of classes `0..top.len()`, by busy time.
+    pub top: Vec<usize>,
+    /// The raster.
+    pub raster: Raster,
+}
+
+/// The whole-run overview of `report` (a replay of `trace` with its timeline).
+pub fn overview(trace: &Trace, report: &ReplayReport) -> Result<Overview, AnalysisError> {
+    let tl = timeline_of(trace, report)?;
+    let mut totals = vec![0u64; trace.entries.len()];
+    for r in tl {
+        let e = trace.block(BlockId(r.block)).entry.index();
+        if let Some(x) = totals.get_mut(e) {
+            *x += r.end.saturating_since(r.start).as_ps();
+        }
+    }
+    let (class_of, top) = top_classes(&totals, OVERVIEW_TOP_ENTRIES);
+    let classes = top.len() + usize::from(trace.entries.len() > top.len());
+    let pes = report.pes as usize;
+    let group = pes.div_ceil(OVERVIEW_ROWS).max(1);
+    let rows = pes.div_ceil(group);
+    let row_of_pe: Vec<u32> = (0..report.pes).map(|p| p / group as u32).collect();
+    let runs: Vec<Run> = tl
+        .iter()
+        .map(|r| Run {
+            pe: r.pe,
+            class: class_of[trace.block(BlockId(r.block)).entry.index()],
+            start_ps: r.start.as_ps(),
+            end_ps: r.end.as_ps(),
+        })
+        .collect();
+    let raster = raster(
+        &runs,
+        &row_of_pe,
+        rows,
+        classes,
+        (0, report.makespan.as_ps().max(1)),
+        OVERVIEW_COLS,
+    )?;
+    Ok(Overview {
+        group: group as u32,
+        top,
+        raster,
+    })
+}
+
 /// Colour classes for entry methods: the `k` with the most busy time get classes 0..k in
 /// that order (ties: lower id first); all others share class `k` ("other"). Returns the class
 /// of each entry and the entries of classes 0..k.
@@ -217,6 +279,73 @@ pub fn pe_busy_by_bin(
     Ok(out)
 }
 
+/// Per bin of `bin_ps` from 0 (the last bin also takes anything past its end): the busy time
+/// summed over the PEs, and the busiest PE's. Memory O(records + PEs + bins): each PE's
+/// records are binned in turn into one scratch row, so there is no PE x bin table.
+pub fn bin_busy_sum_max(
+    report: &ReplayReport,
+    bin_ps: u64,
+    bins: usize,
+) -> Result<(Vec<u64>, Vec<u64>), AnalysisError> {
+    let tl = report.timeline.as_ref().ok_or(AnalysisError::NoTimeline)?;
+    let pes = report.pes as usize;
+    if bins == 0 || bin_ps == 0 || bins > MAX_BINS {
+        return Err(AnalysisError::Options(format!(
+            "{bins} bins of {bin_ps} ps: between 1 and {MAX_BINS} bins (choose a larger bin)"
+        )));
+    }
+    // Records grouped by PE (a counting sort of their indices).
+    let mut first = vec![0u32; pes + 1];
+    for r in tl {
+        if let Some(n) = first.get_mut(r.pe as usize + 1) {
+            *n += 1;
+        }
+    }
+    for p in 0..pes {
+        first[p + 1] += first[p];
+    }
+    let mut at = first.clone();
+    let mut order = vec![0u32; tl.len()];
+    for (i, r) in tl.iter().enumerate() {
+        if let Some(slot) = at.get_mut(r.pe as usize) {
+            order[*slot as usize] = i as u32;
+            *slot += 1;
+        }
+    }
+    let (mut sum, mut max) = (vec![0u64; bins], vec![0u64; bins]);
+    let mut row = vec![0u64; bins];
+    let mut touched: Vec<usize> = Vec::new();
+    for p in 0..pes {
+        for &i in &order[first[p] as usize..first[p + 1] as usize] {
+            let r = &tl[i as usize];
+            let (mut a, b) = (r.start.as_ps(), r.end.as_ps());
+            while a < b {
+                let k = ((a / bin_ps) as usize).min(bins - 1);
+                let e = if k == bins - 1 {
+                    b
+                } else {
+                    ((k as u64 + 1) * bin_ps).min(b)
+                };
+                if row[k] == 0 {
+                    touched.push(k);
+                }
+                row[k] += e - a;
+                sum[k] += e - a;
+                a = e;
+            }
+        }
+        for &k in &touched {
+            max[k] = max[k].max(row[k]);
+            row[k] = 0;
+        }
+        touched.clear();
+    }
+    Ok((sum, max))
+}
+
+/// At most this many time bins in [`metrics`].
+pub const MAX_BINS: usize = 1 << 24;
+
 /// Send time of every send slot and the PE of every block, from the timeline.
 /// The replay's timeline, checked to be `trace`'s (one record per block).
 pub(crate) fn timeline_of<'a>(
@@ -285,7 +414,7 @@ pub fn metrics(
     };
     let bins = makespan.div_ceil(bin) as usize;
     let pes = report.pes as usize;
-    let busy = pe_busy_by_bin(report, bin, bins)?;
+    let (busy_sum, busy_max) = bin_busy_sum_max(report, bin, bins)?;
     let tl = report.timeline.as_ref().ok_or(AnalysisError::NoTimeline)?;
     let mut blocks = vec![(0u64, 0u64); bins];
     for r in tl {
@@ -316,8 +445,7 @@ pub fn metrics(
     for k in 0..bins {
         let (a, e) = (k as u64 * bin, ((k as u64 + 1) * bin).min(makespan));
         let width = (e - a).max(1) as f64;
-        let col = (0..pes).map(|p| busy[p * bins + k]);
-        let (sum, max) = col.fold((0u64, 0u64), |(s, m), v| (s + v, m.max(v)));
+        let (sum, max) = (busy_sum[k], busy_max[k]);
         let (n, d) = blocks[k];
         rows.push(MetricsRow {
             bin_start_ps: a,

@@ -149,7 +149,7 @@ impl Plan {
         progress: &mut dyn sim_core::Progress,
     ) -> Result<Plan, ReplayError> {
         let reps = rep.map_or(1, |r| r.reps());
-        progress.stage("plan", 2 * trace.num_blocks() as u64, "blocks");
+        progress.stage("plan: blocks", trace.num_blocks() as u64, "blocks");
         let pes = cfg.pes.unwrap_or(trace.meta.recorded_pes);
         if pes == 0 {
             return Err(ReplayError::Config(
@@ -322,9 +322,10 @@ impl Plan {
         let mut slots = Vec::with_capacity(consumers.len());
         let mut mslots = Vec::new();
         let mut recv_ohs = Vec::new();
+        progress.stage("plan: messages", n as u64, "blocks");
         for id in trace.block_ids() {
             if id.0 & 0xf_ffff == 0 {
-                progress.advance_to(n as u64 + id.0 as u64);
+                progress.advance_to(id.0 as u64);
             }
             let i = id.index();
             let pe = block_pe[i];

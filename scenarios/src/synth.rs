@@ -173,7 +173,7 @@ fn exchange_repeated(
     p: &SynthParams,
     progress: &mut dyn Progress,
 ) -> Result<Repeated, GenError> {
-    progress.stage("generate", 2 * n as u64, "ranks");
+    progress.stage("generate: sends", n as u64, "ranks");
     need(n >= 1, || "at least one rank is needed".into())?;
     need(p.iters >= 1, || "at least 1 iteration is needed".into())?;
     need(p.iters <= trace::MAX_REPS, || {
@@ -232,9 +232,10 @@ fn exchange_repeated(
         fill[d as usize] += 1;
     }
     drop(dest_of_send);
+    progress.stage("generate: receives", n as u64, "ranks");
     for r in 0..n {
         if r & 0xffff == 0 {
-            progress.advance_to(n as u64 + r as u64);
+            progress.advance_to(r as u64);
         }
         for &m in &labels[incoming[r as usize] as usize..incoming[r as usize + 1] as usize] {
             let blk = Block {

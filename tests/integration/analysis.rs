@@ -917,3 +917,48 @@ fn simple_imbalance_critical_path_is_compute_and_its_hot_entry_is_found() {
     assert!(first["saved_ps"].as_i64().unwrap() as f64 >= 0.35 * makespan as f64);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The busy time per bin summed and maximised over the PEs without a PE x bin table (what
+/// Rover's balance needs at a million PEs) equals the one read from the full table, on random
+/// traces and bin widths that do and do not divide the run.
+#[test]
+fn binned_busy_sum_and_max_match_the_pe_by_bin_table() {
+    for seed in 0..20 {
+        let t = random_trace(seed);
+        let cfg = ReplayConfig {
+            timeline: true,
+            ..ReplayConfig::default()
+        };
+        let r = crate::run_with(&t, "latency:lat=3us", &cfg);
+        let m = r.makespan.as_ps().max(1);
+        for bins in [1usize, 7, 100] {
+            let bin = m.div_ceil(bins as u64).max(1);
+            let bins = m.div_ceil(bin) as usize;
+            let table = analysis::views::pe_busy_by_bin(&r, bin, bins).unwrap();
+            let (sum, max) = analysis::views::bin_busy_sum_max(&r, bin, bins).unwrap();
+            for k in 0..bins {
+                let col: Vec<u64> = (0..r.pes as usize).map(|p| table[p * bins + k]).collect();
+                assert_eq!(sum[k], col.iter().sum::<u64>(), "seed {seed}, bin {k}");
+                assert_eq!(max[k], *col.iter().max().unwrap(), "seed {seed}, bin {k}");
+            }
+            assert_eq!(
+                sum.iter().sum::<u64>(),
+                r.busy_total().as_ps(),
+                "seed {seed}"
+            );
+        }
+    }
+    let t = random_trace(1);
+    let r = crate::run_with(
+        &t,
+        "ideal",
+        &ReplayConfig {
+            timeline: true,
+            ..ReplayConfig::default()
+        },
+    );
+    let e = analysis::views::bin_busy_sum_max(&r, 1, analysis::views::MAX_BINS + 1)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("choose a larger bin"), "{e}");
+}

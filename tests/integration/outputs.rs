@@ -309,3 +309,129 @@ fn walk(root: &Path) -> Vec<(String, Vec<u8>)> {
     v.sort();
     v
 }
+
+/// Per-block outputs within a budget: a tiny `--trace-budget` keeps the representative PEs
+/// (and the critical path's) in trace.json and timeline.csv, says so in notes.txt and the
+/// report, while the summaries and the report's overview still cover every PE; an explicit
+/// PE list and a window keep exactly what they name.
+#[test]
+fn per_block_outputs_stay_within_their_budget_and_say_what_they_left_out() {
+    let dir = tmpdir("out-budget");
+    let full = replay_out(&dir, "latency:lat=2us");
+    let all = timeline(&full);
+    let t = dir.join("s.trace");
+    let run = |name: &str, extra: &[&str]| {
+        let out = dir.join(name);
+        let mut args = vec![
+            "replay",
+            t.to_str().unwrap(),
+            "--net",
+            "latency:lat=2us",
+            "--out",
+            out.to_str().unwrap(),
+            "--report",
+            "-q",
+        ];
+        args.extend_from_slice(extra);
+        let o = whatif(&args);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        out
+    };
+    // Within the default budget nothing is left out.
+    assert!(!full.join("notes.txt").exists());
+    // 440 blocks make about 142 KiB; the 4 PEs kept (3 representatives and the path's)
+    // about 95 KiB.
+    let small = run("small", &["--trace-budget", "100KiB"]);
+    let notes = read(&small.join("notes.txt"));
+    assert!(notes.contains("--trace-pes all"), "{notes}");
+    let kept = timeline(&small);
+    assert!(
+        !kept.is_empty() && kept.len() < all.len(),
+        "{} of {}",
+        kept.len(),
+        all.len()
+    );
+    let pes: std::collections::BTreeSet<u64> = kept.values().map(|v| v.0).collect();
+    // Every kept row is the full run's row, and every block of a kept PE is there.
+    for (b, v) in &kept {
+        assert_eq!(all[b], *v, "block {b}");
+    }
+    for (b, v) in &all {
+        assert_eq!(
+            kept.contains_key(b),
+            pes.contains(&v.0),
+            "block {b} on PE {}",
+            v.0
+        );
+    }
+    // The representatives of clusters.csv are among the kept PEs.
+    let clusters = read(&small.join("clusters.csv"));
+    for l in clusters.lines().skip(1) {
+        let f: Vec<&str> = l.split(',').collect();
+        if f[2] != "member" {
+            assert!(pes.contains(&f[0].parse().unwrap()), "{l}");
+        }
+    }
+    // trace.json holds the same blocks, and flows only between kept blocks.
+    let doc: Value = serde_json::from_str(&read(&small.join("trace.json"))).unwrap();
+    let xs: Vec<u64> = doc["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] == "X")
+        .map(|e| e["args"]["block"].as_u64().unwrap())
+        .collect();
+    assert_eq!(xs.len(), kept.len());
+    assert!(xs.iter().all(|b| kept.contains_key(b)));
+    // The report says so and still draws every PE: its overview and summaries are the full
+    // run's (overview.csv, pe.csv and the rest do not depend on the selection).
+    let html = read(&small.join("report.html"));
+    assert!(html.contains("class=\"note\"") && html.contains("--trace-pes all"));
+    for f in ["overview.csv", "pe.csv", "usage.csv", "time_profile.csv"] {
+        assert_eq!(
+            read(&small.join(f)),
+            read(&full.join(f)),
+            "{f} does not depend on the selection"
+        );
+    }
+    // An explicit list and a window.
+    let (t0, t1) = (20_000_000u64, 60_000_000u64); // 20 us .. 60 us
+    let chosen = run(
+        "chosen",
+        &["--trace-pes", "1,3-4", "--trace-window", "20us..60us"],
+    );
+    let kept = timeline(&chosen);
+    let want: Vec<u64> = all
+        .iter()
+        .filter(|(_, v)| {
+            [1, 3, 4].contains(&v.0) && v.1 < t1 && (v.2 > t0 || (v.1 == v.2 && v.1 >= t0))
+        })
+        .map(|(b, _)| *b)
+        .collect();
+    assert!(!want.is_empty());
+    assert_eq!(kept.len(), want.len());
+    assert!(want.iter().all(|b| kept.contains_key(b)));
+    assert!(
+        !chosen.join("notes.txt").exists(),
+        "asked for, nothing to note"
+    );
+    // Bad selections are clear errors.
+    for (flag, v, says) in [
+        ("--trace-pes", "3-1", "low to high"),
+        ("--trace-window", "5us..1us", "end after it starts"),
+        ("--trace-window", "5us", "T0..T1"),
+    ] {
+        let o = whatif(&[
+            "replay",
+            t.to_str().unwrap(),
+            "--out",
+            dir.join("bad").to_str().unwrap(),
+            flag,
+            v,
+        ]);
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{e}");
+        assert!(e.contains(says), "{e}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}

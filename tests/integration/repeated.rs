@@ -329,3 +329,59 @@ fn a_stuck_repeated_trace_names_its_blocks_with_global_ids() {
     assert_eq!(flat.roots, rep.roots);
     assert_eq!(flat.others, rep.others);
 }
+
+/// Records every progress stage and the furthest `advance_to` in it.
+#[derive(Default)]
+struct Stages(Vec<(String, u64, &'static str, u64)>);
+
+impl sim_core::Progress for Stages {
+    fn stage(&mut self, name: &str, total: u64, unit: &'static str) {
+        self.0.push((name.to_string(), total, unit, 0));
+    }
+    fn advance_to(&mut self, done: u64) {
+        if let Some(s) = self.0.last_mut() {
+            s.3 = s.3.max(done);
+        }
+    }
+}
+
+/// Progress stages give true totals in their own units: a 600,000-rank ring is "600000
+/// ranks" (not twice that), planning 1.2 M blocks counts to at most 1.2 M, and each stage's
+/// progress stays within its total.
+#[test]
+fn progress_stages_report_true_totals() {
+    let ranks = 600_000u32;
+    let p = SynthParams {
+        iters: 1,
+        ..SynthParams::default()
+    };
+    let mut gen_stages = Stages::default();
+    let rep = scenarios::ring_repeated_with(ranks, &p, &mut gen_stages).unwrap();
+    let names: Vec<&str> = gen_stages.0.iter().map(|s| s.0.as_str()).collect();
+    assert_eq!(names, ["generate: sends", "generate: receives"]);
+    for (name, total, unit, done) in &gen_stages.0 {
+        assert_eq!((*total, *unit), (ranks as u64, "ranks"), "{name}");
+        assert!(*done > 0 && *done < *total, "{name}: reached {done}");
+    }
+    let t = rep.expand();
+    let blocks = t.num_blocks() as u64;
+    assert!(
+        blocks > 1 << 20,
+        "{blocks} blocks: enough for progress reports"
+    );
+    let mut plan_stages = Stages::default();
+    let mut net = "ideal".parse::<NetSpec>().unwrap().build();
+    let prepared =
+        replay::Prepared::new_with(&t, net.as_mut(), &ReplayConfig::default(), &mut plan_stages)
+            .unwrap();
+    prepared.run_with(net.as_mut(), &mut plan_stages).unwrap();
+    let names: Vec<&str> = plan_stages.0.iter().map(|s| s.0.as_str()).collect();
+    assert_eq!(names, ["plan: blocks", "plan: messages", "replay"]);
+    for (name, total, unit, done) in &plan_stages.0 {
+        assert_eq!((*total, *unit), (blocks, "blocks"), "{name}");
+        assert!(
+            *done > 0 && *done <= *total,
+            "{name}: reached {done} of {total}"
+        );
+    }
+}
