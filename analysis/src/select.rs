@@ -118,11 +118,6 @@ impl Selection {
                 start_ps < b && (end_ps > a || (end_ps == start_ps && start_ps >= a))
             })
     }
-
-    /// Whether everything is kept.
-    pub fn is_all(&self) -> bool {
-        self.pes.is_none() && self.window_ps.is_none()
-    }
 }
 
 /// Estimated `trace.json` bytes of one record (its `X` event and the flows into it).
