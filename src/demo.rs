@@ -118,7 +118,7 @@ pub(crate) fn demo(a: DemoArgs) -> Result<()> {
     };
     std::fs::create_dir_all(w.join("replay"))
         .with_context(|| format!("cannot create {}", w.join("replay").display()))?;
-    let views = crate::views_out::Views::of(&e.trace, &r, &spec, 0)?;
+    let views = crate::views_out::of(&e.trace, &r, &spec, 0)?;
     outputs::write_all(
         &w.join("replay"),
         &info,
@@ -134,12 +134,12 @@ pub(crate) fn demo(a: DemoArgs) -> Result<()> {
             trace_budget_bytes: analysis::select::DEFAULT_BUDGET_BYTES,
         },
     )?;
-    views.write(&w.join("replay"), &e.trace)?;
+    crate::views_out::write(&views, &w.join("replay"), &e.trace)?;
     // Why the replay takes as long as it does: critical path and re-simulated diagnoses, with
     // commands on the trace the demo wrote.
     let an = analysis::analyze_report(
         &analysis::Scenario {
-            trace: &e.trace,
+            trace: analysis::Blocks::Flat(&e.trace),
             net: &spec,
             cfg: &ReplayConfig::default(),
             seed: sim_core::SeedTree::DEFAULT_ROOT,

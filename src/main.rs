@@ -721,7 +721,7 @@ fn dispatch(cli: Cli) -> Result<()> {
 
 /// Reads a whatif trace, or imports a foreign one (`--format`), reporting progress and the
 /// importer's notes unless `quiet`.
-fn load_input(
+pub(crate) fn load_input(
     path: &std::path::Path,
     format: Option<importers::Format>,
     import: &ImportOpts,
@@ -780,7 +780,7 @@ fn load_flat(
 
 /// The trace with `--speedup` and `--critical-path-priority` applied (expanded to every block
 /// when one is given).
-fn whatif_trace(input: Repeated, m: &MachineArgs) -> Result<Repeated> {
+pub(crate) fn whatif_trace(input: Repeated, m: &MachineArgs) -> Result<Repeated> {
     if m.speedup.is_empty() && !m.critical_path_priority {
         return Ok(input);
     }
@@ -1207,6 +1207,7 @@ fn machine_config(
             max_memory_bytes: Some(m.max_memory.unwrap_or_else(limits::default_memory_limit)),
         },
         timeline,
+        bindings: false,
         recorded_delays: false,
         recorded_order: m.recorded_order,
         remap: None,
@@ -1391,7 +1392,7 @@ fn replay_and_report(input: Repeated, m: &MachineArgs, o: &OutputArgs) -> Result
     if let Some(dir) = &o.out {
         let t0 = Instant::now();
         let staged = files::begin_dir(dir, m.force)?;
-        let views = views_out::Views::of(trace, &r, &spec, o.bin.map_or(0, |d| d.as_ps()))?;
+        let views = views_out::of(trace, &r, &spec, o.bin.map_or(0, |d| d.as_ps()))?;
         let reps = views.clusters.representatives();
         // The analysis (critical path, re-simulated diagnoses) for the report's "why"; the
         // PEs of the critical path join the representatives in the per-block files, so the
@@ -1399,7 +1400,7 @@ fn replay_and_report(input: Repeated, m: &MachineArgs, o: &OutputArgs) -> Result
         let analysed = if o.report {
             let t1 = Instant::now();
             let sc = analysis::Scenario {
-                trace,
+                trace: analysis::Blocks::Flat(trace),
                 net: &spec,
                 cfg: &cfg,
                 seed: m.seed,
@@ -1447,7 +1448,7 @@ fn replay_and_report(input: Repeated, m: &MachineArgs, o: &OutputArgs) -> Result
                 trace_budget_bytes: o.trace_budget,
             },
         )?;
-        views.write(staged.path(), trace)?;
+        views_out::write(&views, staged.path(), trace)?;
         if let Some(an) = &analysed {
             let args: Vec<String> = std::env::args().skip(2).collect();
             let base = analyze_cmd::strip(&args, REPLAY_OUTPUT_FLAGS);

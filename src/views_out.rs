@@ -19,44 +19,38 @@ pub const REPRESENTATIVES: usize = 20;
 pub const SNAPSHOTS: usize = 6;
 
 /// Everything the files hold, computed once.
-pub struct Views {
-    /// Projections' analyses and the extrema.
-    pub profiles: analysis::profile::Profiles,
-    /// Rover's metrics.
-    pub metrics: Vec<analysis::views::MetricsRow>,
-    /// Per-slice, per-PE utilisation.
-    pub snapshots: Vec<Vec<f64>>,
-    /// The PEs' clusters.
-    pub clusters: analysis::cluster::Clustering,
-    /// Bytes by PE group pair.
-    pub matrix: analysis::views::CommMatrix,
-    /// Sizes of the messages between PEs.
-    pub sizes: Vec<analysis::views::SizeRow>,
-    /// The report's whole-run overview.
-    pub overview: analysis::views::Overview,
+pub type Views = analysis::allviews::Views;
+
+/// The views' sizes (`bin_ps` 0: the makespan over 100).
+pub fn options(bin_ps: u64) -> analysis::allviews::ViewOptions {
+    analysis::allviews::ViewOptions {
+        bin_ps,
+        clusters: CLUSTERS,
+        representatives: REPRESENTATIVES,
+        snapshots: SNAPSHOTS,
+        matrix_groups: 64,
+    }
 }
 
-impl Views {
-    /// Computes every view of a replay (with its timeline); `bin_ps` 0 picks the makespan
-    /// over 100.
-    pub fn of(trace: &Trace, r: &ReplayReport, net: &NetSpec, bin_ps: u64) -> Result<Views> {
-        Ok(Views {
-            profiles: analysis::profile::profiles(trace, r, bin_ps).context("--bin")?,
-            metrics: analysis::views::metrics(trace, r, net, bin_ps).context("metrics")?,
-            snapshots: analysis::views::snapshots(r, SNAPSHOTS).context("snapshots")?,
-            clusters: analysis::cluster::cluster_pes(trace, r, CLUSTERS, REPRESENTATIVES)
-                .context("clustering")?,
-            matrix: analysis::views::comm_matrix(trace, r, 64).context("matrix")?,
-            sizes: analysis::views::message_sizes(trace, r).context("message sizes")?,
-            overview: analysis::views::overview(trace, r).context("overview")?,
-        })
-    }
+/// Computes every view of a replay with its timeline.
+pub fn of(trace: &Trace, r: &ReplayReport, net: &NetSpec, bin_ps: u64) -> Result<Views> {
+    analysis::allviews::of_timeline(trace, r, net, options(bin_ps)).context("the analysis views")
+}
 
-    /// The file names [`Views::write`] writes.
-    pub const FILES: &'static str = "time_profile.csv, usage.csv, communication.csv, grain_sizes.csv, extrema.csv, metrics.csv, snapshots.csv, clusters.csv, comm_matrix.csv, message_sizes.csv, overview.csv";
+/// The file names [`write`] writes.
+pub const FILES: &str = "time_profile.csv, usage.csv, communication.csv, grain_sizes.csv, extrema.csv, metrics.csv, snapshots.csv, clusters.csv, comm_matrix.csv, message_sizes.csv, overview.csv";
 
-    /// Writes every file into `dir`.
-    pub fn write(&self, dir: &std::path::Path, trace: &Trace) -> Result<()> {
+/// Writes every view file into `dir`.
+pub fn write(views: &Views, dir: &std::path::Path, trace: &Trace) -> Result<()> {
+    views.write_files(dir, trace)
+}
+
+trait WriteFiles {
+    fn write_files(&self, dir: &std::path::Path, trace: &Trace) -> Result<()>;
+}
+
+impl WriteFiles for Views {
+    fn write_files(&self, dir: &std::path::Path, trace: &Trace) -> Result<()> {
         write_profiles(dir, &self.profiles, trace)?;
         let opt = |v: Option<f64>| v.map_or(String::new(), |x| format!("{x:.6}"));
         let mut w = crate::files::csv_file(&dir.join("metrics.csv"))?;

@@ -232,19 +232,49 @@ pub fn cluster_pes(
     representatives: usize,
 ) -> Result<Clustering, AnalysisError> {
     let tl = report.timeline.as_ref().ok_or(AnalysisError::NoTimeline)?;
-    let (pes, entries) = (report.pes as usize, trace.entries.len().max(1));
-    if pes.saturating_mul(entries) > MAX_FEATURE_CELLS {
-        return Err(AnalysisError::Options(format!(
-            "k-means: {pes} PEs x {entries} entry methods is over {MAX_FEATURE_CELLS} values"
-        )));
+    let feed = crate::feed::Feed::of_timeline(trace, tl)?;
+    let mut acc = UsageAcc::new(report.pes, trace.entries.len())?;
+    crate::feed::feed_all(&feed, tl, &mut acc);
+    acc.finish(k, representatives)
+}
+
+/// [`cluster_pes`] one run at a time: the PE x entry busy table.
+pub(crate) struct UsageAcc {
+    pes: usize,
+    entries: usize,
+    usage: Vec<u64>,
+}
+
+impl UsageAcc {
+    pub(crate) fn new(pes: u32, entries: usize) -> Result<UsageAcc, AnalysisError> {
+        let (pes, entries) = (pes as usize, entries.max(1));
+        if pes.saturating_mul(entries) > MAX_FEATURE_CELLS {
+            return Err(AnalysisError::Options(format!(
+                "k-means: {pes} PEs x {entries} entry methods is over {MAX_FEATURE_CELLS} values"
+            )));
+        }
+        Ok(UsageAcc {
+            pes,
+            entries,
+            usage: vec![0u64; pes * entries],
+        })
     }
-    let cols = trace.columns();
-    let mut usage = vec![0u64; pes * entries];
-    for r in tl {
-        let e = cols.entry.get(r.block as usize).copied().unwrap_or(0) as usize;
-        usage[r.pe as usize * entries + e.min(entries - 1)] += r.end.as_ps() - r.start.as_ps();
+    pub(crate) fn finish(
+        &self,
+        k: usize,
+        representatives: usize,
+    ) -> Result<Clustering, AnalysisError> {
+        kmeans(&self.usage, self.pes, self.entries, k, representatives)
     }
-    kmeans(&usage, pes, entries, k, representatives)
+}
+
+impl crate::feed::Acc for UsageAcc {
+    fn block(&mut self, r: &replay::TimelineRecord, entry: u32) {
+        let e = (entry as usize).min(self.entries - 1);
+        if let Some(u) = self.usage.get_mut(r.pe as usize * self.entries + e) {
+            *u += r.end.as_ps() - r.start.as_ps();
+        }
+    }
 }
 
 #[cfg(test)]

@@ -37,11 +37,11 @@
 
 use crate::AnalysisError;
 use network_models::{MessageInfo, NetSpec, lone_wire_time};
-use replay::{CpuScale, ReplayConfig, ReplayReport};
+use replay::{Binding, Bindings, CpuScale, ReplayConfig, ReplayReport, TimelineRecord};
 use serde::Serialize;
 use sim_core::{Ratio, SimDuration};
 use std::collections::HashMap;
-use trace::{BlockId, Trace};
+use trace::{Repeated, Trace};
 
 const NONE: u32 = u32::MAX;
 
@@ -206,8 +206,179 @@ fn scale_of(cfg: &ReplayConfig, pe: u32) -> Ratio {
     }
 }
 
+/// The blocks a walk reads: a flat trace, or a repeated one whose block `k * B + i` is body
+/// block `i` in iteration `k` (messages stay within an iteration).
+#[derive(Clone, Copy, Debug)]
+pub enum Blocks<'a> {
+    /// Every block stored.
+    Flat(&'a Trace),
+    /// One iteration stored.
+    Repeated(&'a Repeated),
+}
+
+impl<'a> Blocks<'a> {
+    /// The stored blocks: the trace, or the repeated trace's iteration.
+    pub fn body(self) -> &'a Trace {
+        match self {
+            Blocks::Flat(t) => t,
+            Blocks::Repeated(r) => r.body(),
+        }
+    }
+    /// `(k, i)` of global block `b`.
+    fn split(self, b: u32) -> (u32, u32) {
+        match self {
+            Blocks::Flat(_) => (0, b),
+            Blocks::Repeated(r) => {
+                let n = r.body().num_blocks().max(1) as u32;
+                (b / n, b % n)
+            }
+        }
+    }
+    /// Blocks in the run.
+    pub fn len(self) -> u64 {
+        match self {
+            Blocks::Flat(t) => t.num_blocks() as u64,
+            Blocks::Repeated(r) => r.num_blocks(),
+        }
+    }
+    /// No block.
+    pub fn is_empty(self) -> bool {
+        self.len() == 0
+    }
+    /// Sum of every block's duration (unscaled).
+    pub fn work_ps(self) -> u64 {
+        let body: u64 = self.body().columns().duration_ps.iter().sum();
+        match self {
+            Blocks::Flat(_) => body,
+            Blocks::Repeated(r) => {
+                let v = r.varying();
+                let cols = self.body().columns();
+                let steady: u64 = body
+                    - v.blocks
+                        .iter()
+                        .map(|&b| cols.duration_ps[b as usize])
+                        .sum::<u64>();
+                steady.saturating_mul(r.reps() as u64)
+                    + v.durations_ps
+                        .iter()
+                        .fold(0u64, |a, &d| a.saturating_add(d))
+            }
+        }
+    }
+    fn duration(self, b: u32) -> SimDuration {
+        match self {
+            Blocks::Flat(t) => SimDuration::from_ps(t.columns().duration_ps[b as usize]),
+            Blocks::Repeated(r) => {
+                let (k, i) = self.split(b);
+                r.duration(k, i)
+            }
+        }
+    }
+    /// The send that triggers `b`: its block, offset and size.
+    fn trigger(self, b: u32) -> Option<(u32, SimDuration, u64)> {
+        let body = self.body();
+        let (k, i) = self.split(b);
+        let si = *body.consumers().trigger_send.get(i as usize)?;
+        if si == NONE {
+            return None;
+        }
+        let si = si as usize;
+        let from_i = body.send_blocks()[si];
+        let send = &body.all_sends()[si];
+        let off = match self {
+            Blocks::Flat(_) => send.offset,
+            Blocks::Repeated(r) => r.send_offset(k, from_i, si),
+        };
+        let n = body.num_blocks() as u32;
+        Some((k * n + from_i, off, send.bytes))
+    }
+}
+
+/// The block a path block's start leads back to, by its binding: the PE's previous block,
+/// a dependency, the previous block of its object or recorded PE, else the sender of its
+/// trigger; `None` where the path starts.
+fn predecessor(g: Blocks<'_>, b: u32, bind: Binding) -> Option<u32> {
+    match bind {
+        Binding::Pe(p)
+        | Binding::Dependency(p)
+        | Binding::ObjectOrder(p)
+        | Binding::RecordedOrder(p) => Some(p),
+        Binding::Trigger | Binding::Start | Binding::Release => g.trigger(b).map(|t| t.0),
+    }
+}
+
+/// The blocks of the critical path, last first, from the bindings alone (no run needed):
+/// what [`critical_path_of`] needs the runs of.
+pub fn path_blocks(g: Blocks<'_>, bindings: &Bindings) -> Result<Vec<u32>, AnalysisError> {
+    let mut out = Vec::new();
+    let Some(mut cur) = bindings.last() else {
+        return Ok(out);
+    };
+    loop {
+        if out.len() as u64 > g.len() {
+            return Err(AnalysisError::Internal(
+                "the critical path's bindings form a cycle".into(),
+            ));
+        }
+        out.push(cur);
+        match predecessor(g, cur, bindings.get(cur)) {
+            Some(p) => cur = p,
+            None => return Ok(out),
+        }
+    }
+}
+
+/// The runs of a set of blocks, kept from a replay's stream ([`replay::TimelineSink`]): what
+/// the critical path reads in a replay that keeps no timeline. One bit per block of the run,
+/// plus the kept records.
+#[derive(Debug, Default)]
+pub struct PathRuns {
+    want: Vec<u64>,
+    /// (block, position in the stream, record), sorted by block once the run is over.
+    runs: Vec<(u32, u64, TimelineRecord)>,
+    seen: u64,
+}
+
+impl PathRuns {
+    /// Keeps the runs of `blocks` (ids below `total`).
+    pub fn new(total: u64, blocks: &[u32]) -> PathRuns {
+        let mut want = vec![0u64; total.div_ceil(64) as usize];
+        for &b in blocks {
+            if let Some(w) = want.get_mut(b as usize / 64) {
+                *w |= 1 << (b % 64);
+            }
+        }
+        PathRuns {
+            want,
+            runs: Vec::with_capacity(blocks.len()),
+            seen: 0,
+        }
+    }
+    fn finish(&mut self) {
+        self.runs.sort_unstable_by_key(|r| r.0);
+    }
+    fn get(&self, b: u32) -> Option<(u64, TimelineRecord)> {
+        let i = self.runs.binary_search_by_key(&b, |r| r.0).ok()?;
+        Some((self.runs[i].1, self.runs[i].2))
+    }
+}
+
+impl replay::TimelineSink for PathRuns {
+    fn record(&mut self, r: &TimelineRecord) {
+        let b = r.block as usize;
+        if self
+            .want
+            .get(b / 64)
+            .is_some_and(|w| w >> (b % 64) & 1 != 0)
+        {
+            self.runs.push((r.block, self.seen, *r));
+        }
+        self.seen += 1;
+    }
+}
+
 /// The critical path of `report`, a replay of `trace` (flat) on `spec` with `cfg`, which must
-/// have recorded the timeline ([`ReplayConfig::timeline`]).
+/// have recorded the timeline ([`ReplayConfig::timeline`], which also records the bindings).
 pub fn critical_path(
     trace: &Trace,
     report: &ReplayReport,
@@ -216,16 +387,14 @@ pub fn critical_path(
 ) -> Result<CriticalPath, AnalysisError> {
     let n = trace.num_blocks();
     let tl = report.timeline.as_ref().ok_or(AnalysisError::NoTimeline)?;
-    if tl.len() != n {
+    let bindings = report.bindings.as_ref().ok_or(AnalysisError::NoTimeline)?;
+    if tl.len() != n || bindings.len() != n {
         return Err(AnalysisError::TimelineMismatch {
             records: tl.len() as u64,
             blocks: n as u64,
         });
     }
-    // Per block: its timeline position; per block: the block its PE ran before it.
     let mut pos = vec![NONE; n];
-    let mut prev_on_pe = vec![NONE; n];
-    let mut last_on_pe = vec![NONE; report.pes as usize];
     for (i, r) in tl.iter().enumerate() {
         let b = r.block as usize;
         if b >= n || pos[b] != NONE {
@@ -235,53 +404,56 @@ pub fn critical_path(
             });
         }
         pos[b] = i as u32;
-        let last = last_on_pe.get_mut(r.pe as usize).ok_or_else(|| {
-            AnalysisError::Internal(format!("the timeline names PE {} of {}", r.pe, report.pes))
-        })?;
-        prev_on_pe[b] = std::mem::replace(last, r.block);
     }
-    let rec = |b: u32| &tl[pos[b as usize] as usize];
+    let rec = |b: u32| -> Option<(u64, TimelineRecord)> {
+        let p = *pos.get(b as usize)?;
+        Some((p as u64, *tl.get(p as usize)?))
+    };
+    walk(
+        Blocks::Flat(trace),
+        &rec,
+        &|b| bindings.get(b),
+        bindings.last(),
+        report.makespan.as_ps(),
+        spec,
+        cfg,
+    )
+}
+
+/// The critical path from the bindings of a replay and the runs of its path's blocks
+/// ([`path_blocks`], kept by a [`PathRuns`] during a second replay): the same result as
+/// [`critical_path`] without a timeline. `bind` gives the binding of each path block.
+pub fn critical_path_of(
+    g: Blocks<'_>,
+    runs: &mut PathRuns,
+    bind: &dyn Fn(u32) -> Binding,
+    last: Option<u32>,
+    makespan_ps: u64,
+    spec: &NetSpec,
+    cfg: &ReplayConfig,
+) -> Result<CriticalPath, AnalysisError> {
+    runs.finish();
+    let runs = &*runs;
+    walk(g, &|b| runs.get(b), bind, last, makespan_ps, spec, cfg)
+}
+
+/// Walks the path back from `last` through the bindings, splitting its length by cause.
+fn walk(
+    g: Blocks<'_>,
+    rec: &dyn Fn(u32) -> Option<(u64, TimelineRecord)>,
+    bind: &dyn Fn(u32) -> Binding,
+    last: Option<u32>,
+    makespan: u64,
+    spec: &NetSpec,
+    cfg: &ReplayConfig,
+) -> Result<CriticalPath, AnalysisError> {
+    let trace = g.body();
     let cols = trace.columns();
-    // Previous block of the same object (object order) and recorded PE (recorded order).
-    let object_order = cfg.object_order.unwrap_or(trace.meta.sequential_objects);
-    let obj_prev = if object_order {
-        let mut last = vec![NONE; trace.objects.len()];
-        let mut v = vec![NONE; n];
-        for (b, &o) in cols.object.iter().enumerate() {
-            v[b] = last[o as usize];
-            last[o as usize] = b as u32;
-        }
-        v
-    } else {
-        Vec::new()
+    let run = |b: u32| {
+        rec(b).ok_or_else(|| {
+            AnalysisError::Internal(format!("the critical path needs block {b}'s run"))
+        })
     };
-    let rec_prev = if cfg.recorded_order {
-        let start = |b: usize| cols.recorded_start.get(b).copied().unwrap_or(0);
-        let mut order: Vec<u32> = (0..n as u32).collect();
-        order.sort_by_key(|&b| {
-            let pe = trace.objects[cols.object[b as usize] as usize]
-                .recorded_pe
-                .0;
-            (pe, start(b as usize), b)
-        });
-        let mut v = vec![NONE; n];
-        for w in order.windows(2) {
-            let pe = |b: u32| {
-                trace.objects[cols.object[b as usize] as usize]
-                    .recorded_pe
-                    .0
-            };
-            if pe(w[0]) == pe(w[1]) {
-                v[w[1] as usize] = w[0];
-            }
-        }
-        v
-    } else {
-        Vec::new()
-    };
-    let consumers = trace.consumers();
-    let send_block = trace.send_blocks();
-    let sends = trace.all_sends();
     let model = spec.build();
     let recorded = matches!(spec, NetSpec::Recorded) || cfg.recorded_delays;
     let mut lone: HashMap<(u32, u32, u64), (u64, u64)> = HashMap::new();
@@ -302,14 +474,7 @@ pub fn critical_path(
             (lat, at(bytes).saturating_sub(lat))
         })
     };
-
-    // The last block to end (the latest in timeline order among equal ends).
-    let Some(last) = tl
-        .iter()
-        .enumerate()
-        .max_by_key(|(i, r)| (r.end, *i))
-        .map(|(_, r)| r.block)
-    else {
+    let Some(last) = last else {
         return Ok(CriticalPath {
             makespan_ps: 0,
             compute_ps: 0,
@@ -324,13 +489,12 @@ pub fn critical_path(
             steps: Vec::new(),
         });
     };
-    let makespan = report.makespan.as_ps();
     let mut steps = Vec::new();
     let mut net = NetworkParts::default();
     // The current block, the end of its part on the path, and when the path's next block
     // became ready if it waited behind the current one on their PE.
-    let (mut cur, mut own_end, mut behind_from) = (last, rec(last).end.as_ps(), None::<u64>);
-    let mut guard = pos[last as usize] as u64 + 1;
+    let (mut cur, mut own_end, mut behind_from) = (last, run(last)?.1.end.as_ps(), None::<u64>);
+    let mut guard = g.len() + 1;
     loop {
         if guard == 0 {
             return Err(AnalysisError::Internal(
@@ -338,18 +502,16 @@ pub fn critical_path(
             ));
         }
         guard -= 1;
-        let r = rec(cur);
+        let (cur_pos, r) = run(cur)?;
         let (start, released) = (r.start.as_ps(), r.released.as_ps());
-        let b = cur as usize;
+        let (_, i) = g.split(cur);
         let own = own_end.saturating_sub(start);
-        let scaled = scale_of(cfg, r.pe)
-            .scale(SimDuration::from_ps(cols.duration_ps[b]))
-            .as_ps();
+        let scaled = scale_of(cfg, r.pe).scale(g.duration(cur)).as_ps();
         let compute = own.min(scaled);
         let mut step = Step {
             block: cur,
-            entry: cols.entry[b],
-            object: cols.object[b],
+            entry: cols.entry[i as usize],
+            object: cols.object[i as usize],
             pe: r.pe,
             start_ps: start,
             end_ps: r.end.as_ps(),
@@ -359,100 +521,90 @@ pub fn critical_path(
             idle_before_ps: 0,
             edge: Edge::Start,
         };
-        // The PE's previous block, if the block waited for its PE.
-        let pe_prev = prev_on_pe[b];
-        if start > released && pe_prev != NONE {
-            let p = rec(pe_prev);
-            let p_end = p.end.as_ps();
-            if p_end >= released && p_end <= start {
-                step.idle_before_ps = start - p_end;
-                step.edge = Edge::Pe {
-                    from: pe_prev,
-                    released_ps: released,
-                };
-                steps.push(step);
-                own_end = p_end;
-                behind_from = Some(released);
-                cur = pe_prev;
-                continue;
-            }
+        let b = bind(cur);
+        if let Binding::Pe(p) = b {
+            // It waited for its PE, which ran `p` until it started.
+            let p_end = run(p)?.1.end.as_ps();
+            step.idle_before_ps = start.saturating_sub(p_end);
+            step.edge = Edge::Pe {
+                from: p,
+                released_ps: released,
+            };
+            steps.push(step);
+            own_end = p_end;
+            behind_from = Some(released);
+            cur = p;
+            continue;
         }
         // Bound by its last condition, met at `released`.
         step.idle_before_ps = start - released.min(start);
-        let ends_at = |x: u32| x != NONE && rec(x).end.as_ps() == released;
-        let dep = trace
-            .deps(BlockId(cur))
-            .iter()
-            .map(|d| d.0)
-            .find(|&d| ends_at(d));
-        let (edge, next) = if let Some(d) = dep {
-            (Edge::Dependency { from: d }, Some((d, rec(d).end.as_ps())))
-        } else if obj_prev.get(b).is_some_and(|&o| ends_at(o)) {
-            let o = obj_prev[b];
-            (Edge::ObjectOrder { from: o }, Some((o, released)))
-        } else if rec_prev.get(b).is_some_and(|&o| ends_at(o)) {
-            let o = rec_prev[b];
-            (Edge::RecordedOrder { from: o }, Some((o, released)))
-        } else if consumers.trigger_send[b] != NONE {
-            let si = consumers.trigger_send[b] as usize;
-            let s = send_block[si];
-            let sr = rec(s);
-            let s_start = sr.start.as_ps();
-            let off = scale_of(cfg, sr.pe).scale(sends[si].offset).as_ps();
-            // A send leaves inside its block; under jitter the scaled offset can overshoot.
-            let send_ps = s_start
-                .saturating_add(off)
-                .min(sr.end.as_ps())
-                .min(released);
-            let bytes = sends[si].bytes;
-            let remote = sr.pe != r.pe;
-            let mut left = released - send_ps;
-            let mut take = |x: u64| {
-                let t = x.min(left);
-                left -= t;
-                t
-            };
-            let (overhead, latency, serialization) = if recorded {
-                (0, take(u64::MAX), 0)
-            } else if remote {
-                let info = MessageInfo {
-                    src_pe: sr.pe,
-                    dst_pe: r.pe,
-                    bytes,
-                };
-                let (lat, ser) = lone_parts(sr.pe, r.pe, bytes);
-                let oh = model.send_overhead(&info).as_ps();
-                (take(oh), take(lat), take(ser))
-            } else {
-                (take(u64::MAX), 0, 0)
-            };
-            let queueing = take(u64::MAX);
-            net.overhead_ps += overhead;
-            net.latency_ps += latency;
-            net.serialization_ps += serialization;
-            net.queueing_ps += queueing;
-            net.bytes += bytes;
-            if remote {
-                net.remote_messages += 1;
-            } else {
-                net.local_messages += 1;
-            }
-            (
-                Edge::Message {
-                    from: s,
-                    bytes,
-                    remote,
-                    send_ps,
-                    arrive_ps: released,
-                    overhead_ps: overhead,
-                    latency_ps: latency,
-                    serialization_ps: serialization,
-                    queueing_ps: queueing,
-                },
-                Some((s, send_ps)),
-            )
-        } else {
-            (Edge::Start, None)
+        let (edge, next) = match b {
+            Binding::Dependency(d) => (
+                Edge::Dependency { from: d },
+                Some((d, run(d)?.1.end.as_ps())),
+            ),
+            Binding::ObjectOrder(o) => (Edge::ObjectOrder { from: o }, Some((o, released))),
+            Binding::RecordedOrder(o) => (Edge::RecordedOrder { from: o }, Some((o, released))),
+            _ => match g.trigger(cur) {
+                Some((s, offset, bytes)) => {
+                    let sr = run(s)?.1;
+                    let s_start = sr.start.as_ps();
+                    let off = scale_of(cfg, sr.pe).scale(offset).as_ps();
+                    // A send leaves inside its block; under jitter the scaled offset can
+                    // overshoot.
+                    let send_ps = s_start
+                        .saturating_add(off)
+                        .min(sr.end.as_ps())
+                        .min(released);
+                    let remote = sr.pe != r.pe;
+                    let mut left = released - send_ps;
+                    let mut take = |x: u64| {
+                        let t = x.min(left);
+                        left -= t;
+                        t
+                    };
+                    let (overhead, latency, serialization) = if recorded {
+                        (0, take(u64::MAX), 0)
+                    } else if remote {
+                        let info = MessageInfo {
+                            src_pe: sr.pe,
+                            dst_pe: r.pe,
+                            bytes,
+                        };
+                        let (lat, ser) = lone_parts(sr.pe, r.pe, bytes);
+                        let oh = model.send_overhead(&info).as_ps();
+                        (take(oh), take(lat), take(ser))
+                    } else {
+                        (take(u64::MAX), 0, 0)
+                    };
+                    let queueing = take(u64::MAX);
+                    net.overhead_ps += overhead;
+                    net.latency_ps += latency;
+                    net.serialization_ps += serialization;
+                    net.queueing_ps += queueing;
+                    net.bytes += bytes;
+                    if remote {
+                        net.remote_messages += 1;
+                    } else {
+                        net.local_messages += 1;
+                    }
+                    (
+                        Edge::Message {
+                            from: s,
+                            bytes,
+                            remote,
+                            send_ps,
+                            arrive_ps: released,
+                            overhead_ps: overhead,
+                            latency_ps: latency,
+                            serialization_ps: serialization,
+                            queueing_ps: queueing,
+                        },
+                        Some((s, send_ps)),
+                    )
+                }
+                None => (Edge::Start, None),
+            },
         };
         if next.is_none() {
             // Nothing before it: the time from 0 to its start is idle.
@@ -462,7 +614,7 @@ pub fn critical_path(
         steps.push(step);
         match next {
             Some((x, end)) => {
-                if pos[x as usize] >= pos[cur as usize] {
+                if run(x)?.0 >= cur_pos {
                     return Err(AnalysisError::Internal(format!(
                         "block {x} explains the start of block {cur} but ran after it"
                     )));

@@ -4,20 +4,21 @@
 //! cause is removed.
 
 use crate::AnalysisError;
-use crate::critical::{CriticalPath, critical_path};
-use crate::transform::{Speedup, Target, critical_path_priorities, speed_up};
+use crate::critical::{Blocks, CriticalPath, critical_path};
+use crate::transform::{Speedup, Target, critical_path_priorities, speed_up, speed_up_repeated};
 use lb_strategies::{DbOptions, LbDatabase, LbPoint, PeTopology, SyncPlan, parse_list};
 use network_models::NetSpec;
 use replay::{CpuScale, Mapping, ReplayConfig, ReplayReport, SchedPolicy};
 use serde::Serialize;
 use sim_core::{Ratio, SimDuration};
-use trace::Trace;
+use trace::{Repeated, Trace};
 
 /// One replay: the trace, the network and the machine.
 #[derive(Clone, Copy, Debug)]
 pub struct Scenario<'a> {
-    /// A flat trace (expand a repeated one first).
-    pub trace: &'a Trace,
+    /// The trace: flat, or repeated (what-ifs that need every block expand it up to
+    /// [`MAX_EXPANDED_BLOCKS`], and are skipped beyond).
+    pub trace: Blocks<'a>,
     /// The network model.
     pub net: &'a NetSpec,
     /// The machine (its `timeline` flag is ignored).
@@ -181,13 +182,58 @@ impl Default for Options {
 /// Largest object count for which the one-PE-per-object what-if is tried.
 const MAX_PES_PER_OBJECT: usize = 1 << 20;
 
+/// Largest run a what-if that needs every block (critical-path priorities, a greedy balance
+/// of per-iteration loads) expands a repeated trace to.
+pub const MAX_EXPANDED_BLOCKS: u64 = 1 << 23;
+
+/// A trace a what-if made.
+#[derive(Clone, Debug)]
+pub enum Changed {
+    /// Flat.
+    Flat(Trace),
+    /// Repeated.
+    Repeated(Repeated),
+}
+
+impl Changed {
+    /// As the walk's input.
+    pub fn blocks(&self) -> Blocks<'_> {
+        match self {
+            Changed::Flat(t) => Blocks::Flat(t),
+            Changed::Repeated(r) => Blocks::Repeated(r),
+        }
+    }
+}
+
 fn replay_of(
-    trace: &Trace,
+    trace: Blocks<'_>,
     net: &NetSpec,
     cfg: &ReplayConfig,
+    progress: &mut dyn sim_core::Progress,
 ) -> Result<ReplayReport, AnalysisError> {
     let mut m = net.build();
-    replay::replay(trace, m.as_mut(), cfg).map_err(|e| AnalysisError::Replay(e.to_string()))
+    let p = match trace {
+        Blocks::Flat(t) => replay::Prepared::new_with(t, m.as_mut(), cfg, progress),
+        Blocks::Repeated(t) => replay::Prepared::new_with(t, m.as_mut(), cfg, progress),
+    };
+    p.and_then(|p| p.run_with(m.as_mut(), progress))
+        .map_err(|e| AnalysisError::Replay(e.to_string()))
+}
+
+/// Every block of `b` (a repeated trace expanded, up to [`MAX_EXPANDED_BLOCKS`]).
+fn flat_of<'a>(b: Blocks<'a>, what: &str) -> Result<std::borrow::Cow<'a, Trace>, AnalysisError> {
+    match b {
+        Blocks::Flat(t) => Ok(std::borrow::Cow::Borrowed(t)),
+        Blocks::Repeated(r) if r.is_flat() => Ok(std::borrow::Cow::Borrowed(r.body())),
+        Blocks::Repeated(r) if r.num_blocks() <= MAX_EXPANDED_BLOCKS => {
+            Ok(std::borrow::Cow::Owned(r.expand()))
+        }
+        Blocks::Repeated(r) => Err(AnalysisError::Replay(format!(
+            "{what} needs every block, and this run has {} (one iteration repeated {} times; at most {MAX_EXPANDED_BLOCKS} are expanded)",
+            r.num_blocks(),
+            r.reps()
+        ))),
+    }
 }
 
 /// The same model without CPU overheads, if it has any.
@@ -217,8 +263,20 @@ pub fn without_cpu_overheads(net: &NetSpec) -> Option<NetSpec> {
 }
 
 /// The greedy strategy's map of every object for the whole run.
+///
+/// For a repeated trace whose iterations all weigh the same, one iteration's loads give the
+/// map (every load and byte count is the same multiple of them); otherwise every block.
 pub fn greedy_map(sc: &Scenario<'_>) -> Result<Vec<u32>, AnalysisError> {
-    let t = sc.trace;
+    let t = match sc.trace {
+        Blocks::Repeated(r) if r.varying().blocks.is_empty() => {
+            std::borrow::Cow::Borrowed(r.body())
+        }
+        b => flat_of(
+            b,
+            "the greedy balance of loads that change between iterations",
+        )?,
+    };
+    let t = &*t;
     let pes = sc.cfg.pes.unwrap_or(t.meta.recorded_pes);
     let lb = |e: lb_strategies::LbError| AnalysisError::Lb(e.to_string());
     let current = sc
@@ -254,9 +312,10 @@ pub fn greedy_map(sc: &Scenario<'_>) -> Result<Vec<u32>, AnalysisError> {
 pub fn apply(
     sc: &Scenario<'_>,
     w: &WhatIf,
-) -> Result<(Option<Trace>, NetSpec, ReplayConfig), AnalysisError> {
+) -> Result<(Option<Changed>, NetSpec, ReplayConfig), AnalysisError> {
     let mut cfg = sc.cfg.clone();
     cfg.timeline = false;
+    cfg.bindings = false;
     let mut net = sc.net.clone();
     let mut trace = None;
     match w {
@@ -267,9 +326,14 @@ pub fn apply(
             cfg.mapping = Mapping::Block;
         }
         WhatIf::Faster(s) => {
-            let mut t = sc.trace.clone();
-            speed_up(&mut t, s)?;
-            trace = Some(t);
+            trace = Some(match sc.trace {
+                Blocks::Flat(t) => {
+                    let mut t = t.clone();
+                    speed_up(&mut t, s)?;
+                    Changed::Flat(t)
+                }
+                Blocks::Repeated(r) => Changed::Repeated(speed_up_repeated(r, s)?.0),
+            });
         }
         WhatIf::NoCpuOverheads { .. } => {
             cfg.block_overhead = SimDuration::ZERO;
@@ -279,9 +343,9 @@ pub fn apply(
             }
         }
         WhatIf::CriticalPathPriority => {
-            let mut t = sc.trace.clone();
+            let mut t = flat_of(sc.trace, "critical-path priorities")?.into_owned();
             critical_path_priorities(&mut t)?;
-            trace = Some(t);
+            trace = Some(Changed::Flat(t));
             cfg.policy = SchedPolicy::Priority;
         }
     }
@@ -291,20 +355,52 @@ pub fn apply(
 /// Replays the scenario with its timeline, computes the critical path and (with
 /// [`Options::resimulate`]) measures every applicable diagnosis by re-simulation.
 pub fn analyze(sc: &Scenario<'_>, opts: &Options) -> Result<Analysis, AnalysisError> {
+    let Blocks::Flat(t) = sc.trace else {
+        return Err(AnalysisError::Options(
+            "analyze: a repeated trace goes through analysis::streamed".into(),
+        ));
+    };
     let mut cfg = sc.cfg.clone();
     cfg.timeline = true;
-    let base = replay_of(sc.trace, sc.net, &cfg)?;
-    analyze_report(sc, &base, opts)
+    let base = replay_of(sc.trace, sc.net, &cfg, &mut sim_core::NoProgress)?;
+    let cp = critical_path(t, &base, sc.net, sc.cfg)?;
+    diagnose(sc, &base, cp, opts)
 }
 
-/// [`analyze`] for a replay already made (`base` must hold its timeline).
+/// [`analyze`] for a replay already made of a flat trace (`base` must hold its timeline).
 pub fn analyze_report(
     sc: &Scenario<'_>,
     base: &ReplayReport,
     opts: &Options,
 ) -> Result<Analysis, AnalysisError> {
-    let t = sc.trace;
+    let Blocks::Flat(t) = sc.trace else {
+        return Err(AnalysisError::NoTimeline);
+    };
     let cp = critical_path(t, base, sc.net, sc.cfg)?;
+    diagnose(sc, base, cp, opts)
+}
+
+/// The diagnoses of a replay `base` whose critical path is `cp` (from [`critical_path`] or
+/// [`crate::streamed::replay_and_walk`]), each measured by re-simulation.
+pub fn diagnose(
+    sc: &Scenario<'_>,
+    base: &ReplayReport,
+    cp: CriticalPath,
+    opts: &Options,
+) -> Result<Analysis, AnalysisError> {
+    diagnose_with(sc, base, cp, opts, &mut sim_core::NoProgress)
+}
+
+/// [`diagnose`], reporting each re-simulation to `progress` (a stage per what-if, named
+/// after it, then its replay's stages).
+pub fn diagnose_with(
+    sc: &Scenario<'_>,
+    base: &ReplayReport,
+    cp: CriticalPath,
+    opts: &Options,
+    progress: &mut dyn sim_core::Progress,
+) -> Result<Analysis, AnalysisError> {
+    let t = sc.trace.body();
     let makespan = base.makespan.as_ps();
     let pes = base.pes;
     let busy = base.busy_total().as_ps();
@@ -413,8 +509,8 @@ pub fn analyze_report(
         || sc.cfg.local_msg_cost > SimDuration::ZERO
         || model_oh.is_some()
     {
-        let work: u64 = t.columns().duration_ps.iter().sum();
-        let n = t.num_blocks().max(1) as u64;
+        let work = sc.trace.work_ps();
+        let n = sc.trace.len().max(1);
         cands.push((
             Diagnosis::FineGrains,
             format!(
@@ -449,9 +545,20 @@ pub fn analyze_report(
             "ready blocks run longest-chain-ahead first (critical-path priorities)".into(),
         ));
     }
-    for (diagnosis, evidence, what_if, remedy) in cands {
-        let r = apply(sc, &what_if)
-            .and_then(|(tr, net, cfg)| replay_of(tr.as_ref().unwrap_or(t), &net, &cfg));
+    let n = cands.len() + usize::from(objects as u64 > pes as u64 && objects <= MAX_PES_PER_OBJECT);
+    for (i, (diagnosis, evidence, what_if, remedy)) in cands.into_iter().enumerate() {
+        let mut named = crate::streamed::Prefixed {
+            inner: &mut *progress,
+            prefix: format!("what-if {} of {n} ({remedy}): ", i + 1),
+        };
+        let r = apply(sc, &what_if).and_then(|(tr, net, cfg)| {
+            replay_of(
+                tr.as_ref().map_or(sc.trace, Changed::blocks),
+                &net,
+                &cfg,
+                &mut named,
+            )
+        });
         match r {
             Ok(r) => {
                 let w = r.makespan.as_ps();
@@ -477,8 +584,18 @@ pub fn analyze_report(
         let w = WhatIf::OnePePerObject {
             pes: objects as u32,
         };
-        let r = apply(sc, &w)
-            .and_then(|(tr, net, cfg)| replay_of(tr.as_ref().unwrap_or(t), &net, &cfg));
+        let mut named = crate::streamed::Prefixed {
+            inner: &mut *progress,
+            prefix: format!("what-if {n} of {n} (one PE per object): "),
+        };
+        let r = apply(sc, &w).and_then(|(tr, net, cfg)| {
+            replay_of(
+                tr.as_ref().map_or(sc.trace, Changed::blocks),
+                &net,
+                &cfg,
+                &mut named,
+            )
+        });
         match r {
             Ok(r) => {
                 out.limits.one_pe_per_object = Some(Bound {

@@ -1,7 +1,8 @@
 //! # analysis: why a predicted run takes as long as it does
 //!
-//! Contract of this crate: given a flat [`trace::Trace`], a [`network_models::NetSpec`] and a
-//! [`replay::ReplayConfig`], it explains the replay's makespan:
+//! Contract of this crate: given a trace (flat, or repeated: [`Blocks`]), a
+//! [`network_models::NetSpec`] and a [`replay::ReplayConfig`], it explains the replay's
+//! makespan:
 //!
 //! * [`critical_path`]: the chain of block runs, messages and waits that ends with the last
 //!   block, and its length split into compute per entry method, CPU overheads, network time by
@@ -30,23 +31,35 @@
 //!   critical-path priorities), also offered by `whatif replay` so that each finding can be
 //!   reproduced.
 //!
+//! * [`streamed`]: the critical path and the views without a timeline (two replays: the
+//!   bindings, then the path's runs and the views' accumulators, [`feed`] and [`allviews`]),
+//!   5 bytes per block on top of the replay; the same results as with a timeline.
+//!
 //! Everything is deterministic: the same inputs give the same analysis. Re-simulations use
-//! fresh network models built from the spec. Analysis needs the replay's timeline, so its
-//! memory grows with the number of blocks (about 100 bytes per block on top of the replay).
+//! fresh network models built from the spec. With a timeline ([`critical_path`],
+//! [`analyze_report`]) memory grows with the number of blocks (about 100 bytes per block on
+//! top of the replay); [`streamed`] keeps 5.
 
+pub mod allviews;
 pub mod cluster;
 mod critical;
 mod diagnose;
+pub mod feed;
 pub mod phases;
 pub mod profile;
 pub mod select;
+pub mod streamed;
 pub mod transform;
 pub mod views;
 
-pub use critical::{CriticalPath, Edge, NetworkParts, Share, Step, critical_path};
+pub use critical::{
+    Blocks, CriticalPath, Edge, NetworkParts, PathRuns, Share, Step, critical_path,
+    critical_path_of, path_blocks,
+};
 pub use diagnose::{
-    Analysis, Bound, Diagnosis, Finding, Limits, Options, Scenario, Skipped, WhatIf, analyze,
-    analyze_report, apply, fmt_ps, greedy_map, without_cpu_overheads,
+    Analysis, Bound, Changed, Diagnosis, Finding, Limits, MAX_EXPANDED_BLOCKS, Options, Scenario,
+    Skipped, WhatIf, analyze, analyze_report, apply, diagnose, diagnose_with, fmt_ps, greedy_map,
+    without_cpu_overheads,
 };
 
 /// Why an analysis failed.

@@ -3,7 +3,8 @@
 //! stand out. All from a replay's timeline; every figure is simulated.
 
 use crate::AnalysisError;
-use replay::ReplayReport;
+use crate::feed::{Acc, Feed, feed_all};
+use replay::{ReplayReport, TimelineRecord};
 use serde::Serialize;
 use trace::Trace;
 
@@ -119,152 +120,194 @@ pub fn profiles(
     bin_ps: u64,
 ) -> Result<Profiles, AnalysisError> {
     let tl = report.timeline.as_ref().ok_or(AnalysisError::NoTimeline)?;
-    if tl.len() != trace.num_blocks() {
-        return Err(AnalysisError::TimelineMismatch {
-            records: tl.len() as u64,
-            blocks: trace.num_blocks() as u64,
-        });
+    let feed = Feed::of_timeline(trace, tl)?;
+    let mut acc = ProfilesAcc::new(
+        trace.entries.len(),
+        report.pes,
+        report.makespan.as_ps(),
+        bin_ps,
+    )?;
+    feed_all(&feed, tl, &mut acc);
+    Ok(acc.finish(&report.pe_busy_ps))
+}
+
+/// [`profiles`] one run at a time.
+pub(crate) struct ProfilesAcc {
+    bin: u64,
+    bins: usize,
+    entries: usize,
+    pes: usize,
+    prof: Vec<u64>,
+    usage: Vec<(u64, u64)>,
+    grains: std::collections::BTreeMap<(u32, u32), u64>,
+    comm: Vec<CommRow>,
+    sent: Vec<(u64, u64)>,
+}
+
+impl ProfilesAcc {
+    /// For `entries` entry methods on `pes` PEs over a run of `makespan` ps.
+    pub(crate) fn new(
+        entries: usize,
+        pes: u32,
+        makespan: u64,
+        bin_ps: u64,
+    ) -> Result<ProfilesAcc, AnalysisError> {
+        let bin = if bin_ps == 0 {
+            (makespan / 100).max(1)
+        } else {
+            bin_ps
+        };
+        let bins = makespan / bin + 1;
+        if bins > 1_000_000 {
+            return Err(AnalysisError::Options(format!(
+                "a bin of {bin} ps gives {bins} bins over the run; at most 1000000"
+            )));
+        }
+        let bins = bins as usize;
+        let pes = pes as usize;
+        Ok(ProfilesAcc {
+            bin,
+            bins,
+            entries,
+            pes,
+            prof: vec![0u64; bins * entries],
+            usage: vec![(0u64, 0u64); pes * entries],
+            grains: Default::default(),
+            comm: (0..bins)
+                .map(|k| CommRow {
+                    bin_start_ps: k as u64 * bin,
+                    ..Default::default()
+                })
+                .collect(),
+            sent: vec![(0, 0); pes],
+        })
     }
-    let makespan = report.makespan.as_ps();
-    let bin = if bin_ps == 0 {
-        (makespan / 100).max(1)
-    } else {
-        bin_ps
-    };
-    let bins = (makespan / bin + 1) as usize;
-    if bins > 1_000_000 {
-        return Err(AnalysisError::Options(format!(
-            "a bin of {bin} ps gives {bins} bins over the run; at most 1000000"
-        )));
+
+    /// The analyses, with each PE's busy time from `pe_busy_ps`.
+    pub(crate) fn finish(self, pe_busy_ps: &[u64]) -> Profiles {
+        let (bin, bins, entries, pes) = (self.bin, self.bins, self.entries, self.pes);
+        let figs: Vec<PeFigures> = (0..pes as u32)
+            .map(|pe| PeFigures {
+                pe,
+                busy_ps: pe_busy_ps.get(pe as usize).copied().unwrap_or(0),
+                messages_sent: self.sent[pe as usize].0,
+                bytes_sent: self.sent[pe as usize].1,
+            })
+            .collect();
+        let top = outlier_count(pes as u32);
+        let extrema = [
+            ("busy", (|f: &PeFigures| f.busy_ps) as fn(&PeFigures) -> u64),
+            ("messages_sent", |f: &PeFigures| f.messages_sent),
+            ("bytes_sent", |f: &PeFigures| f.bytes_sent),
+        ]
+        .into_iter()
+        .map(|(measure, get)| {
+            let mut order: Vec<&PeFigures> = figs.iter().collect();
+            order.sort_by(|a, b| get(b).cmp(&get(a)).then(a.pe.cmp(&b.pe)));
+            let (hi, lo) = order.split_at(top.min(order.len()));
+            let mean = |v: &[&PeFigures]| {
+                if v.is_empty() {
+                    0.0
+                } else {
+                    v.iter().map(|f| get(f) as f64).sum::<f64>() / v.len() as f64
+                }
+            };
+            Extremes {
+                measure,
+                pes: hi.iter().map(|f| f.pe).collect(),
+                values: hi.iter().map(|f| get(f)).collect(),
+                outlier_mean: mean(hi),
+                rest_mean: mean(lo),
+            }
+        })
+        .collect();
+        let mut time_profile = Vec::new();
+        for k in 0..bins {
+            for e in 0..entries {
+                let v = self.prof[k * entries + e];
+                if v > 0 {
+                    time_profile.push(ProfileRow {
+                        bin_start_ps: k as u64 * bin,
+                        entry: e as u32,
+                        busy_ps: v,
+                    });
+                }
+            }
+        }
+        let mut usage_rows = Vec::new();
+        for pe in 0..pes {
+            for e in 0..entries {
+                let (busy, blocks) = self.usage[pe * entries + e];
+                if blocks > 0 {
+                    usage_rows.push(UsageRow {
+                        pe: pe as u32,
+                        entry: e as u32,
+                        busy_ps: busy,
+                        blocks,
+                    });
+                }
+            }
+        }
+        let grains = self
+            .grains
+            .into_iter()
+            .map(|((entry, class), blocks)| GrainRow {
+                entry,
+                lo_ps: if class == 0 { 0 } else { 1u64 << (class - 1) },
+                hi_ps: if class == 0 {
+                    1
+                } else if class >= 64 {
+                    u64::MAX
+                } else {
+                    1u64 << class
+                },
+                blocks,
+            })
+            .collect();
+        Profiles {
+            bin_ps: bin,
+            time_profile,
+            usage: usage_rows,
+            communication: self.comm,
+            grains,
+            pes: figs,
+            extrema,
+        }
     }
-    let entries = trace.entries.len();
-    let pes = report.pes as usize;
-    let cols = trace.columns();
-    let mut prof = vec![0u64; bins * entries];
-    let mut usage = vec![(0u64, 0u64); pes * entries];
-    let mut grains: std::collections::BTreeMap<(u32, u32), u64> = Default::default();
-    for r in tl {
-        let b = r.block as usize;
-        let e = cols.entry[b] as usize;
+}
+
+impl Acc for ProfilesAcc {
+    fn block(&mut self, r: &TimelineRecord, entry: u32) {
+        let (bin, bins, entries) = (self.bin, self.bins, self.entries);
+        let e = (entry as usize).min(entries.saturating_sub(1));
+        if entries == 0 || r.pe as usize >= self.pes {
+            return;
+        }
         let (s, t) = (r.start.as_ps(), r.end.as_ps());
-        let u = &mut usage[r.pe as usize * entries + e];
+        let u = &mut self.usage[r.pe as usize * entries + e];
         u.0 += t - s;
         u.1 += 1;
         let d = t - s;
         let class = if d == 0 { 0 } else { 64 - d.leading_zeros() };
-        *grains.entry((e as u32, class)).or_default() += 1;
-        let mut a = s;
-        while a < t {
-            let k = ((a / bin) as usize).min(bins - 1);
-            let edge = ((k as u64 + 1) * bin).min(t);
-            let edge = if k == bins - 1 { t } else { edge };
-            prof[k * entries + e] += edge - a;
-            a = edge;
-        }
+        *self.grains.entry((e as u32, class)).or_default() += 1;
+        let prof = &mut self.prof;
+        crate::views::for_each_bin(r, bin, bins, |k, ps| prof[k * entries + e] += ps);
     }
-    let mut comm: Vec<CommRow> = (0..bins)
-        .map(|k| CommRow {
-            bin_start_ps: k as u64 * bin,
-            ..Default::default()
-        })
-        .collect();
-    let mut figs: Vec<PeFigures> = (0..pes as u32)
-        .map(|pe| PeFigures {
-            pe,
-            busy_ps: report.pe_busy_ps.get(pe as usize).copied().unwrap_or(0),
-            messages_sent: 0,
-            bytes_sent: 0,
-        })
-        .collect();
-    crate::views::for_each_delivery(trace, report, |at, src, dst, bytes| {
-        let row = &mut comm[((at / bin) as usize).min(bins - 1)];
+    fn wants_deliveries(&self) -> bool {
+        true
+    }
+    fn delivery(&mut self, at: u64, src: u32, dst: u32, bytes: u64) {
+        let row = &mut self.comm[((at / self.bin) as usize).min(self.bins - 1)];
         if src == dst {
             row.local_messages += 1;
             row.local_bytes += bytes;
         } else {
             row.remote_messages += 1;
             row.remote_bytes += bytes;
-            let f = &mut figs[src as usize];
-            f.messages_sent += 1;
-            f.bytes_sent += bytes;
-        }
-    })?;
-    let top = outlier_count(report.pes);
-    let extrema = [
-        ("busy", (|f: &PeFigures| f.busy_ps) as fn(&PeFigures) -> u64),
-        ("messages_sent", |f: &PeFigures| f.messages_sent),
-        ("bytes_sent", |f: &PeFigures| f.bytes_sent),
-    ]
-    .into_iter()
-    .map(|(measure, get)| {
-        let mut order: Vec<&PeFigures> = figs.iter().collect();
-        order.sort_by(|a, b| get(b).cmp(&get(a)).then(a.pe.cmp(&b.pe)));
-        let (hi, lo) = order.split_at(top.min(order.len()));
-        let mean = |v: &[&PeFigures]| {
-            if v.is_empty() {
-                0.0
-            } else {
-                v.iter().map(|f| get(f) as f64).sum::<f64>() / v.len() as f64
-            }
-        };
-        Extremes {
-            measure,
-            pes: hi.iter().map(|f| f.pe).collect(),
-            values: hi.iter().map(|f| get(f)).collect(),
-            outlier_mean: mean(hi),
-            rest_mean: mean(lo),
-        }
-    })
-    .collect();
-    let mut time_profile = Vec::new();
-    for k in 0..bins {
-        for e in 0..entries {
-            let v = prof[k * entries + e];
-            if v > 0 {
-                time_profile.push(ProfileRow {
-                    bin_start_ps: k as u64 * bin,
-                    entry: e as u32,
-                    busy_ps: v,
-                });
+            if let Some(f) = self.sent.get_mut(src as usize) {
+                f.0 += 1;
+                f.1 += bytes;
             }
         }
     }
-    let mut usage_rows = Vec::new();
-    for pe in 0..pes {
-        for e in 0..entries {
-            let (busy, blocks) = usage[pe * entries + e];
-            if blocks > 0 {
-                usage_rows.push(UsageRow {
-                    pe: pe as u32,
-                    entry: e as u32,
-                    busy_ps: busy,
-                    blocks,
-                });
-            }
-        }
-    }
-    let grains = grains
-        .into_iter()
-        .map(|((entry, class), blocks)| GrainRow {
-            entry,
-            lo_ps: if class == 0 { 0 } else { 1u64 << (class - 1) },
-            hi_ps: if class == 0 {
-                1
-            } else if class >= 64 {
-                u64::MAX
-            } else {
-                1u64 << class
-            },
-            blocks,
-        })
-        .collect();
-    Ok(Profiles {
-        bin_ps: bin,
-        time_profile,
-        usage: usage_rows,
-        communication: comm,
-        grains,
-        pes: figs,
-        extrema,
-    })
 }

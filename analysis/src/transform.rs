@@ -6,7 +6,7 @@ use crate::AnalysisError;
 use serde::Serialize;
 use sim_core::{Ratio, SimDuration};
 use std::str::FromStr;
-use trace::{BlockId, Trace};
+use trace::{BlockId, Repeated, Trace};
 
 /// What a [`Speedup`] makes faster.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -68,7 +68,47 @@ impl std::fmt::Display for Speedup {
 /// Applies `s` to `trace`; returns the number of blocks changed. An entry name or object id
 /// the trace does not have is an error naming what it has.
 pub fn speed_up(trace: &mut Trace, s: &Speedup) -> Result<u64, AnalysisError> {
-    let hit: Vec<bool> = match &s.target {
+    let hit = hits(trace, s)?;
+    speed_up_hits(trace, s, &hit)
+}
+
+/// [`speed_up`] on a repeated trace: its body, and the per-iteration durations of the body
+/// blocks it hits. An end-anchored send's offset follows its block's sped-up duration, so it
+/// can differ by a picosecond of rounding from the expanded trace sped up.
+pub fn speed_up_repeated(r: &Repeated, s: &Speedup) -> Result<(Repeated, u64), AnalysisError> {
+    let mut body = r.body().clone();
+    let hit = hits(&body, s)?;
+    let changed = speed_up_hits(&mut body, s, &hit)?;
+    let by = Ratio::new(s.factor.den(), s.factor.num())
+        .ok_or_else(|| AnalysisError::Speedup("a speed-up factor of 0".into()))?;
+    let mut varying = r.varying().clone();
+    let per = varying.blocks.len();
+    if per > 0 {
+        for (v, &b) in varying.blocks.clone().iter().enumerate() {
+            if hit[b as usize] {
+                for k in 0..r.reps() as usize {
+                    let d = &mut varying.durations_ps[k * per + v];
+                    *d = by.scale(SimDuration::from_ps(*d)).as_ps();
+                }
+            }
+        }
+    }
+    let out = Repeated::new(
+        body,
+        r.reps(),
+        r.carried_ends().to_vec(),
+        r.all_carried().to_vec(),
+        r.msg_stride(),
+        r.iter_stride(),
+        varying,
+    )
+    .map_err(|e| AnalysisError::Internal(format!("sped-up repeated trace: {e}")))?;
+    Ok((out, changed * r.reps() as u64))
+}
+
+/// Which blocks a speed-up hits.
+fn hits(trace: &Trace, s: &Speedup) -> Result<Vec<bool>, AnalysisError> {
+    Ok(match &s.target {
         Target::Entry(name) => {
             let v: Vec<bool> = trace.entries.iter().map(|e| &e.name == name).collect();
             if !v.iter().any(|x| *x) {
@@ -91,7 +131,10 @@ pub fn speed_up(trace: &mut Trace, s: &Speedup) -> Result<u64, AnalysisError> {
             }
             trace.columns().object.iter().map(|&x| x == *o).collect()
         }
-    };
+    })
+}
+
+fn speed_up_hits(trace: &mut Trace, s: &Speedup, hit: &[bool]) -> Result<u64, AnalysisError> {
     // Dividing by num/den is multiplying by den/num.
     let by = Ratio::new(s.factor.den(), s.factor.num())
         .ok_or_else(|| AnalysisError::Speedup("a speed-up factor of 0".into()))?;
@@ -100,7 +143,7 @@ pub fn speed_up(trace: &mut Trace, s: &Speedup) -> Result<u64, AnalysisError> {
         .map(|b| trace.send_range(BlockId(b)))
         .collect();
     let mut changed = 0;
-    for (d, &h) in trace.durations_mut().iter_mut().zip(&hit) {
+    for (d, &h) in trace.durations_mut().iter_mut().zip(hit) {
         if h {
             *d = by.scale(SimDuration::from_ps(*d)).as_ps();
             changed += 1;

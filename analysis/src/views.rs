@@ -6,10 +6,11 @@
 //! the input (PEs x bins, groups x groups) are checked before they are allocated.
 
 use crate::AnalysisError;
+use crate::feed::{Acc, Feed, feed_all};
 use network_models::NetSpec;
-use replay::ReplayReport;
+use replay::{ReplayReport, TimelineRecord};
 use serde::Serialize;
-use trace::{BlockId, Trace};
+use trace::Trace;
 
 /// At most this many cells (rows x columns x classes) in a raster.
 pub const MAX_RASTER_CELLS: usize = 1 << 24;
@@ -78,67 +79,108 @@ pub fn raster(
     row_of_pe: &[u32],
     rows: usize,
     classes: usize,
-    (t0_ps, t1_ps): (u64, u64),
+    window: (u64, u64),
     cols: usize,
 ) -> Result<Raster, AnalysisError> {
-    if cols == 0 || t1_ps <= t0_ps {
-        return Err(AnalysisError::Options(format!(
-            "a raster needs columns and a window (got {cols} columns over {t0_ps}..{t1_ps} ps)"
-        )));
-    }
-    let classes = classes.max(1);
-    let cells = rows.saturating_mul(cols).saturating_mul(classes);
-    if cells > MAX_RASTER_CELLS {
-        return Err(AnalysisError::Options(format!(
-            "a raster of {rows} rows x {cols} columns x {classes} classes is over {MAX_RASTER_CELLS} cells"
-        )));
-    }
-    let mut by_class = vec![0u64; cells];
-    let mut row_pes = vec![0u32; rows];
-    for &r in row_of_pe {
-        if let Some(n) = row_pes.get_mut(r as usize) {
-            *n += 1;
-        }
-    }
-    let w = (t1_ps - t0_ps) as u128;
-    let col_of = |t: u64| ((((t - t0_ps) as u128) * cols as u128 / w) as usize).min(cols - 1);
-    let edge = |k: usize| t0_ps + (w * k as u128 / cols as u128) as u64;
+    let mut acc = RasterAcc::new(row_of_pe.to_vec(), rows, classes, window, cols)?;
     for run in runs {
-        let Some(&row) = row_of_pe.get(run.pe as usize) else {
-            continue;
-        };
-        if row as usize >= rows {
-            continue;
+        acc.add(run);
+    }
+    Ok(acc.finish())
+}
+
+/// [`raster`] one run at a time.
+pub(crate) struct RasterAcc {
+    row_of_pe: Vec<u32>,
+    rows: usize,
+    classes: usize,
+    t0_ps: u64,
+    t1_ps: u64,
+    cols: usize,
+    by_class: Vec<u64>,
+}
+
+impl RasterAcc {
+    pub(crate) fn new(
+        row_of_pe: Vec<u32>,
+        rows: usize,
+        classes: usize,
+        (t0_ps, t1_ps): (u64, u64),
+        cols: usize,
+    ) -> Result<RasterAcc, AnalysisError> {
+        if cols == 0 || t1_ps <= t0_ps {
+            return Err(AnalysisError::Options(format!(
+                "a raster needs columns and a window (got {cols} columns over {t0_ps}..{t1_ps} ps)"
+            )));
         }
+        let classes = classes.max(1);
+        let cells = rows.saturating_mul(cols).saturating_mul(classes);
+        if cells > MAX_RASTER_CELLS {
+            return Err(AnalysisError::Options(format!(
+                "a raster of {rows} rows x {cols} columns x {classes} classes is over {MAX_RASTER_CELLS} cells"
+            )));
+        }
+        Ok(RasterAcc {
+            row_of_pe,
+            rows,
+            classes,
+            t0_ps,
+            t1_ps,
+            cols,
+            by_class: vec![0u64; cells],
+        })
+    }
+
+    pub(crate) fn add(&mut self, run: &Run) {
+        let (t0_ps, t1_ps, cols, classes) = (self.t0_ps, self.t1_ps, self.cols, self.classes);
+        let Some(&row) = self.row_of_pe.get(run.pe as usize) else {
+            return;
+        };
+        if row as usize >= self.rows {
+            return;
+        }
+        let w = (t1_ps - t0_ps) as u128;
+        let col_of = |t: u64| ((((t - t0_ps) as u128) * cols as u128 / w) as usize).min(cols - 1);
+        let edge = |k: usize| t0_ps + (w * k as u128 / cols as u128) as u64;
         let (mut a, b) = (run.start_ps.max(t0_ps), run.end_ps.min(t1_ps));
         let class = (run.class as usize).min(classes - 1);
         while a < b {
             let c = col_of(a);
             let e = edge(c + 1).min(b).max(a + 1);
-            by_class[(row as usize * cols + c) * classes + class] += e - a;
+            self.by_class[(row as usize * cols + c) * classes + class] += e - a;
             a = e;
         }
     }
-    let mut busy_ps = vec![0u64; rows * cols];
-    let mut dominant = vec![u16::MAX; rows * cols];
-    for (i, chunk) in by_class.chunks_exact(classes).enumerate() {
-        busy_ps[i] = chunk.iter().sum();
-        let mut best = (0u64, u16::MAX);
-        for (k, &v) in chunk.iter().enumerate() {
-            if v > best.0 {
-                best = (v, k as u16);
+
+    pub(crate) fn finish(self) -> Raster {
+        let (rows, cols, classes) = (self.rows, self.cols, self.classes);
+        let mut row_pes = vec![0u32; rows];
+        for &r in &self.row_of_pe {
+            if let Some(n) = row_pes.get_mut(r as usize) {
+                *n += 1;
             }
         }
-        dominant[i] = best.1;
+        let mut busy_ps = vec![0u64; rows * cols];
+        let mut dominant = vec![u16::MAX; rows * cols];
+        for (i, chunk) in self.by_class.chunks_exact(classes).enumerate() {
+            busy_ps[i] = chunk.iter().sum();
+            let mut best = (0u64, u16::MAX);
+            for (k, &v) in chunk.iter().enumerate() {
+                if v > best.0 {
+                    best = (v, k as u16);
+                }
+            }
+            dominant[i] = best.1;
+        }
+        Raster {
+            t0_ps: self.t0_ps,
+            t1_ps: self.t1_ps,
+            cols,
+            row_pes,
+            busy_ps,
+            dominant,
+        }
     }
-    Ok(Raster {
-        t0_ps,
-        t1_ps,
-        cols,
-        row_pes,
-        busy_ps,
-        dominant,
-    })
 }
 
 /// Entry methods the report colours apart (the rest are "other").
@@ -166,41 +208,71 @@ pub struct Overview {
 /// The whole-run overview of `report` (a replay of `trace` with its timeline).
 pub fn overview(trace: &Trace, report: &ReplayReport) -> Result<Overview, AnalysisError> {
     let tl = timeline_of(trace, report)?;
+    let feed = crate::feed::Feed::of_timeline(trace, tl)?;
     let mut totals = vec![0u64; trace.entries.len()];
     for r in tl {
-        let e = trace.block(BlockId(r.block)).entry.index();
-        if let Some(x) = totals.get_mut(e) {
+        if let Some(x) = totals.get_mut(feed.entry(r.block) as usize) {
             *x += r.end.saturating_since(r.start).as_ps();
         }
     }
-    let (class_of, top) = top_classes(&totals, OVERVIEW_TOP_ENTRIES);
-    let classes = top.len() + usize::from(trace.entries.len() > top.len());
-    let pes = report.pes as usize;
-    let group = pes.div_ceil(OVERVIEW_ROWS).max(1);
-    let rows = pes.div_ceil(group);
-    let row_of_pe: Vec<u32> = (0..report.pes).map(|p| p / group as u32).collect();
-    let runs: Vec<Run> = tl
-        .iter()
-        .map(|r| Run {
+    let mut acc = OverviewAcc::new(&totals, report.pes, report.makespan.as_ps())?;
+    feed_all(&feed, tl, &mut acc);
+    Ok(acc.finish())
+}
+
+/// [`overview`] one run at a time (the entries' busy totals known beforehand).
+pub(crate) struct OverviewAcc {
+    class_of: Vec<u16>,
+    top: Vec<usize>,
+    group: u32,
+    raster: RasterAcc,
+}
+
+impl OverviewAcc {
+    /// With `totals[e]` the busy time of entry `e` over the run.
+    pub(crate) fn new(
+        totals: &[u64],
+        pes: u32,
+        makespan: u64,
+    ) -> Result<OverviewAcc, AnalysisError> {
+        let (class_of, top) = top_classes(totals, OVERVIEW_TOP_ENTRIES);
+        let classes = top.len() + usize::from(totals.len() > top.len());
+        let pes = pes as usize;
+        let group = pes.div_ceil(OVERVIEW_ROWS).max(1);
+        let rows = pes.div_ceil(group);
+        let row_of_pe: Vec<u32> = (0..pes as u32).map(|p| p / group as u32).collect();
+        Ok(OverviewAcc {
+            class_of,
+            top,
+            group: group as u32,
+            raster: RasterAcc::new(
+                row_of_pe,
+                rows,
+                classes,
+                (0, makespan.max(1)),
+                OVERVIEW_COLS,
+            )?,
+        })
+    }
+    pub(crate) fn finish(self) -> Overview {
+        Overview {
+            group: self.group,
+            top: self.top,
+            raster: self.raster.finish(),
+        }
+    }
+}
+
+impl Acc for OverviewAcc {
+    fn block(&mut self, r: &TimelineRecord, entry: u32) {
+        let class = self.class_of.get(entry as usize).copied().unwrap_or(0);
+        self.raster.add(&Run {
             pe: r.pe,
-            class: class_of[trace.block(BlockId(r.block)).entry.index()],
+            class,
             start_ps: r.start.as_ps(),
             end_ps: r.end.as_ps(),
-        })
-        .collect();
-    let raster = raster(
-        &runs,
-        &row_of_pe,
-        rows,
-        classes,
-        (0, report.makespan.as_ps().max(1)),
-        OVERVIEW_COLS,
-    )?;
-    Ok(Overview {
-        group: group as u32,
-        top,
-        raster,
-    })
+        });
+    }
 }
 
 /// Colour classes for entry methods: the `k` with the most busy time get classes 0..k in
@@ -263,90 +335,103 @@ pub fn pe_busy_by_bin(
     }
     let mut out = vec![0u64; pes * bins];
     for r in tl {
-        let (mut a, b) = (r.start.as_ps(), r.end.as_ps());
         let base = r.pe as usize * bins;
-        while a < b {
-            let k = ((a / bin_ps) as usize).min(bins - 1);
-            let e = if k == bins - 1 {
-                b
-            } else {
-                ((k as u64 + 1) * bin_ps).min(b)
-            };
-            out[base + k] += e - a;
-            a = e;
-        }
+        for_each_bin(r, bin_ps, bins, |k, ps| out[base + k] += ps);
     }
     Ok(out)
 }
 
 /// Per bin of `bin_ps` from 0 (the last bin also takes anything past its end): the busy time
-/// summed over the PEs, and the busiest PE's. Memory O(records + PEs + bins): each PE's
-/// records are binned in turn into one scratch row, so there is no PE x bin table.
+/// summed over the PEs, and the busiest PE's. Memory O(PEs + bins): each PE's runs come in
+/// time order, so one open bin per PE is enough (no PE x bin table).
 pub fn bin_busy_sum_max(
     report: &ReplayReport,
     bin_ps: u64,
     bins: usize,
 ) -> Result<(Vec<u64>, Vec<u64>), AnalysisError> {
     let tl = report.timeline.as_ref().ok_or(AnalysisError::NoTimeline)?;
-    let pes = report.pes as usize;
-    if bins == 0 || bin_ps == 0 || bins > MAX_BINS {
-        return Err(AnalysisError::Options(format!(
-            "{bins} bins of {bin_ps} ps: between 1 and {MAX_BINS} bins (choose a larger bin)"
-        )));
-    }
-    // Records grouped by PE (a counting sort of their indices).
-    let mut first = vec![0u32; pes + 1];
+    let mut acc = BusyBins::new(report.pes, bin_ps, bins)?;
     for r in tl {
-        if let Some(n) = first.get_mut(r.pe as usize + 1) {
-            *n += 1;
+        acc.add(r);
+    }
+    Ok(acc.finish())
+}
+
+/// [`bin_busy_sum_max`] one run at a time. A PE's runs must come in time order (a replay's
+/// stream does: a PE runs one block at a time).
+pub(crate) struct BusyBins {
+    bin_ps: u64,
+    bins: usize,
+    /// Per PE: its open bin and its busy time there.
+    open: Vec<(u32, u64)>,
+    sum: Vec<u64>,
+    max: Vec<u64>,
+}
+
+impl BusyBins {
+    pub(crate) fn new(pes: u32, bin_ps: u64, bins: usize) -> Result<BusyBins, AnalysisError> {
+        if bins == 0 || bin_ps == 0 || bins > MAX_BINS {
+            return Err(AnalysisError::Options(format!(
+                "{bins} bins of {bin_ps} ps: between 1 and {MAX_BINS} bins (choose a larger bin)"
+            )));
         }
+        Ok(BusyBins {
+            bin_ps,
+            bins,
+            open: vec![(0, 0); pes as usize],
+            sum: vec![0; bins],
+            max: vec![0; bins],
+        })
     }
-    for p in 0..pes {
-        first[p + 1] += first[p];
-    }
-    let mut at = first.clone();
-    let mut order = vec![0u32; tl.len()];
-    for (i, r) in tl.iter().enumerate() {
-        if let Some(slot) = at.get_mut(r.pe as usize) {
-            order[*slot as usize] = i as u32;
-            *slot += 1;
-        }
-    }
-    let (mut sum, mut max) = (vec![0u64; bins], vec![0u64; bins]);
-    let mut row = vec![0u64; bins];
-    let mut touched: Vec<usize> = Vec::new();
-    for p in 0..pes {
-        for &i in &order[first[p] as usize..first[p + 1] as usize] {
-            let r = &tl[i as usize];
-            let (mut a, b) = (r.start.as_ps(), r.end.as_ps());
-            while a < b {
-                let k = ((a / bin_ps) as usize).min(bins - 1);
-                let e = if k == bins - 1 {
-                    b
-                } else {
-                    ((k as u64 + 1) * bin_ps).min(b)
-                };
-                if row[k] == 0 {
-                    touched.push(k);
-                }
-                row[k] += e - a;
-                sum[k] += e - a;
-                a = e;
+    pub(crate) fn add(&mut self, r: &TimelineRecord) {
+        let (bin_ps, bins) = (self.bin_ps, self.bins);
+        let Some(open) = self.open.get_mut(r.pe as usize) else {
+            return;
+        };
+        let (max, sum) = (&mut self.max, &mut self.sum);
+        for_each_bin(r, bin_ps, bins, |k, ps| {
+            if open.0 as usize != k {
+                let m = &mut max[open.0 as usize];
+                *m = (*m).max(open.1);
+                *open = (k as u32, 0);
             }
-        }
-        for &k in &touched {
-            max[k] = max[k].max(row[k]);
-            row[k] = 0;
-        }
-        touched.clear();
+            open.1 += ps;
+            sum[k] += ps;
+        });
     }
-    Ok((sum, max))
+    pub(crate) fn finish(mut self) -> (Vec<u64>, Vec<u64>) {
+        for &(k, v) in &self.open {
+            let m = &mut self.max[k as usize];
+            *m = (*m).max(v);
+        }
+        (self.sum, self.max)
+    }
+}
+
+/// Calls `f(bin, ps)` for each bin of `bin_ps` (from 0; the last of `bins` also takes
+/// anything past its end) that run `r` overlaps, with the overlap.
+pub(crate) fn for_each_bin(
+    r: &TimelineRecord,
+    bin_ps: u64,
+    bins: usize,
+    mut f: impl FnMut(usize, u64),
+) {
+    let (mut a, b) = (r.start.as_ps(), r.end.as_ps());
+    while a < b {
+        let k = ((a / bin_ps) as usize).min(bins - 1);
+        let e = if k == bins - 1 {
+            b
+        } else {
+            ((k as u64 + 1) * bin_ps).min(b)
+        };
+        f(k, e - a);
+        a = e;
+    }
 }
 
 /// At most this many time bins in [`metrics`].
 pub const MAX_BINS: usize = 1 << 24;
 
-/// Send time of every send slot and the PE of every block, from the timeline.
 /// The replay's timeline, checked to be `trace`'s (one record per block).
 pub(crate) fn timeline_of<'a>(
     trace: &Trace,
@@ -362,43 +447,6 @@ pub(crate) fn timeline_of<'a>(
     Ok(tl)
 }
 
-fn placement(trace: &Trace, report: &ReplayReport) -> Result<(Vec<u64>, Vec<u32>), AnalysisError> {
-    let tl = timeline_of(trace, report)?;
-    let n = trace.num_blocks();
-    let mut start = vec![0u64; n];
-    let mut pe = vec![0u32; n];
-    for r in tl {
-        start[r.block as usize] = r.start.as_ps();
-        pe[r.block as usize] = r.pe;
-    }
-    Ok((start, pe))
-}
-
-/// Calls `f(send_time_ps, src_pe, dst_pe, bytes)` for every delivery of `trace` in block order.
-pub(crate) fn for_each_delivery(
-    trace: &Trace,
-    report: &ReplayReport,
-    mut f: impl FnMut(u64, u32, u32, u64),
-) -> Result<(), AnalysisError> {
-    let (start, pe) = placement(trace, report)?;
-    let consumers = trace.consumers();
-    let sends = trace.all_sends();
-    for b in 0..trace.num_blocks() as u32 {
-        for si in trace.send_range(BlockId(b)) {
-            let s = &sends[si];
-            let at = start[b as usize].saturating_add(s.offset.as_ps());
-            let (c0, c1) = (
-                consumers.start[si] as usize,
-                consumers.start[si + 1] as usize,
-            );
-            for &c in &consumers.blocks[c0..c1] {
-                f(at, pe[b as usize], pe[c as usize], s.bytes);
-            }
-        }
-    }
-    Ok(())
-}
-
 /// Rover's metrics over time, in bins of `bin_ps` (0: the makespan over 100).
 pub fn metrics(
     trace: &Trace,
@@ -406,63 +454,116 @@ pub fn metrics(
     net: &NetSpec,
     bin_ps: u64,
 ) -> Result<Vec<MetricsRow>, AnalysisError> {
-    let makespan = report.makespan.as_ps().max(1);
-    let bin = if bin_ps == 0 {
-        makespan.div_ceil(100).max(1)
-    } else {
-        bin_ps
-    };
-    let bins = makespan.div_ceil(bin) as usize;
-    let pes = report.pes as usize;
-    let (busy_sum, busy_max) = bin_busy_sum_max(report, bin, bins)?;
     let tl = report.timeline.as_ref().ok_or(AnalysisError::NoTimeline)?;
-    let mut blocks = vec![(0u64, 0u64); bins];
-    for r in tl {
-        let k = ((r.start.as_ps() / bin) as usize).min(bins - 1);
-        blocks[k].0 += 1;
-        blocks[k].1 += r.end.as_ps() - r.start.as_ps();
+    let feed = Feed::of_timeline(trace, tl)?;
+    let mut acc = MetricsAcc::new(report.pes, report.makespan.as_ps(), net, bin_ps)?;
+    feed_all(&feed, tl, &mut acc);
+    Ok(acc.finish())
+}
+
+/// [`metrics`] one run at a time.
+pub(crate) struct MetricsAcc {
+    makespan: u64,
+    bin: u64,
+    bins: usize,
+    pes: usize,
+    busy: BusyBins,
+    blocks: Vec<(u64, u64)>,
+    bytes: Vec<u64>,
+    chan_ps: Vec<u128>,
+    topo: Option<(network_models::Topology, u32)>,
+    bw: Option<sim_core::Bandwidth>,
+    channels: Option<u64>,
+}
+
+impl MetricsAcc {
+    pub(crate) fn new(
+        pes: u32,
+        makespan: u64,
+        net: &NetSpec,
+        bin_ps: u64,
+    ) -> Result<MetricsAcc, AnalysisError> {
+        let makespan = makespan.max(1);
+        let bin = if bin_ps == 0 {
+            makespan.div_ceil(100).max(1)
+        } else {
+            bin_ps
+        };
+        let bins = makespan.div_ceil(bin) as usize;
+        let busy = BusyBins::new(pes, bin, bins)?;
+        let topo = net.topology().map(|(t, ppn)| (t.clone(), ppn));
+        let channels = topo
+            .as_ref()
+            .map(|(t, _)| t.vertices().saturating_mul(t.ports()));
+        Ok(MetricsAcc {
+            makespan,
+            bin,
+            bins,
+            pes: pes as usize,
+            busy,
+            blocks: vec![(0, 0); bins],
+            bytes: vec![0; bins],
+            chan_ps: vec![0; bins],
+            topo,
+            bw: link_bandwidth(net),
+            channels,
+        })
     }
-    let topo = net.topology();
-    let bw = link_bandwidth(net);
-    let channels = topo.map(|(t, _)| t.vertices().saturating_mul(t.ports()));
-    let mut bytes = vec![0u64; bins];
-    let mut chan_ps = vec![0u128; bins];
-    for_each_delivery(trace, report, |at, src, dst, b| {
+
+    pub(crate) fn finish(self) -> Vec<MetricsRow> {
+        let (makespan, bin, bins, pes) = (self.makespan, self.bin, self.bins, self.pes);
+        let (busy_sum, busy_max) = self.busy.finish();
+        let mut rows = Vec::with_capacity(bins);
+        for k in 0..bins {
+            let (a, e) = (k as u64 * bin, ((k as u64 + 1) * bin).min(makespan));
+            let width = (e - a).max(1) as f64;
+            let (sum, max) = (busy_sum[k], busy_max[k]);
+            let (n, d) = self.blocks[k];
+            rows.push(MetricsRow {
+                bin_start_ps: a,
+                bin_end_ps: e,
+                utilization: sum as f64 / (width * pes.max(1) as f64),
+                balance: (max > 0).then(|| sum as f64 / pes as f64 / max as f64),
+                blocks: n,
+                mean_grain_ps: (n > 0).then(|| d as f64 / n as f64),
+                remote_bytes: self.bytes[k],
+                busy_ps_per_byte: (self.bytes[k] > 0).then(|| sum as f64 / self.bytes[k] as f64),
+                channel_utilization: match (self.channels, self.bw) {
+                    (Some(c), Some(_)) if c > 0 => {
+                        Some(self.chan_ps[k] as f64 / (c as f64 * width))
+                    }
+                    _ => None,
+                },
+            });
+        }
+        rows
+    }
+}
+
+impl Acc for MetricsAcc {
+    fn block(&mut self, r: &TimelineRecord, _entry: u32) {
+        self.busy.add(r);
+        let k = ((r.start.as_ps() / self.bin) as usize).min(self.bins - 1);
+        self.blocks[k].0 += 1;
+        self.blocks[k].1 += r.end.as_ps() - r.start.as_ps();
+    }
+    fn wants_deliveries(&self) -> bool {
+        true
+    }
+    fn delivery(&mut self, at: u64, src: u32, dst: u32, b: u64) {
         if src == dst {
             return;
         }
-        let k = ((at / bin) as usize).min(bins - 1);
-        bytes[k] += b;
-        if let (Some((t, ppn)), Some(bw)) = (topo, bw) {
+        let k = ((at / self.bin) as usize).min(self.bins - 1);
+        self.bytes[k] += b;
+        if let (Some((t, ppn)), Some(bw)) = (&self.topo, self.bw) {
             let (na, nb) = ((src / ppn) as u64, (dst / ppn) as u64);
             if na != nb {
                 let hops = t.hops(na, nb) as u128;
-                chan_ps[k] += hops * bw.transfer_time(b).as_ps() as u128;
+                self.chan_ps[k] += hops * bw.transfer_time(b).as_ps() as u128;
             }
         }
-    })?;
-    let mut rows = Vec::with_capacity(bins);
-    for k in 0..bins {
-        let (a, e) = (k as u64 * bin, ((k as u64 + 1) * bin).min(makespan));
-        let width = (e - a).max(1) as f64;
-        let (sum, max) = (busy_sum[k], busy_max[k]);
-        let (n, d) = blocks[k];
-        rows.push(MetricsRow {
-            bin_start_ps: a,
-            bin_end_ps: e,
-            utilization: sum as f64 / (width * pes.max(1) as f64),
-            balance: (max > 0).then(|| sum as f64 / pes as f64 / max as f64),
-            blocks: n,
-            mean_grain_ps: (n > 0).then(|| d as f64 / n as f64),
-            remote_bytes: bytes[k],
-            busy_ps_per_byte: (bytes[k] > 0).then(|| sum as f64 / bytes[k] as f64),
-            channel_utilization: match (channels, bw) {
-                (Some(c), Some(_)) if c > 0 => Some(chan_ps[k] as f64 / (c as f64 * width)),
-                _ => None,
-            },
-        });
     }
-    Ok(rows)
 }
 
 /// The link bandwidth of the models that route over a topology.
@@ -478,20 +579,66 @@ fn link_bandwidth(net: &NetSpec) -> Option<sim_core::Bandwidth> {
 /// Per-PE utilisation in `n` equal slices of the run: `out[slice][pe]` in 0..=1 (the machine
 /// plot as a sequence of snapshots, after Rover).
 pub fn snapshots(report: &ReplayReport, n: usize) -> Result<Vec<Vec<f64>>, AnalysisError> {
-    let makespan = report.makespan.as_ps().max(1);
-    let n = n.clamp(1, 1000);
-    let bin = makespan.div_ceil(n as u64).max(1);
-    let bins = makespan.div_ceil(bin) as usize;
-    let busy = pe_busy_by_bin(report, bin, bins)?;
-    let pes = report.pes as usize;
-    Ok((0..bins)
-        .map(|k| {
-            let width = (((k as u64 + 1) * bin).min(makespan) - k as u64 * bin).max(1) as f64;
-            (0..pes)
-                .map(|p| (busy[p * bins + k] as f64 / width).min(1.0))
-                .collect()
+    let tl = report.timeline.as_ref().ok_or(AnalysisError::NoTimeline)?;
+    let mut acc = SnapshotsAcc::new(report.pes, report.makespan.as_ps(), n)?;
+    for r in tl {
+        acc.block(r, 0);
+    }
+    Ok(acc.finish())
+}
+
+/// [`snapshots`] one run at a time (a PE x slice table: the output's own size).
+pub(crate) struct SnapshotsAcc {
+    makespan: u64,
+    bin: u64,
+    bins: usize,
+    pes: usize,
+    busy: Vec<u64>,
+}
+
+impl SnapshotsAcc {
+    pub(crate) fn new(pes: u32, makespan: u64, n: usize) -> Result<SnapshotsAcc, AnalysisError> {
+        let makespan = makespan.max(1);
+        let n = n.clamp(1, 1000);
+        let bin = makespan.div_ceil(n as u64).max(1);
+        let bins = makespan.div_ceil(bin) as usize;
+        let pes = pes as usize;
+        if pes.saturating_mul(bins) > MAX_PE_BINS {
+            return Err(AnalysisError::Options(format!(
+                "{pes} PEs x {bins} bins: at most {MAX_PE_BINS} cells (choose a larger bin)"
+            )));
+        }
+        Ok(SnapshotsAcc {
+            makespan,
+            bin,
+            bins,
+            pes,
+            busy: vec![0; pes * bins],
         })
-        .collect())
+    }
+    pub(crate) fn finish(self) -> Vec<Vec<f64>> {
+        let (makespan, bin, bins, pes) = (self.makespan, self.bin, self.bins, self.pes);
+        (0..bins)
+            .map(|k| {
+                let width = (((k as u64 + 1) * bin).min(makespan) - k as u64 * bin).max(1) as f64;
+                (0..pes)
+                    .map(|p| (self.busy[p * bins + k] as f64 / width).min(1.0))
+                    .collect()
+            })
+            .collect()
+    }
+}
+
+impl Acc for SnapshotsAcc {
+    fn block(&mut self, r: &TimelineRecord, _entry: u32) {
+        let (bin_ps, bins) = (self.bin, self.bins);
+        if r.pe as usize >= self.pes {
+            return;
+        }
+        let base = r.pe as usize * bins;
+        let busy = &mut self.busy;
+        for_each_bin(r, bin_ps, bins, |k, ps| busy[base + k] += ps);
+    }
 }
 
 /// Bytes and deliveries between groups of PEs.
@@ -514,25 +661,47 @@ pub fn comm_matrix(
     report: &ReplayReport,
     max_groups: u32,
 ) -> Result<CommMatrix, AnalysisError> {
-    let pes = report.pes.max(1);
-    let max_groups = max_groups.clamp(1, MAX_MATRIX_GROUPS);
-    let size = pes.div_ceil(max_groups);
-    let groups = pes.div_ceil(size);
-    let g = groups as usize;
-    let mut m = CommMatrix {
-        group_size: size,
-        groups,
-        bytes: vec![0; g * g],
-        messages: vec![0; g * g],
-    };
-    for_each_delivery(trace, report, |_, src, dst, b| {
+    let tl = report.timeline.as_ref().ok_or(AnalysisError::NoTimeline)?;
+    let feed = Feed::of_timeline(trace, tl)?;
+    let mut acc = MatrixAcc::new(report.pes, max_groups);
+    feed_all(&feed, tl, &mut acc);
+    Ok(acc.0)
+}
+
+/// [`comm_matrix`] one delivery at a time.
+pub(crate) struct MatrixAcc(pub(crate) CommMatrix);
+
+impl MatrixAcc {
+    pub(crate) fn new(pes: u32, max_groups: u32) -> MatrixAcc {
+        let pes = pes.max(1);
+        let max_groups = max_groups.clamp(1, MAX_MATRIX_GROUPS);
+        let size = pes.div_ceil(max_groups);
+        let groups = pes.div_ceil(size);
+        let g = groups as usize;
+        MatrixAcc(CommMatrix {
+            group_size: size,
+            groups,
+            bytes: vec![0; g * g],
+            messages: vec![0; g * g],
+        })
+    }
+}
+
+impl Acc for MatrixAcc {
+    fn wants_deliveries(&self) -> bool {
+        true
+    }
+    fn delivery(&mut self, _at: u64, src: u32, dst: u32, b: u64) {
+        let m = &mut self.0;
         if src != dst {
-            let i = (src / size) as usize * g + (dst / size) as usize;
-            m.bytes[i] += b;
-            m.messages[i] += 1;
+            let g = m.groups as usize;
+            let i = (src / m.group_size) as usize * g + (dst / m.group_size) as usize;
+            if let (Some(x), Some(n)) = (m.bytes.get_mut(i), m.messages.get_mut(i)) {
+                *x += b;
+                *n += 1;
+            }
         }
-    })?;
-    Ok(m)
+    }
 }
 
 /// Remote deliveries whose size falls in `[lo, hi)` bytes.
@@ -550,30 +719,55 @@ pub struct SizeRow {
 
 /// Histogram of the sizes of deliveries between PEs, in power-of-two bins (non-empty bins).
 pub fn message_sizes(trace: &Trace, report: &ReplayReport) -> Result<Vec<SizeRow>, AnalysisError> {
-    let mut h = [(0u64, 0u64); 65];
-    for_each_delivery(trace, report, |_, src, dst, b| {
+    let tl = report.timeline.as_ref().ok_or(AnalysisError::NoTimeline)?;
+    let feed = Feed::of_timeline(trace, tl)?;
+    let mut acc = SizesAcc::default();
+    feed_all(&feed, tl, &mut acc);
+    Ok(acc.finish())
+}
+
+/// [`message_sizes`] one delivery at a time.
+pub(crate) struct SizesAcc([(u64, u64); 65]);
+
+impl Default for SizesAcc {
+    fn default() -> Self {
+        SizesAcc([(0, 0); 65])
+    }
+}
+
+impl SizesAcc {
+    pub(crate) fn finish(&self) -> Vec<SizeRow> {
+        self.0
+            .iter()
+            .enumerate()
+            .filter(|(_, (n, _))| *n > 0)
+            .map(|(c, &(messages, bytes))| SizeRow {
+                lo_bytes: if c == 0 { 0 } else { 1u64 << (c - 1) },
+                hi_bytes: match c {
+                    0 => 1,
+                    64 => u64::MAX,
+                    _ => 1u64 << c,
+                },
+                messages,
+                bytes,
+            })
+            .collect()
+    }
+}
+
+impl Acc for SizesAcc {
+    fn wants_deliveries(&self) -> bool {
+        true
+    }
+    fn delivery(&mut self, _at: u64, src: u32, dst: u32, b: u64) {
         if src != dst {
             let c = if b == 0 {
                 0
             } else {
                 64 - b.leading_zeros() as usize
             };
-            h[c].0 += 1;
-            h[c].1 += b;
+            self.0[c].0 += 1;
+            self.0[c].1 += b;
         }
-    })?;
-    Ok(h.iter()
-        .enumerate()
-        .filter(|(_, (n, _))| *n > 0)
-        .map(|(c, &(messages, bytes))| SizeRow {
-            lo_bytes: if c == 0 { 0 } else { 1u64 << (c - 1) },
-            hi_bytes: match c {
-                0 => 1,
-                64 => u64::MAX,
-                _ => 1u64 << c,
-            },
-            messages,
-            bytes,
-        })
-        .collect())
+    }
 }

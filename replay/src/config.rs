@@ -135,8 +135,12 @@ pub struct ReplayConfig {
     pub queue: QueueKind,
     /// Bounds on the run.
     pub limits: RunLimits,
-    /// Record the full timeline (one record per block).
+    /// Record the full timeline (one record per block) and the bindings
+    /// ([`crate::Bindings`]).
     pub timeline: bool,
+    /// Record, per block, the condition that let it start (5 bytes per block; the critical
+    /// path walks them back). Implied by [`ReplayConfig::timeline`].
+    pub bindings: bool,
     /// Deliver every message (local ones too) after the delay recorded in the trace (the
     /// consumer's `recorded_arrival` minus the recorded send time) instead of asking the
     /// network model. Needs recorded start and arrival times (BigSim imports have them).

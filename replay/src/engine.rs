@@ -14,7 +14,7 @@
 //! smaller of the two heads runs next. The order is exactly that of one heap.
 
 use crate::plan::{Delivery, NIL, NO_ITER, Plan};
-use crate::{EntryNetStats, ReplayError, ReplayReport, TimelineRecord};
+use crate::{Bindings, EntryNetStats, ReplayError, ReplayReport, TimelineRecord, TimelineSink};
 use network_models::{Driving, MessageInfo, NetIo, NetworkModel};
 use sim_core::{EventClass, EventQueue, RunLimits, SchedError, Scheduler, SimDuration, SimTime};
 use std::cmp::Reverse;
@@ -59,6 +59,29 @@ struct Wait {
     next: u32,
 }
 
+/// Ranks of the conditions that release a block, for the bindings: a dependency's rank is its
+/// position in the block's list (below these).
+const RANK_OBJ: u32 = u32::MAX - 4;
+const RANK_REC: u32 = u32::MAX - 3;
+const RANK_TRIGGER: u32 = u32::MAX - 2;
+const RANK_RELEASE: u32 = u32::MAX - 1;
+const RANK_NONE: u32 = u32::MAX;
+
+/// With a sink or bindings, beside each [`Wait`]: when the block's conditions were last met
+/// (its release) and which of the conditions met then ranks first.
+#[derive(Clone, Copy, Debug)]
+struct Aux {
+    released_ps: u64,
+    rank: u32,
+    from: u32,
+}
+
+const AUX0: Aux = Aux {
+    released_ps: 0,
+    rank: RANK_NONE,
+    from: NIL,
+};
+
 /// Exact division of a state index by the number of blocks per iteration.
 #[derive(Clone, Copy, Debug)]
 struct Div {
@@ -91,6 +114,8 @@ struct Window {
     lo: u32,
     hi: u32,
     st: Vec<Wait>,
+    /// Parallel to `st` with a sink or bindings (empty otherwise).
+    aux: Vec<Aux>,
     /// Per slot: blocks of its iteration not finished yet.
     remaining: Vec<u32>,
     /// Per slot: the iteration in it.
@@ -123,6 +148,9 @@ struct Pe {
     running: u64,
     busy_ps: u64,
     blocks: u64,
+    /// With bindings: the block it ran last (global id) and its end.
+    last: u32,
+    last_end_ps: u64,
     /// Ready blocks that arrived out of order.
     heap: BinaryHeap<Reverse<Ord3>>,
 }
@@ -138,6 +166,8 @@ impl Default for Pe {
             running: 0,
             busy_ps: 0,
             blocks: 0,
+            last: NIL,
+            last_end_ps: 0,
             heap: BinaryHeap::new(),
         }
     }
@@ -145,7 +175,7 @@ impl Default for Pe {
 
 /// `NET_BLOCKS`: whether the plan has network blocks (without, the loop never checks for
 /// them).
-pub(crate) struct Engine<'a, Q: EventQueue<u64>, const NET_BLOCKS: bool> {
+pub(crate) struct Engine<'a, 's, Q: EventQueue<u64>, const NET_BLOCKS: bool> {
     plan: &'a Plan,
     net: &'a mut dyn NetworkModel,
     sched: Scheduler<u64, Q>,
@@ -161,20 +191,25 @@ pub(crate) struct Engine<'a, Q: EventQueue<u64>, const NET_BLOCKS: bool> {
     completed: u64,
     makespan: SimTime,
     iter_end: Vec<SimTime>,
-    timeline: Option<Vec<TimelineRecord>>,
-    /// With a timeline: per block (`k * B + i`), when its last condition was met.
-    released: Vec<u64>,
+    sink: Option<&'s mut dyn TimelineSink>,
+    /// Per block (`k * B + i`), how it was bound (with bindings).
+    bind: Option<Bindings>,
+    /// The block that ended last so far, and its end (with bindings).
+    last: (u32, u64),
+    /// Whether `win.aux` is kept.
+    aux_on: bool,
     /// Per PE, working blocks started so far (jitter draws); empty without jitter.
     jitter_draws: Vec<u64>,
 }
 
-impl<'a, Q: EventQueue<u64>, const NET_BLOCKS: bool> Engine<'a, Q, NET_BLOCKS> {
+impl<'a, 's, Q: EventQueue<u64>, const NET_BLOCKS: bool> Engine<'a, 's, Q, NET_BLOCKS> {
     pub(crate) fn new(
         plan: &'a Plan,
         net: &'a mut dyn NetworkModel,
         queue: Q,
         limits: RunLimits,
-        timeline: bool,
+        sink: Option<&'s mut dyn TimelineSink>,
+        bindings: bool,
     ) -> Self {
         let b = plan.blocks;
         Engine {
@@ -184,6 +219,7 @@ impl<'a, Q: EventQueue<u64>, const NET_BLOCKS: bool> Engine<'a, Q, NET_BLOCKS> {
                 lo: 0,
                 hi: 0,
                 st: Vec::new(),
+                aux: Vec::new(),
                 remaining: vec![0],
                 slot_iter: vec![0],
                 div: Div::new(b),
@@ -195,13 +231,10 @@ impl<'a, Q: EventQueue<u64>, const NET_BLOCKS: bool> Engine<'a, Q, NET_BLOCKS> {
                 Vec::new()
             },
             iter_end: vec![SimTime::ZERO; plan.iter_labels.len() * plan.reps as usize],
-            timeline: timeline
-                .then(|| Vec::with_capacity(plan.total_blocks().min(1 << 24) as usize)),
-            released: if timeline {
-                vec![0; plan.total_blocks() as usize]
-            } else {
-                Vec::new()
-            },
+            aux_on: sink.is_some() || bindings,
+            sink,
+            bind: bindings.then(|| Bindings::new(plan.total_blocks() as usize)),
+            last: (NIL, 0),
             overheads: net.has_overheads(),
             driving: net.driving(),
             io: NetIo::default(),
@@ -254,6 +287,14 @@ impl<'a, Q: EventQueue<u64>, const NET_BLOCKS: bool> Engine<'a, Q, NET_BLOCKS> {
             match e >> KIND_SHIFT {
                 ARRIVE | RELEASE => {
                     let idx = self.win.idx(k, index);
+                    if self.bind.is_some() {
+                        let rank = if e >> KIND_SHIFT == ARRIVE {
+                            RANK_TRIGGER
+                        } else {
+                            RANK_RELEASE
+                        };
+                        self.note(idx, t, rank, NIL);
+                    }
                     let w = &mut self.win.st[idx];
                     w.key_ps = w.key_ps.max(t.as_ps());
                     w.pending -= 1;
@@ -307,7 +348,13 @@ impl<'a, Q: EventQueue<u64>, const NET_BLOCKS: bool> Engine<'a, Q, NET_BLOCKS> {
             pe_busy_ps: self.pes.iter().map(|p| p.busy_ps).collect(),
             pe_blocks: self.pes.iter().map(|p| p.blocks).collect(),
             events: self.sched.events(),
-            timeline: self.timeline,
+            timeline: None,
+            bindings: self.bind.map(|mut b| {
+                if self.last.0 != NIL {
+                    b.set_last(self.last.0);
+                }
+                b
+            }),
             entry_net: self.entry_net,
             net: self.net.stats(),
         })
@@ -324,6 +371,9 @@ impl<'a, Q: EventQueue<u64>, const NET_BLOCKS: bool> Engine<'a, Q, NET_BLOCKS> {
             let b = self.win.b as usize;
             let s = (hi & self.win.mask) as usize;
             let plan = self.plan;
+            if self.aux_on {
+                self.win.aux[s * b..(s + 1) * b].fill(AUX0);
+            }
             let st = &mut self.win.st[s * b..(s + 1) * b];
             for (w, &p) in st.iter_mut().zip(&plan.pending) {
                 *w = Wait {
@@ -350,12 +400,20 @@ impl<'a, Q: EventQueue<u64>, const NET_BLOCKS: bool> Engine<'a, Q, NET_BLOCKS> {
         let b = self.win.b as usize;
         if self.win.st.is_empty() {
             self.win.st = vec![Wait::default(); b];
+            if self.aux_on {
+                self.win.aux = vec![AUX0; b];
+            }
             return;
         }
         let old_w = self.win.mask as usize + 1;
         let new_w = old_w * 2;
         let new_mask = (new_w - 1) as u32;
         let mut st = vec![Wait::default(); new_w * b];
+        let mut aux = if self.aux_on {
+            vec![AUX0; new_w * b]
+        } else {
+            Vec::new()
+        };
         let mut remaining = vec![0u32; new_w];
         let mut slot_iter = vec![0u32; new_w];
         let renumber = |win: &Window, idx: u32| -> u32 {
@@ -371,6 +429,9 @@ impl<'a, Q: EventQueue<u64>, const NET_BLOCKS: bool> Engine<'a, Q, NET_BLOCKS> {
                 let mut w = self.win.st[os * b + i];
                 w.next = renumber(&self.win, w.next);
                 st[ns * b + i] = w;
+                if self.aux_on {
+                    aux[ns * b + i] = self.win.aux[os * b + i];
+                }
             }
             remaining[ns] = self.win.remaining[os];
             slot_iter[ns] = k;
@@ -380,6 +441,7 @@ impl<'a, Q: EventQueue<u64>, const NET_BLOCKS: bool> Engine<'a, Q, NET_BLOCKS> {
             pe.tail = renumber(&self.win, pe.tail);
         }
         self.win.st = st;
+        self.win.aux = aux;
         self.win.remaining = remaining;
         self.win.slot_iter = slot_iter;
         self.win.mask = new_mask;
@@ -387,8 +449,9 @@ impl<'a, Q: EventQueue<u64>, const NET_BLOCKS: bool> Engine<'a, Q, NET_BLOCKS> {
 
     #[inline]
     fn make_ready(&mut self, k: u32, i: u32, t: SimTime) -> Result<(), ReplayError> {
-        if !self.released.is_empty() {
-            self.released[k as usize * self.plan.blocks as usize + i as usize] = t.as_ps();
+        if self.aux_on {
+            let idx = self.win.idx(k, i);
+            self.win.aux[idx].released_ps = t.as_ps();
         }
         if NET_BLOCKS && self.plan.is_net(i) {
             // A network block is never queued: it happens at once (as an event, so that a
@@ -471,17 +534,10 @@ impl<'a, Q: EventQueue<u64>, const NET_BLOCKS: bool> Engine<'a, Q, NET_BLOCKS> {
             let pe = &mut self.pes[pe_idx as usize];
             pe.busy_ps += dur.as_ps();
             pe.blocks += 1;
-            if let Some(tl) = self.timeline.as_mut() {
-                let block = k * self.plan.blocks + i;
-                tl.push(TimelineRecord {
-                    block,
-                    pe: pe_idx,
-                    ready: SimTime::from_ps(self.win.st[self.win.idx(k, i)].key_ps),
-                    released: SimTime::from_ps(self.released[block as usize]),
-                    start: t,
-                    end,
-                });
+            if self.aux_on {
+                self.observe(k, i, pe_idx, t, end);
             }
+            let pe = &mut self.pes[pe_idx as usize];
             if dur == SimDuration::ZERO {
                 self.finish(k, i, t)?;
             } else {
@@ -500,18 +556,66 @@ impl<'a, Q: EventQueue<u64>, const NET_BLOCKS: bool> Engine<'a, Q, NET_BLOCKS> {
     fn run_net(&mut self, k: u32, i: u32, t: SimTime) -> Result<(), ReplayError> {
         let pe = self.plan.hot[i as usize].pe;
         self.start(k, i, pe, t)?;
-        if let Some(tl) = self.timeline.as_mut() {
-            let block = k * self.plan.blocks + i;
-            tl.push(TimelineRecord {
-                block,
-                pe,
-                ready: SimTime::from_ps(self.win.st[self.win.idx(k, i)].key_ps),
-                released: SimTime::from_ps(self.released[block as usize]),
-                start: t,
-                end: t,
-            });
+        if self.aux_on {
+            self.observe(k, i, pe, t, t);
         }
         self.finish(k, i, t)
+    }
+
+    /// A condition of the waiting block at state index `idx` is met at `t` (bindings): it
+    /// binds the block if it is the latest so far, or as late and of a better rank.
+    #[inline]
+    fn note(&mut self, idx: usize, t: SimTime, rank: u32, from: u32) {
+        let a = &mut self.win.aux[idx];
+        let t = t.as_ps();
+        if t > a.released_ps || (t == a.released_ps && rank < a.rank) {
+            *a = Aux {
+                released_ps: t,
+                rank,
+                from,
+            };
+        }
+    }
+
+    /// Block `(k, i)` runs on `pe` from `start` to `end`: its record goes to the sink, its
+    /// binding is decided (the PE if it waited for it, else its best condition).
+    fn observe(&mut self, k: u32, i: u32, pe: u32, start: SimTime, end: SimTime) {
+        let idx = self.win.idx(k, i);
+        let a = self.win.aux[idx];
+        let block = k.wrapping_mul(self.plan.blocks).wrapping_add(i);
+        if let Some(s) = self.sink.as_mut() {
+            s.record(&TimelineRecord {
+                block,
+                pe,
+                ready: SimTime::from_ps(self.win.st[idx].key_ps),
+                released: SimTime::from_ps(a.released_ps),
+                start,
+                end,
+            });
+        }
+        if let Some(b) = self.bind.as_mut() {
+            let p = &mut self.pes[pe as usize];
+            let (s, r) = (start.as_ps(), a.released_ps);
+            let (kind, from) = if s > r && p.last != NIL && p.last_end_ps >= r && p.last_end_ps <= s
+            {
+                (Bindings::PE, p.last)
+            } else {
+                match a.rank {
+                    RANK_NONE => (Bindings::START, NIL),
+                    RANK_OBJ => (Bindings::OBJ, a.from),
+                    RANK_REC => (Bindings::REC, a.from),
+                    RANK_TRIGGER => (Bindings::TRIGGER, NIL),
+                    RANK_RELEASE => (Bindings::RELEASE, NIL),
+                    _ => (Bindings::DEP, a.from),
+                }
+            };
+            b.set(block, kind, from);
+            p.last = block;
+            p.last_end_ps = end.as_ps();
+            if self.last.0 == NIL || end.as_ps() >= self.last.1 {
+                self.last = (block, end.as_ps());
+            }
+        }
     }
 
     /// Starts block `(k, i)` on `pe` at `t`: schedules its messages; returns its CPU time.
@@ -773,10 +877,15 @@ impl<'a, Q: EventQueue<u64>, const NET_BLOCKS: bool> Engine<'a, Q, NET_BLOCKS> {
             }
         }
         let key = self.win.st[self.win.idx(k, i)].key_ps;
+        let me = k.wrapping_mul(plan.blocks).wrapping_add(i);
+        let bound = self.bind.is_some();
         if let Some(&nb) = plan.chain_next.get(i as usize)
             && nb != NIL
         {
             let idx = self.win.idx(0, nb);
+            if bound {
+                self.note(idx, t, RANK_REC, me);
+            }
             let w = &mut self.win.st[idx];
             w.key_ps = w.key_ps.max(key);
             w.pending -= 1;
@@ -788,13 +897,17 @@ impl<'a, Q: EventQueue<u64>, const NET_BLOCKS: bool> Engine<'a, Q, NET_BLOCKS> {
             && nb != NIL
         {
             let idx = self.win.idx(0, nb);
+            if bound {
+                self.note(idx, t, RANK_OBJ, me);
+            }
             let w = &mut self.win.st[idx];
             w.pending -= 1;
             if w.pending == 0 {
                 self.make_ready(0, nb, t)?;
             }
         }
-        for d in &plan.deps[h.dep_start as usize..next.dep_start as usize] {
+        for j in h.dep_start as usize..next.dep_start as usize {
+            let d = &plan.deps[j];
             let kk = k + d.lag;
             if kk >= plan.reps {
                 continue;
@@ -803,6 +916,9 @@ impl<'a, Q: EventQueue<u64>, const NET_BLOCKS: bool> Engine<'a, Q, NET_BLOCKS> {
                 self.touch(kk);
             }
             let idx = self.win.idx(kk, d.block);
+            if bound {
+                self.note(idx, t, plan.dep_rank[j], me);
+            }
             let w = &mut self.win.st[idx];
             w.key_ps = w.key_ps.max(key);
             w.pending -= 1;

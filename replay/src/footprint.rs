@@ -16,8 +16,10 @@ pub const PER_BLOCK_BYTES: u64 = 64;
 pub const PER_DELIVERY_BYTES: u64 = 32;
 /// Bytes per expanded block when a repeated trace must be expanded first.
 pub const PER_EXPANDED_BLOCK_BYTES: u64 = 96;
-/// Bytes per timeline record (the record and its release time).
+/// Bytes per timeline record (the record, kept in a vector that grows by doubling).
 pub const PER_TIMELINE_BYTES: u64 = 48;
+/// Bytes per block of the bindings (a kind and a block id).
+pub const PER_BOUND_BYTES: u64 = 5;
 
 /// What a replay is estimated to need.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -32,6 +34,8 @@ pub struct Footprint {
     pub expanded_blocks: u64,
     /// Timeline records (0 without a timeline).
     pub timeline_blocks: u64,
+    /// Blocks with bindings recorded (0 without).
+    pub bound_blocks: u64,
 }
 
 impl Footprint {
@@ -46,6 +50,7 @@ impl Footprint {
                     .saturating_mul(PER_EXPANDED_BLOCK_BYTES),
             )
             .saturating_add(self.timeline_blocks.saturating_mul(PER_TIMELINE_BYTES))
+            .saturating_add(self.bound_blocks.saturating_mul(PER_BOUND_BYTES))
     }
 
     /// The largest part, in words ("100000000 PEs"), for error messages.
@@ -109,6 +114,7 @@ mod tests {
             planned_deliveries: 10,
             expanded_blocks: 0,
             timeline_blocks: 0,
+            bound_blocks: 0,
         };
         assert_eq!(
             f.bytes(),

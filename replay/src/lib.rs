@@ -63,6 +63,14 @@
 //! 1M-rank, 10-iteration halo (70 M blocks) replays in about 1.3 GB. Results equal those of
 //! the expanded trace. [`Prepared::run_with`] reports progress through
 //! [`sim_core::Progress`] every 2^18 events.
+//!
+//! ## Observing a run
+//!
+//! With [`ReplayConfig::timeline`] the report keeps one [`TimelineRecord`] per block;
+//! [`Prepared::run_observed`] instead hands each record to a [`TimelineSink`] as the block
+//! starts and keeps nothing. [`ReplayConfig::bindings`] (implied by the timeline) records,
+//! per block, why it started when it did ([`Bindings`], 5 bytes per block): what the
+//! critical path walks back through.
 
 mod config;
 mod engine;
@@ -191,6 +199,110 @@ pub struct TimelineRecord {
     pub end: SimTime,
 }
 
+/// Receives every block's run as the replay decides it: in the order blocks start (a network
+/// block when it happens), so records of one PE come in time order. What
+/// [`Prepared::run_observed`] feeds instead of keeping a timeline: analyses that need each
+/// block once then hold nothing per block.
+pub trait TimelineSink {
+    /// One block's run.
+    fn record(&mut self, r: &TimelineRecord);
+}
+
+impl TimelineSink for Vec<TimelineRecord> {
+    fn record(&mut self, r: &TimelineRecord) {
+        self.push(*r);
+    }
+}
+
+/// Why a block started when it did: the condition met last, or its PE.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Binding {
+    /// It needed nothing (or only its recorded release, see [`Binding::Release`]).
+    Start,
+    /// It was ready but waited for its PE, which ran the given block last (that block ended
+    /// between the release and the start).
+    Pe(u32),
+    /// A dependency, the given block, ended last (among dependencies ending at the same
+    /// instant, the first in the block's list: its own, then the carried ones).
+    Dependency(u32),
+    /// The previous block of its object (object order) ended last.
+    ObjectOrder(u32),
+    /// The previous block of its recorded PE (recorded order) ended last.
+    RecordedOrder(u32),
+    /// Its trigger message arrived last.
+    Trigger,
+    /// Its recorded release time came last (recorded delays).
+    Release,
+}
+
+/// Per block (global id `k * B + i`), how its start was bound, and the block that ended
+/// last: the critical path's walk back, without the timeline. 5 bytes per block.
+///
+/// Ties: a block that waits for its PE is bound to the PE; otherwise, among conditions met
+/// at its release instant, dependencies (first in list order) come before object order,
+/// recorded order, the trigger and the recorded release.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Bindings {
+    kind: Vec<u8>,
+    from: Vec<u32>,
+    last: Option<u32>,
+}
+
+impl Bindings {
+    pub(crate) const START: u8 = 0;
+    pub(crate) const PE: u8 = 1;
+    pub(crate) const DEP: u8 = 2;
+    pub(crate) const OBJ: u8 = 3;
+    pub(crate) const REC: u8 = 4;
+    pub(crate) const TRIGGER: u8 = 5;
+    pub(crate) const RELEASE: u8 = 6;
+
+    pub(crate) fn new(blocks: usize) -> Bindings {
+        Bindings {
+            kind: vec![Self::START; blocks],
+            from: vec![u32::MAX; blocks],
+            last: None,
+        }
+    }
+    #[inline]
+    pub(crate) fn set(&mut self, block: u32, kind: u8, from: u32) {
+        self.kind[block as usize] = kind;
+        self.from[block as usize] = from;
+    }
+    pub(crate) fn set_last(&mut self, block: u32) {
+        self.last = Some(block);
+    }
+    /// Blocks covered.
+    pub fn len(&self) -> usize {
+        self.kind.len()
+    }
+    /// No block.
+    pub fn is_empty(&self) -> bool {
+        self.kind.is_empty()
+    }
+    /// The block that ended last (the latest to start among equal ends); `None` for an
+    /// empty run.
+    pub fn last(&self) -> Option<u32> {
+        self.last
+    }
+    /// How `block` was bound (`Start` for an id out of range).
+    pub fn get(&self, block: u32) -> Binding {
+        let (Some(&k), Some(&f)) = (self.kind.get(block as usize), self.from.get(block as usize))
+        else {
+            return Binding::Start;
+        };
+        match k {
+            Self::PE => Binding::Pe(f),
+            Self::DEP => Binding::Dependency(f),
+            Self::OBJ => Binding::ObjectOrder(f),
+            Self::REC => Binding::RecordedOrder(f),
+            Self::TRIGGER => Binding::Trigger,
+            Self::RELEASE => Binding::Release,
+            _ => Binding::Start,
+        }
+    }
+}
+
 /// The predicted run.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ReplayReport {
@@ -212,6 +324,9 @@ pub struct ReplayReport {
     pub events: u64,
     /// Every block's start and end, in start order, when requested.
     pub timeline: Option<Vec<TimelineRecord>>,
+    /// How each block's start was bound ([`ReplayConfig::bindings`] or
+    /// [`ReplayConfig::timeline`]).
+    pub bindings: Option<Bindings>,
     /// Network cost per entry method, indexed by entry id.
     pub entry_net: Vec<EntryNetStats>,
     /// The network model's traffic statistics (models with a topology).
@@ -301,6 +416,7 @@ pub struct Prepared {
     queue: QueueKind,
     limits: sim_core::RunLimits,
     timeline: bool,
+    bindings: bool,
 }
 
 impl Prepared {
@@ -337,6 +453,13 @@ impl Prepared {
             || net.uses_recorded_delays()
             || cfg.object_order.unwrap_or(body.meta.sequential_objects);
         let total_blocks = rep.map_or(body.num_blocks() as u64, |r| r.num_blocks());
+        let bindings = cfg.timeline || cfg.bindings;
+        if bindings && total_blocks > u32::MAX as u64 {
+            return Err(ReplayError::Config(format!(
+                "{total_blocks} blocks: a timeline or the bindings address at most {} blocks",
+                u32::MAX
+            )));
+        }
         let expanded = rep.is_some() && needs_every_block;
         let reps = rep.map_or(1, |r| r.reps() as u64);
         let body_deliveries = body.consumers().blocks.len() as u64;
@@ -354,6 +477,7 @@ impl Prepared {
             },
             expanded_blocks: if expanded { total_blocks } else { 0 },
             timeline_blocks: if cfg.timeline { total_blocks } else { 0 },
+            bound_blocks: if bindings { total_blocks } else { 0 },
         }
         .check(cfg.limits.max_memory_bytes)?;
         net.check_pes(pes)
@@ -372,6 +496,7 @@ impl Prepared {
             queue: cfg.queue,
             limits: cfg.limits,
             timeline: cfg.timeline,
+            bindings,
         })
     }
 
@@ -391,39 +516,61 @@ impl Prepared {
         net: &mut dyn NetworkModel,
         progress: &mut dyn sim_core::Progress,
     ) -> Result<ReplayReport, ReplayError> {
+        if !self.timeline {
+            return self.run_inner(net, progress, None);
+        }
+        let mut tl: Vec<TimelineRecord> =
+            Vec::with_capacity(self.plan.total_blocks().min(1 << 24) as usize);
+        let mut r = self.run_inner(net, progress, Some(&mut tl))?;
+        r.timeline = Some(tl);
+        Ok(r)
+    }
+
+    /// Runs the event loop, giving every block's run to `sink` (nothing is kept:
+    /// [`ReplayReport::timeline`] is `None` even with [`ReplayConfig::timeline`]).
+    pub fn run_observed(
+        self,
+        net: &mut dyn NetworkModel,
+        progress: &mut dyn sim_core::Progress,
+        sink: &mut dyn TimelineSink,
+    ) -> Result<ReplayReport, ReplayError> {
+        self.run_inner(net, progress, Some(sink))
+    }
+
+    fn run_inner(
+        self,
+        net: &mut dyn NetworkModel,
+        progress: &mut dyn sim_core::Progress,
+        sink: Option<&mut dyn TimelineSink>,
+    ) -> Result<ReplayReport, ReplayError> {
         let p = &self.plan;
+        let (limits, bindings) = (self.limits, self.bindings);
         // Traces without network blocks run an engine compiled without their check.
         match (self.queue, p.network.is_empty()) {
-            (QueueKind::Radix, true) => engine::Engine::<_, false>::new(
-                p,
-                net,
-                RadixQueue::new(),
-                self.limits,
-                self.timeline,
-            )
-            .run(progress),
-            (QueueKind::Radix, false) => engine::Engine::<_, true>::new(
-                p,
-                net,
-                RadixQueue::new(),
-                self.limits,
-                self.timeline,
-            )
-            .run(progress),
+            (QueueKind::Radix, true) => {
+                engine::Engine::<_, false>::new(p, net, RadixQueue::new(), limits, sink, bindings)
+                    .run(progress)
+            }
+            (QueueKind::Radix, false) => {
+                engine::Engine::<_, true>::new(p, net, RadixQueue::new(), limits, sink, bindings)
+                    .run(progress)
+            }
             (QueueKind::Binary, true) => engine::Engine::<_, false>::new(
                 p,
                 net,
                 BinaryHeapQueue::new(),
-                self.limits,
-                self.timeline,
+                limits,
+                sink,
+                bindings,
             )
             .run(progress),
             (QueueKind::Binary, false) => engine::Engine::<_, true>::new(
                 p,
                 net,
                 BinaryHeapQueue::new(),
-                self.limits,
-                self.timeline,
+                limits,
+                sink,
+                bindings,
             )
             .run(progress),
         }

@@ -107,6 +107,10 @@ pub(crate) struct Plan {
     pub send_start: Vec<u32>,
     pub slots: Vec<Slot>,
     pub deps: Vec<Dep>,
+    /// With bindings ([`ReplayConfig::bindings`]): per entry of `deps`, the finishing block's
+    /// position in the dependent's dependency list (its own dependencies first, then the
+    /// carried ones), which decides between dependencies that end at the same instant.
+    pub dep_rank: Vec<u32>,
     /// Per-message plans: the deliveries, in the place of `slots`.
     pub mslots: Vec<MsgSlot>,
     /// Per block: the receive overhead its trigger costs (per-message plans with overheads).
@@ -438,12 +442,22 @@ impl Plan {
         drop(dep_count);
         let mut fill: Vec<u32> = hot.iter().map(|h| h.dep_start).collect();
         let mut deps = vec![Dep::default(); start as usize];
+        let ranked = cfg.timeline || cfg.bindings;
+        let mut dep_rank = if ranked {
+            vec![0u32; start as usize]
+        } else {
+            Vec::new()
+        };
         for id in trace.block_ids() {
-            for d in trace.deps(id) {
-                deps[fill[d.index()] as usize] = Dep {
+            for (j, d) in trace.deps(id).iter().enumerate() {
+                let at = fill[d.index()] as usize;
+                deps[at] = Dep {
                     block: id.0,
                     lag: 0,
                 };
+                if ranked {
+                    dep_rank[at] = j as u32;
+                }
                 fill[d.index()] += 1;
             }
         }
@@ -451,9 +465,19 @@ impl Plan {
             // One pass per lag keeps the order (lag, block) without sorting.
             for lag in 1..=max_lag {
                 for id in trace.block_ids() {
-                    for c in r.carried(id).iter().filter(|c| c.lag == lag) {
+                    let own = trace.deps(id).len() as u32;
+                    for (j, c) in r
+                        .carried(id)
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, c)| c.lag == lag)
+                    {
                         let on = c.block.index();
-                        deps[fill[on] as usize] = Dep { block: id.0, lag };
+                        let at = fill[on] as usize;
+                        deps[at] = Dep { block: id.0, lag };
+                        if ranked {
+                            dep_rank[at] = own + j as u32;
+                        }
                         fill[on] += 1;
                     }
                 }
@@ -515,6 +539,7 @@ impl Plan {
             send_start,
             slots,
             deps,
+            dep_rank,
             mslots,
             recv_oh: recv_ohs,
             free_in_steady_state: pending.contains(&0),

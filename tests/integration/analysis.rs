@@ -156,7 +156,7 @@ fn analyze(t: &Trace, net: &str, cfg: &ReplayConfig) -> analysis::Analysis {
     let spec: NetSpec = net.parse().unwrap();
     analysis::analyze(
         &Scenario {
-            trace: t,
+            trace: analysis::Blocks::Flat(t),
             net: &spec,
             cfg,
             seed: 1,

@@ -385,3 +385,186 @@ fn progress_stages_report_true_totals() {
         );
     }
 }
+
+/// The critical path without a timeline (bindings in a first replay, the path's runs in a
+/// second: `analysis::streamed`) equals the walk of the expansion's timeline, step by step and
+/// cause by cause, and so does its first replay's report; what the stream carried is the
+/// expansion's timeline.
+fn same_path(rep: &Repeated, net: &str, cfg: &ReplayConfig, what: &str) -> bool {
+    let spec: NetSpec = net.parse().unwrap();
+    let flat = rep.expand();
+    let with_tl = ReplayConfig {
+        timeline: true,
+        ..cfg.clone()
+    };
+    let Ok(base) = replay::replay(&flat, spec.build().as_mut(), &with_tl) else {
+        return false;
+    };
+    let want = analysis::critical_path(&flat, &base, &spec, &with_tl).unwrap();
+    let mut seen: Vec<replay::TimelineRecord> = Vec::new();
+    let (got, again) = analysis::streamed::replay_and_walk(
+        analysis::Blocks::Repeated(rep),
+        &spec,
+        cfg,
+        &mut sim_core::NoProgress,
+        &mut seen,
+        |_, _| Ok(Vec::<replay::TimelineRecord>::new()),
+    )
+    .unwrap_or_else(|e| panic!("{what} on {net}: {e}"));
+    assert_eq!(got.critical_path, want, "{what} on {net}");
+    assert_eq!(Some(&seen), base.timeline.as_ref(), "{what} on {net}");
+    assert_eq!(again, seen, "{what} on {net}: the second replay's stream");
+    assert_eq!(got.report.makespan, base.makespan, "{what} on {net}");
+    assert_eq!(got.report.pe_busy_ps, base.pe_busy_ps, "{what} on {net}");
+    assert!(got.report.timeline.is_none() && got.report.bindings.is_none());
+    !want.steps.is_empty()
+}
+
+#[test]
+fn the_critical_path_without_a_timeline_equals_the_walk_of_the_expansion() {
+    let p = SynthParams {
+        iters: 5,
+        jitter: Ratio::parse("0.3").unwrap(),
+        seed: 5,
+        ..SynthParams::default()
+    };
+    let halo = scenarios::halo_repeated(&[4, 2, 3], true, &p).unwrap();
+    let ring = scenarios::ring_repeated(9, &p).unwrap();
+    let mut steps = 0;
+    for net in NETS {
+        for (cfg, what) in configs() {
+            assert!(same_path(&halo, net, &cfg, &format!("halo, {what}")));
+            assert!(same_path(&ring, net, &cfg, &format!("ring, {what}")));
+        }
+    }
+    for seed in 0..40 {
+        let rep = random_repeated(seed);
+        for net in NETS {
+            for (cfg, what) in configs() {
+                if net.contains("topo") && cfg.pes.is_none_or(|p| p > 32) {
+                    continue;
+                }
+                steps += same_path(
+                    &rep,
+                    net,
+                    &cfg,
+                    &format!("random seed {seed}, {what} (reproduce: random_repeated({seed}))"),
+                ) as u32;
+            }
+        }
+    }
+    assert!(steps > 500, "{steps} random cases compared");
+}
+
+/// The whole analysis of a repeated trace without a timeline or an expansion (two replays,
+/// views fed one run at a time, re-simulations on the compact trace) equals the analysis of
+/// its expansion with a timeline: critical path, every finding and its re-simulated makespan,
+/// the limits, and every view (profiles, extrema, metrics, snapshots, clusters, matrix, sizes,
+/// overview).
+#[test]
+fn the_analysis_of_a_repeated_trace_equals_that_of_its_expansion() {
+    use analysis::allviews::{EntryBusy, ViewOptions, ViewsSink};
+    use analysis::feed::{Feed, PeOf};
+    let p = SynthParams {
+        iters: 4,
+        jitter: Ratio::parse("0.3").unwrap(),
+        seed: 9,
+        ..SynthParams::default()
+    };
+    let opts = ViewOptions {
+        bin_ps: 0,
+        clusters: 4,
+        representatives: 6,
+        snapshots: 5,
+        matrix_groups: 4,
+    };
+    let traces = [
+        (
+            "halo",
+            scenarios::halo_repeated(&[3, 2, 2], true, &p).unwrap(),
+        ),
+        ("ring", scenarios::ring_repeated(7, &p).unwrap()),
+        ("random 3", random_repeated(3)),
+        ("random 11", random_repeated(11)),
+    ];
+    let mut findings = 0;
+    for (name, rep) in &traces {
+        for net in [NETS[2], NETS[5]] {
+            let spec: NetSpec = net.parse().unwrap();
+            let cfg = ReplayConfig {
+                pes: Some(rep.body().meta.recorded_pes.min(32)),
+                ..ReplayConfig::default()
+            };
+            let what = format!("{name} on {net}");
+            let flat = rep.expand();
+            let with_tl = ReplayConfig {
+                timeline: true,
+                ..cfg.clone()
+            };
+            let base = replay::replay(&flat, spec.build().as_mut(), &with_tl).unwrap();
+            let sc = analysis::Scenario {
+                trace: analysis::Blocks::Flat(&flat),
+                net: &spec,
+                cfg: &with_tl,
+                seed: 1,
+            };
+            let want = analysis::analyze_report(&sc, &base, &analysis::Options::default()).unwrap();
+            let want_views = analysis::allviews::of_timeline(&flat, &base, &spec, opts).unwrap();
+
+            let g = analysis::Blocks::Repeated(rep);
+            let map = cfg.mapping.resolve(rep.body(), cfg.pes.unwrap()).unwrap();
+            let feed = Feed::new(g, PeOf::Object(map));
+            let mut busy = EntryBusy::new(&feed);
+            let (walked, sink) = analysis::streamed::replay_and_walk(
+                g,
+                &spec,
+                &cfg,
+                &mut sim_core::NoProgress,
+                &mut busy,
+                |r, b| ViewsSink::new(&feed, r.pes, r.makespan.as_ps(), &b.totals, &spec, opts),
+            )
+            .unwrap();
+            let views = sink.finish(&walked.report.pe_busy_ps).unwrap();
+            assert_eq!(views, want_views, "{what}: views");
+            let sc = analysis::Scenario {
+                trace: g,
+                net: &spec,
+                cfg: &cfg,
+                seed: 1,
+            };
+            let got = analysis::diagnose(
+                &sc,
+                &walked.report,
+                walked.critical_path,
+                &analysis::Options::default(),
+            )
+            .unwrap();
+            assert_eq!(
+                got.critical_path, want.critical_path,
+                "{what}: critical path"
+            );
+            assert_eq!(got.limits, want.limits, "{what}: limits");
+            assert_eq!(got.skipped, want.skipped, "{what}: skipped");
+            assert_eq!(got.findings.len(), want.findings.len(), "{what}: findings");
+            for (a, b) in got.findings.iter().zip(&want.findings) {
+                assert_eq!(
+                    (a.diagnosis, &a.what_if, &a.evidence),
+                    (b.diagnosis, &b.what_if, &b.evidence),
+                    "{what}"
+                );
+                assert_eq!(
+                    a.what_if_makespan_ps, b.what_if_makespan_ps,
+                    "{what}: {:?}",
+                    a.what_if
+                );
+                findings += 1;
+            }
+            assert_eq!(
+                (got.makespan_ps, got.busy_ps, got.max_pe_busy_ps),
+                (want.makespan_ps, want.busy_ps, want.max_pe_busy_ps),
+                "{what}"
+            );
+        }
+    }
+    assert!(findings >= 10, "{findings} findings compared");
+}
