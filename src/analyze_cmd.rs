@@ -200,21 +200,13 @@ fn streamed(
     quiet: bool,
 ) -> Result<(Analysis, crate::views_out::Views, network_models::NetSpec)> {
     let body = input.body();
-    let spec = net_for(body, m)?;
-    let cpu = cpu_scale_for(body, m)?;
-    let cfg = machine_config(m, body, cpu, false)?;
-    let pes = cfg.pes.unwrap_or(body.meta.recorded_pes);
-    crate::limits::check_pes(pes as u64, body.objects.len() as u64, m.force)?;
-    let map = cfg
-        .mapping
-        .resolve(body, pes)
-        .with_context(|| format!("placing the objects of `{}`", body.meta.name))?;
+    let crate::Machine { spec, cfg, map, .. } = crate::machine_for(body, m)?;
     let g = analysis::Blocks::Repeated(input);
     let feed = analysis::feed::Feed::new(g, analysis::feed::PeOf::Object(map));
     let mut progress = crate::progress::Reporter::new(quiet);
-    let mut busy = analysis::allviews::EntryBusy::new(&feed);
+    let mut busy = analysis::allviews::RunTotals::new(&feed, None)?;
     let (walked, sink) =
-        analysis::streamed::replay_and_walk(g, &spec, &cfg, &mut progress, &mut busy, |r, b| {
+        analysis::streamed::replay_and_walk(g, &spec, &cfg, &mut progress, &mut busy, |r, b, _| {
             analysis::allviews::ViewsSink::new(
                 &feed,
                 r.pes,

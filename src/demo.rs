@@ -132,6 +132,7 @@ pub(crate) fn demo(a: DemoArgs) -> Result<()> {
             trace_pes: &analysis::select::PeChoice::Auto,
             trace_window_ps: None,
             trace_budget_bytes: analysis::select::DEFAULT_BUDGET_BYTES,
+            partial: None,
         },
     )?;
     crate::views_out::write(&views, &w.join("replay"), &e.trace)?;

@@ -1275,6 +1275,313 @@ pub(crate) fn net_for(trace: &Trace, m: &MachineArgs) -> Result<NetSpec> {
     )
 }
 
+/// The machine the flags describe, for a replay without a timeline (the PE count checked):
+/// the model, the CPU factor, the configuration and each object's PE.
+pub(crate) struct Machine {
+    pub spec: NetSpec,
+    pub cpu_scale: Ratio,
+    pub cfg: ReplayConfig,
+    pub pes: u32,
+    pub map: Vec<u32>,
+}
+
+pub(crate) fn machine_for(body: &Trace, m: &MachineArgs) -> Result<Machine> {
+    let spec = net_for(body, m)?;
+    let cpu_scale = cpu_scale_for(body, m)?;
+    let cfg = machine_config(m, body, cpu_scale, false)?;
+    let pes = cfg.pes.unwrap_or(body.meta.recorded_pes);
+    limits::check_pes(pes as u64, body.objects.len() as u64, m.force)?;
+    let map = cfg
+        .mapping
+        .resolve(body, pes)
+        .with_context(|| format!("placing the objects of `{}`", body.meta.name))?;
+    Ok(Machine {
+        spec,
+        cpu_scale,
+        cfg,
+        pes,
+        map,
+    })
+}
+
+/// `replay --out` of a repeated trace without its timeline or its expansion: two replays
+/// (`analysis::streamed`): the first keeps the bindings and the totals the selection needs
+/// (per entry; PE x entry for the representatives); the second feeds the views and keeps
+/// the runs of the PEs the per-block files show (all PEs when trace.json fits its budget,
+/// else the representatives and the critical path's PEs, and every PE's for projections/
+/// up to its limit). The per-block files are written from the trace of those blocks only
+/// (`Repeated::subset`), with each block's id in the whole run.
+fn replay_out_streamed(input: &Repeated, m: &MachineArgs, o: &OutputArgs) -> Result<()> {
+    let dir = o.out.as_ref().context("--out")?;
+    let body = input.body();
+    let Machine {
+        spec,
+        cpu_scale,
+        cfg,
+        pes,
+        map,
+    } = machine_for(body, m)?;
+    let objects = body.objects.len();
+    if !o.quiet {
+        let mut on = map.clone();
+        on.sort_unstable();
+        on.dedup();
+        if let Some(w) = limits::idle_warning(pes, on.len(), objects, &m.map.to_string()) {
+            eprintln!("{w}");
+        }
+    }
+    let g = analysis::Blocks::Repeated(input);
+    let feed = analysis::feed::Feed::new(g, analysis::feed::PeOf::Object(map.clone()));
+    let bin_ps = o.bin.map_or(0, |d| d.as_ps());
+    let all_bytes = analysis::select::all_bytes(g);
+    let all_projections = pes <= outputs::MAX_PROJECTIONS_PES || m.force;
+    let t0 = Instant::now();
+    let mut progress = progress::Reporter::new(o.quiet);
+    let mut first = analysis::allviews::RunTotals::new(&feed, Some(pes))?;
+    let mut reps = Vec::new();
+    let mut shown = Vec::new();
+    let (walked, analysis::allviews::Both(views_sink, analysis::allviews::Both(kept, senders))) =
+        analysis::streamed::replay_and_walk(
+            g,
+            &spec,
+            &cfg,
+            &mut progress,
+            &mut first,
+            |r, f, path| {
+                reps = f
+                    .clusters(views_out::CLUSTERS, views_out::REPRESENTATIVES)?
+                    .representatives();
+                // The critical path's PEs (from its end), as the flat path shows them.
+                let mut path_pes: Vec<u32> = Vec::new();
+                if o.report {
+                    let mut by_end: Vec<u32> = path.to_vec();
+                    by_end.sort_unstable_by(|a, b| b.cmp(a));
+                    for b in by_end {
+                        if path_pes.len() == MAX_PATH_PES {
+                            break;
+                        }
+                        let obj =
+                            body.columns().object[(b % body.num_blocks().max(1) as u32) as usize];
+                        let pe = map[obj as usize];
+                        if !path_pes.contains(&pe) {
+                            path_pes.push(pe);
+                        }
+                    }
+                }
+                shown = reps.clone();
+                shown.extend(path_pes);
+                shown.sort_unstable();
+                shown.dedup();
+                let every = match &o.trace_pes {
+                    analysis::select::PeChoice::All => true,
+                    analysis::select::PeChoice::Auto => all_bytes <= o.trace_budget,
+                    _ => false,
+                };
+                let keep = if every {
+                    None
+                } else {
+                    let mut k = vec![all_projections; pes as usize];
+                    let listed: &[u32] = match &o.trace_pes {
+                        analysis::select::PeChoice::List(v) => v,
+                        _ => &[],
+                    };
+                    for &p in shown.iter().chain(listed) {
+                        if let Some(x) = k.get_mut(p as usize) {
+                            *x = true;
+                        }
+                    }
+                    Some(k)
+                };
+                // Messages into the kept PEs from the others (the logs name their senders).
+                let senders = keep
+                    .as_ref()
+                    .filter(|k| k.contains(&false))
+                    .map(|k| analysis::allviews::Senders::new(&feed, k.clone()));
+                Ok(analysis::allviews::Both(
+                    analysis::allviews::ViewsSink::new(
+                        &feed,
+                        r.pes,
+                        r.makespan.as_ps(),
+                        &f.totals,
+                        &spec,
+                        views_out::options(bin_ps),
+                    )?,
+                    analysis::allviews::Both(analysis::allviews::KeepPes::new(keep), senders),
+                ))
+            },
+        )
+        .with_context(|| format!("replay of `{}`", body.meta.name))?;
+    let replay_s = t0.elapsed().as_secs_f64();
+    let r = walked.report;
+    let views = views_sink.finish(&r.pe_busy_ps)?;
+    let info = report::RunInfo {
+        trace: body,
+        net: spec.to_string(),
+        mapping: m.map.to_string(),
+        cpu_scale: cpu_scale.to_string(),
+        policy: if m.priority { "priority" } else { "fifo" },
+        seed: m.seed,
+        cpu_costs: (
+            m.block_overhead.as_ps(),
+            m.local_msg_cost.as_ps(),
+            cfg.noise.to_string(),
+        ),
+    };
+    let analysed = if o.report {
+        let t1 = Instant::now();
+        let sc = analysis::Scenario {
+            trace: g,
+            net: &spec,
+            cfg: &cfg,
+            seed: m.seed,
+        };
+        let an = analysis::diagnose_with(
+            &sc,
+            &r,
+            walked.critical_path,
+            &analysis::Options::default(),
+            &mut progress,
+        )
+        .context("analysis for the report")?;
+        progress.done();
+        if !o.quiet {
+            eprintln!(
+                "analysed (critical path, {} re-simulations) in {:.2} s",
+                an.findings.len() + an.skipped.len(),
+                t1.elapsed().as_secs_f64()
+            );
+        }
+        Some(an)
+    } else {
+        progress.done();
+        None
+    };
+    if !o.quiet {
+        eprintln!(
+            "replayed {} events, {} messages twice (the bindings, then the critical path's runs and the views) in {replay_s:.3} s: {:.2} M events/s",
+            r.events,
+            r.messages.total(),
+            2.0 * r.events as f64 / replay_s.max(1e-9) / 1e6
+        );
+    }
+    if o.json {
+        println!("{}", report::json(&info, &r)?);
+    } else {
+        print!("{}", report::human(&info, &r));
+    }
+    // The kept blocks as a trace of their own, the runs renumbered to it.
+    let mut runs = kept.runs;
+    let mut senders = senders.map(|s| s.into_kept).unwrap_or_default();
+    senders.sort_unstable_by_key(|x| x.0);
+    let mut ids: Vec<u32> = runs.iter().map(|x| x.block).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let sub = input.subset(&ids);
+    for x in &mut runs {
+        x.block = ids.binary_search(&x.block).map_or(u32::MAX, |i| i as u32);
+    }
+    let t2 = Instant::now();
+    let staged = files::begin_dir(dir, m.force)?;
+    let mut rs = r.clone();
+    rs.timeline = Some(runs);
+    let sub_info = report::RunInfo {
+        trace: &sub,
+        ..info.clone()
+    };
+    let notes = outputs::write_all(
+        staged.path(),
+        &sub_info,
+        &rs,
+        outputs::Options {
+            cpu_scale,
+            force: m.force,
+            compress: o.compress,
+            representatives: &reps,
+            shown_pes: &shown,
+            trace_pes: &o.trace_pes,
+            trace_window_ps: o.trace_window.map(|(a, b)| (a.as_ps(), b.as_ps())),
+            trace_budget_bytes: o.trace_budget,
+            partial: Some(outputs::Partial {
+                all_bytes,
+                block_ids: &ids,
+                entry_blocks: &first.blocks,
+                entry_busy_ps: &first.totals,
+                entry_max_ps: &first.max_ps,
+                senders: &senders,
+            }),
+        },
+    )?;
+    finish_out(
+        staged,
+        dir,
+        &views,
+        analysed.as_ref(),
+        body,
+        &spec,
+        notes,
+        o,
+        t2,
+    )?;
+    write_side_files(o, &r, body)
+}
+
+/// The end of `replay --out`: the views, the analysis and the report into the staged folder,
+/// put in place; what was left out and where it went, on stderr.
+#[allow(clippy::too_many_arguments)]
+fn finish_out(
+    staged: safe_output::OutputDir,
+    dir: &std::path::Path,
+    views: &views_out::Views,
+    analysed: Option<&analysis::Analysis>,
+    trace: &Trace,
+    spec: &NetSpec,
+    notes: Vec<String>,
+    o: &OutputArgs,
+    t0: Instant,
+) -> Result<()> {
+    views_out::write(views, staged.path(), trace)?;
+    if let Some(an) = analysed {
+        let args: Vec<String> = std::env::args().skip(2).collect();
+        let base = analyze_cmd::strip(&args, REPLAY_OUTPUT_FLAGS);
+        analyze_cmd::write_outputs(staged.path(), an, trace, &spec.to_string(), &base)?;
+        html_report::write_titled(staged.path(), None, dir)?;
+    }
+    files::finish_dir(staged)?;
+    if !o.quiet {
+        for n in notes {
+            eprintln!("{n}");
+        }
+        if o.report {
+            eprintln!("wrote {}", dir.join("report.html").display());
+        }
+        eprintln!(
+            "wrote {} ({}, projections/, CSV summaries and analyses) in {:.2} s",
+            dir.display(),
+            if o.compress {
+                "trace.json.gz"
+            } else {
+                "trace.json"
+            },
+            t0.elapsed().as_secs_f64()
+        );
+    }
+    Ok(())
+}
+
+/// `--per-pe`, `--links` and `--entries`.
+fn write_side_files(o: &OutputArgs, r: &replay::ReplayReport, trace: &Trace) -> Result<()> {
+    if let Some(p) = &o.per_pe {
+        report::write_per_pe(p, r)?;
+    }
+    if let Some(p) = &o.links {
+        report::write_links(p, r)?;
+    }
+    if let Some(p) = &o.entries {
+        report::write_entries(p, trace, r)?;
+    }
+    Ok(())
+}
+
 /// `whatif replay` flags that choose outputs, not the run: dropped from the reproduce
 /// commands of the report's analysis.
 const REPLAY_OUTPUT_FLAGS: &[(&str, bool)] = &[
@@ -1300,6 +1607,9 @@ const MAX_PATH_PES: usize = 32;
 
 fn replay_and_report(input: Repeated, m: &MachineArgs, o: &OutputArgs) -> Result<()> {
     let input = whatif_trace(input, m)?;
+    if o.out.is_some() && o.timeline.is_none() && !input.is_flat() {
+        return replay_out_streamed(&input, m, o);
+    }
     // Outputs that describe every block need every block.
     let per_block = o.timeline.is_some() || o.out.is_some();
     let input = if per_block && !input.is_flat() {
@@ -1446,43 +1756,20 @@ fn replay_and_report(input: Repeated, m: &MachineArgs, o: &OutputArgs) -> Result
                 trace_pes: &o.trace_pes,
                 trace_window_ps: o.trace_window.map(|(a, b)| (a.as_ps(), b.as_ps())),
                 trace_budget_bytes: o.trace_budget,
+                partial: None,
             },
         )?;
-        views_out::write(&views, staged.path(), trace)?;
-        if let Some(an) = &analysed {
-            let args: Vec<String> = std::env::args().skip(2).collect();
-            let base = analyze_cmd::strip(&args, REPLAY_OUTPUT_FLAGS);
-            analyze_cmd::write_outputs(staged.path(), an, trace, &spec.to_string(), &base)?;
-            html_report::write_titled(staged.path(), None, dir)?;
-        }
-        files::finish_dir(staged)?;
-        if !o.quiet {
-            for n in notes {
-                eprintln!("{n}");
-            }
-            if o.report {
-                eprintln!("wrote {}", dir.join("report.html").display());
-            }
-            eprintln!(
-                "wrote {} ({}, projections/, CSV summaries and analyses) in {:.2} s",
-                dir.display(),
-                if o.compress {
-                    "trace.json.gz"
-                } else {
-                    "trace.json"
-                },
-                t0.elapsed().as_secs_f64()
-            );
-        }
+        finish_out(
+            staged,
+            dir,
+            &views,
+            analysed.as_ref(),
+            trace,
+            &spec,
+            notes,
+            o,
+            t0,
+        )?;
     }
-    if let Some(p) = &o.per_pe {
-        report::write_per_pe(p, &r)?;
-    }
-    if let Some(p) = &o.links {
-        report::write_links(p, &r)?;
-    }
-    if let Some(p) = &o.entries {
-        report::write_entries(p, trace, &r)?;
-    }
-    Ok(())
+    write_side_files(o, &r, trace)
 }

@@ -58,6 +58,23 @@ pub struct Options<'a> {
     pub trace_window_ps: Option<(u64, u64)>,
     /// The size trace.json should stay under (with `PeChoice::Auto`).
     pub trace_budget_bytes: u64,
+    /// Runs of some PEs only (a run too large to keep them all): the estimate of
+    /// trace.json with every PE ([`analysis::select::all_bytes`]), each block's id in the
+    /// whole run (the trace holds the kept blocks only, renumbered in order), and per entry
+    /// method the whole run's blocks, busy time and longest block (for `entries.csv`).
+    pub partial: Option<Partial<'a>>,
+}
+
+/// See [`Options::partial`].
+pub struct Partial<'a> {
+    pub all_bytes: u64,
+    pub block_ids: &'a [u32],
+    pub entry_blocks: &'a [u64],
+    pub entry_busy_ps: &'a [u64],
+    pub entry_max_ps: &'a [u64],
+    /// Messages into the kept blocks from blocks left out: `(consumer's id in the whole run,
+    /// sending PE, the send's event number on it, bytes)`, sorted by consumer.
+    pub senders: &'a [Sender],
 }
 
 /// Writes every output into `dir` (a staging folder, see `files::begin_dir`). `r` must carry
@@ -81,12 +98,22 @@ pub fn write_all(dir: &Path, info: &RunInfo, r: &ReplayReport, o: Options) -> Re
         o.shown_pes,
         o.trace_window_ps,
         o.trace_budget_bytes,
+        o.partial.as_ref().map(|p| p.all_bytes),
     );
     notes.extend(sel.notes.iter().map(|n| format!("note: {n}")));
-    write_timeline(&dir.join("timeline.csv"), t, tl, &sel)?;
+    let ids = o.partial.as_ref().map(|p| p.block_ids);
+    write_timeline(&dir.join("timeline.csv"), t, tl, &sel, ids)?;
     report::write_links(&dir.join("links.csv"), r)?;
     write_pe_csv(&dir.join("pe.csv"), r)?;
-    write_entries_csv(&dir.join("entries.csv"), t, r, tl)?;
+    let stats = match &o.partial {
+        Some(p) => EntryStats {
+            count: p.entry_blocks.to_vec(),
+            total: p.entry_busy_ps.to_vec(),
+            max: p.entry_max_ps.to_vec(),
+        },
+        None => EntryStats::of(t, tl),
+    };
+    write_entries_csv(&dir.join("entries.csv"), t, r, &stats)?;
     write_iterations_csv(&dir.join("iterations.csv"), r)?;
     let deliveries = Deliveries::of(t);
     write_chrome(
@@ -96,7 +123,7 @@ pub fn write_all(dir: &Path, info: &RunInfo, r: &ReplayReport, o: Options) -> Re
         o.cpu_scale,
         &deliveries,
         o.compress,
-        &sel,
+        (&sel, ids),
     )?;
     // Above the limit, Lee's data reduction: the logs of the representative PEs only
     // (clusters.csv says which cluster each stands for).
@@ -117,6 +144,7 @@ pub fn write_all(dir: &Path, info: &RunInfo, r: &ReplayReport, o: Options) -> Re
         LogFiles {
             compress: o.compress,
             only: (!all).then_some(&keep[..]),
+            outside: o.partial.as_ref().map(|p| (p.block_ids, p.senders)),
         },
     )?;
     if !all {
@@ -149,12 +177,14 @@ fn write_timeline(
     t: &Trace,
     tl: &[TimelineRecord],
     sel: &analysis::select::Selection,
+    ids: Option<&[u32]>,
 ) -> Result<()> {
     report::write_timeline_records(
         path,
         t,
         tl.iter()
             .filter(|r| sel.keeps(r.pe, r.start.as_ps(), r.end.as_ps())),
+        ids,
     )
 }
 
@@ -236,21 +266,31 @@ fn write_pe_csv(path: &Path, r: &ReplayReport) -> Result<()> {
     Ok(())
 }
 
-fn write_entries_csv(
-    path: &Path,
-    t: &Trace,
-    r: &ReplayReport,
-    tl: &[TimelineRecord],
-) -> Result<()> {
-    let n = t.entries.len();
-    let (mut count, mut total, mut max) = (vec![0u64; n], vec![0u64; n], vec![0u64; n]);
-    for rec in tl {
-        let e = t.block(BlockId(rec.block)).entry.index();
-        let d = rec.end.saturating_since(rec.start).as_ps();
-        count[e] += 1;
-        total[e] = total[e].saturating_add(d);
-        max[e] = max[e].max(d);
+/// Per entry method: blocks, busy time and the longest block.
+struct EntryStats {
+    count: Vec<u64>,
+    total: Vec<u64>,
+    max: Vec<u64>,
+}
+
+impl EntryStats {
+    fn of(t: &Trace, tl: &[TimelineRecord]) -> EntryStats {
+        let n = t.entries.len();
+        let (mut count, mut total, mut max) = (vec![0u64; n], vec![0u64; n], vec![0u64; n]);
+        for rec in tl {
+            let e = t.block(BlockId(rec.block)).entry.index();
+            let d = rec.end.saturating_since(rec.start).as_ps();
+            count[e] += 1;
+            total[e] = total[e].saturating_add(d);
+            max[e] = max[e].max(d);
+        }
+        EntryStats { count, total, max }
     }
+}
+
+fn write_entries_csv(path: &Path, t: &Trace, r: &ReplayReport, st: &EntryStats) -> Result<()> {
+    let n = t.entries.len();
+    let (count, total, max) = (&st.count, &st.total, &st.max);
     let busy: u64 = total.iter().fold(0u64, |a, b| a.saturating_add(*b));
     let mut w = csv_writer(path)?;
     w.write_record([
@@ -335,7 +375,7 @@ fn write_chrome(
     cpu_scale: Ratio,
     d: &Deliveries,
     compress: bool,
-    sel: &analysis::select::Selection,
+    (sel, ids): (&analysis::select::Selection, Option<&[u32]>),
 ) -> Result<()> {
     let mut w = Out::create(path, compress)?;
     let pes = tl.iter().map(|r| r.pe + 1).max().unwrap_or(0);
@@ -368,7 +408,8 @@ fn write_chrome(
             rec.pe,
             us(rec.start.as_ps()),
             us(rec.end.saturating_since(rec.start).as_ps()),
-            rec.block
+            ids.and_then(|v| v.get(rec.block as usize).copied())
+                .unwrap_or(rec.block)
         )?;
         if let Some(k) = b.iteration {
             write!(w, ",\"iteration\":{k}")?;
@@ -519,7 +560,14 @@ struct LogFiles<'a> {
     compress: bool,
     /// Only the PEs marked here (all when `None`).
     only: Option<&'a [bool]>,
+    /// The runs of some PEs only: each block's id in the whole run and the senders of
+    /// messages from PEs left out (see [`Partial`]).
+    outside: Option<(&'a [u32], &'a [Sender])>,
 }
+
+/// A message into a kept block from a PE left out: `(consumer's id in the whole run, sending
+/// PE, the send's event number on it, bytes)`.
+pub type Sender = (u32, u32, u64, u64);
 
 fn write_projections(
     dir: &Path,
@@ -530,7 +578,11 @@ fn write_projections(
     scale: Ratio,
     files: LogFiles,
 ) -> Result<()> {
-    let LogFiles { compress, only } = files;
+    let LogFiles {
+        compress,
+        only,
+        outside,
+    } = files;
     let t = info.trace;
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let pes = r.pes;
@@ -602,8 +654,13 @@ fn write_projections(
                 lines.push(format!("15 {start} {pe}"));
             }
             let ts = d.trigger_send[rec.block as usize];
+            let from_outside = outside.and_then(|(ids, senders)| {
+                let g = *ids.get(rec.block as usize)?;
+                let i = senders.binary_search_by_key(&g, |x| x.0).ok()?;
+                Some(senders[i])
+            });
             let (src, event, bytes) = if ts == u32::MAX {
-                (-1i64, 0u64, 0u64)
+                from_outside.map_or((-1i64, 0u64, 0u64), |(_, p, e, b)| (p as i64, e, b))
             } else {
                 let (p, e) = send_event[ts as usize];
                 (p as i64, e, sends[ts as usize].bytes)

@@ -8,6 +8,7 @@ use std::path::Path;
 use trace::Trace;
 
 /// What was replayed, for the report header.
+#[derive(Clone)]
 pub struct RunInfo<'a> {
     pub trace: &'a Trace,
     pub net: String,
@@ -249,21 +250,25 @@ pub fn parse_secs(s: &str) -> Option<u64> {
 /// Writes the timeline as CSV: one row per block, in start order.
 pub fn write_timeline(path: &Path, t: &Trace, r: &ReplayReport) -> Result<()> {
     let tl = r.timeline.as_ref().context("timeline was not recorded")?;
-    write_timeline_records(path, t, tl.iter())
+    write_timeline_records(path, t, tl.iter(), None)
 }
 
-/// Writes these timeline records (in their order) as `write_timeline` does.
+/// Writes these timeline records (in their order) as `write_timeline` does; `ids` gives each
+/// block's id in the whole run when `t` holds some of its blocks only.
 pub fn write_timeline_records<'a>(
     path: &Path,
     t: &Trace,
     tl: impl Iterator<Item = &'a replay::TimelineRecord>,
+    ids: Option<&[u32]>,
 ) -> Result<()> {
     let mut w = crate::files::csv_file(path)?;
     w.write_record(["block", "object", "entry", "pe", "start_s", "end_s"])?;
     for rec in tl {
         let b = t.block(trace::BlockId(rec.block));
         w.write_record([
-            rec.block.to_string(),
+            ids.and_then(|v| v.get(rec.block as usize).copied())
+                .unwrap_or(rec.block)
+                .to_string(),
             b.object.0.to_string(),
             t.entries[b.entry.index()].name.clone(),
             rec.pe.to_string(),

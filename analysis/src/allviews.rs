@@ -48,30 +48,134 @@ pub struct Views {
     pub overview: Overview,
 }
 
-/// Busy time per entry method over a run, one run at a time (the overview's colours need it
-/// before the views' pass: the first replay of [`crate::streamed`] collects it).
+/// Totals of a run, one run at a time: per entry method its busy time, blocks and longest
+/// block (the overview's colours and `entries.csv`), and the PE x entry busy table the
+/// clustering reads (so the representatives are known before a second replay).
 #[derive(Debug)]
-pub struct EntryBusy<'a> {
+pub struct RunTotals<'a> {
     feed: &'a Feed<'a>,
     /// Busy ps per entry id.
     pub totals: Vec<u64>,
+    /// Blocks per entry id.
+    pub blocks: Vec<u64>,
+    /// Longest block per entry id, ps.
+    pub max_ps: Vec<u64>,
+    usage: Option<UsageAcc>,
 }
 
-impl<'a> EntryBusy<'a> {
-    /// Zero totals for the entries of `feed`'s trace.
-    pub fn new(feed: &'a Feed<'a>) -> EntryBusy<'a> {
-        EntryBusy {
+impl<'a> RunTotals<'a> {
+    /// Zero totals for the entries of `feed`'s trace; with `pes`, also the PE x entry table.
+    pub fn new(feed: &'a Feed<'a>, pes: Option<u32>) -> Result<RunTotals<'a>, AnalysisError> {
+        let n = feed.blocks().body().entries.len();
+        Ok(RunTotals {
             feed,
-            totals: vec![0; feed.blocks().body().entries.len()],
+            totals: vec![0; n],
+            blocks: vec![0; n],
+            max_ps: vec![0; n],
+            usage: pes.map(|p| UsageAcc::new(p, n)).transpose()?,
+        })
+    }
+    /// The k-means clustering of the PEs (needs the PE x entry table).
+    pub fn clusters(&self, k: usize, representatives: usize) -> Result<Clustering, AnalysisError> {
+        self.usage
+            .as_ref()
+            .ok_or_else(|| AnalysisError::Internal("no PE x entry table was kept".into()))?
+            .finish(k, representatives)
+    }
+}
+
+impl TimelineSink for RunTotals<'_> {
+    fn record(&mut self, r: &TimelineRecord) {
+        let e = self.feed.entry(r.block);
+        let d = r.end.saturating_since(r.start).as_ps();
+        if let (Some(x), Some(n), Some(m)) = (
+            self.totals.get_mut(e as usize),
+            self.blocks.get_mut(e as usize),
+            self.max_ps.get_mut(e as usize),
+        ) {
+            *x = x.saturating_add(d);
+            *n += 1;
+            *m = (*m).max(d);
+        }
+        if let Some(u) = self.usage.as_mut() {
+            u.block(r, e);
         }
     }
 }
 
-impl TimelineSink for EntryBusy<'_> {
-    fn record(&mut self, r: &TimelineRecord) {
-        if let Some(x) = self.totals.get_mut(self.feed.entry(r.block) as usize) {
-            *x += r.end.saturating_since(r.start).as_ps();
+/// The runs of some PEs, kept whole (the per-block outputs of those PEs).
+#[derive(Debug)]
+pub struct KeepPes {
+    keep: Vec<bool>,
+    /// The kept runs, in stream order.
+    pub runs: Vec<TimelineRecord>,
+}
+
+impl KeepPes {
+    /// Keeps the runs of the PEs marked in `keep` (`None`: every PE).
+    pub fn new(keep: Option<Vec<bool>>) -> KeepPes {
+        KeepPes {
+            keep: keep.unwrap_or_default(),
+            runs: Vec::new(),
         }
+    }
+}
+
+impl TimelineSink for KeepPes {
+    fn record(&mut self, r: &TimelineRecord) {
+        if self.keep.is_empty() || self.keep.get(r.pe as usize).copied().unwrap_or(false) {
+            self.runs.push(*r);
+        }
+    }
+}
+
+/// Where the messages into some PEs come from: per delivery to a block on a kept PE, the
+/// sending PE, the send's event number there (its sends counted in run order, as a
+/// Projections log numbers them) and its size. What the logs of a few PEs need of the PEs
+/// whose runs are not kept.
+#[derive(Debug)]
+pub struct Senders<'a> {
+    feed: &'a Feed<'a>,
+    keep: Vec<bool>,
+    next: Vec<u64>,
+    /// `(consumer block, sending PE, event, bytes)`, in run order of the senders.
+    pub into_kept: Vec<(u32, u32, u64, u64)>,
+}
+
+impl<'a> Senders<'a> {
+    /// For the PEs marked in `keep` (of `keep.len()` PEs).
+    pub fn new(feed: &'a Feed<'a>, keep: Vec<bool>) -> Senders<'a> {
+        Senders {
+            feed,
+            next: vec![0; keep.len()],
+            keep,
+            into_kept: Vec::new(),
+        }
+    }
+}
+
+impl TimelineSink for Senders<'_> {
+    fn record(&mut self, r: &TimelineRecord) {
+        let Some(n) = self.next.get_mut(r.pe as usize) else {
+            return;
+        };
+        let (keep, out, first) = (&self.keep, &mut self.into_kept, *n);
+        *n += self.feed.each_send(r, |j, bytes, c, pe| {
+            if keep.get(pe as usize).copied().unwrap_or(false) {
+                out.push((c, r.pe, first + j, bytes));
+            }
+        });
+    }
+}
+
+/// Two sinks fed the same runs.
+#[derive(Debug)]
+pub struct Both<A, B>(pub A, pub B);
+
+impl<A: TimelineSink, B: TimelineSink> TimelineSink for Both<A, B> {
+    fn record(&mut self, r: &TimelineRecord) {
+        self.0.record(r);
+        self.1.record(r);
     }
 }
 
@@ -161,7 +265,7 @@ pub fn of_timeline(
 ) -> Result<Views, AnalysisError> {
     let tl = report.timeline.as_ref().ok_or(AnalysisError::NoTimeline)?;
     let feed = Feed::of_timeline(trace, tl)?;
-    let mut busy = EntryBusy::new(&feed);
+    let mut busy = RunTotals::new(&feed, None)?;
     for r in tl {
         busy.record(r);
     }

@@ -239,6 +239,7 @@ pub fn cluster_pes(
 }
 
 /// [`cluster_pes`] one run at a time: the PE x entry busy table.
+#[derive(Debug)]
 pub(crate) struct UsageAcc {
     pes: usize,
     entries: usize,

@@ -145,6 +145,34 @@ impl<'a> Feed<'a> {
     }
 }
 
+impl Feed<'_> {
+    /// Calls `to(j, bytes, consumer, pe)` for each block (global id) the `j`-th send of run
+    /// `r`'s block triggers; returns the block's number of sends.
+    pub(crate) fn each_send(
+        &self,
+        r: &TimelineRecord,
+        mut to: impl FnMut(u64, u64, u32, u32),
+    ) -> u64 {
+        let body = self.g.body();
+        let (k, i) = self.split(r.block);
+        let consumers = body.consumers();
+        let range = body.send_range(BlockId(i));
+        let n = range.len() as u64;
+        for (j, si) in range.enumerate() {
+            let bytes = body.all_sends()[si].bytes;
+            let (c0, c1) = (
+                consumers.start[si] as usize,
+                consumers.start[si + 1] as usize,
+            );
+            for &c in &consumers.blocks[c0..c1] {
+                let g = k * self.n + c;
+                to(j as u64, bytes, g, self.pe(g));
+            }
+        }
+        n
+    }
+}
+
 /// Feeds a whole timeline to `acc`.
 pub(crate) fn feed_all(feed: &Feed<'_>, tl: &[TimelineRecord], acc: &mut dyn Acc) {
     for r in tl {

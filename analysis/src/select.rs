@@ -128,10 +128,42 @@ fn record_bytes(t: &Trace, rec: &TimelineRecord, flows_in: &[u32]) -> u64 {
     BLOCK_EVENT_BYTES + names as u64 + FLOW_BYTES * u64::from(flows_in[rec.block as usize])
 }
 
+/// Estimated `trace.json` bytes of every block of a run ([`select`]'s estimate of all PEs),
+/// from the trace alone: a repeated trace's iterations all weigh the same.
+pub fn all_bytes(g: crate::Blocks<'_>) -> u64 {
+    let t = g.body();
+    let mut flows_in = vec![0u32; t.num_blocks()];
+    for &b in &t.consumers().blocks {
+        if let Some(n) = flows_in.get_mut(b as usize) {
+            *n = n.saturating_add(1);
+        }
+    }
+    let cols = t.columns();
+    let one: u64 = (0..t.num_blocks())
+        .map(|b| {
+            let names = t
+                .entries
+                .get(cols.entry[b] as usize)
+                .map_or(0, |e| e.name.len())
+                + t.objects
+                    .get(cols.object[b] as usize)
+                    .map_or(0, |o| o.name.len());
+            BLOCK_EVENT_BYTES + names as u64 + FLOW_BYTES * u64::from(flows_in[b])
+        })
+        .fold(0u64, |a, x| a.saturating_add(x));
+    match g {
+        crate::Blocks::Flat(_) => one,
+        crate::Blocks::Repeated(r) => one.saturating_mul(r.reps() as u64),
+    }
+}
+
 /// Decides what the per-block outputs hold. `tl` is the timeline (in start order) of a replay
 /// of the flat trace `t` on `pes` PEs; `representatives` the k-means representatives;
 /// `window_ps` a window the user asked for; `budget_bytes` the size `trace.json` should stay
-/// under when the user did not ask for every PE.
+/// under when the user did not ask for every PE. `all_bytes`: the estimate for every PE
+/// when `tl` holds the runs of some PEs only ([`all_bytes`]; then `tl` must hold every run
+/// of the representatives and of a listed choice); `None` computes it from `tl`.
+#[allow(clippy::too_many_arguments)]
 pub fn select(
     t: &Trace,
     tl: &[TimelineRecord],
@@ -140,6 +172,7 @@ pub fn select(
     representatives: &[u32],
     window_ps: Option<(u64, u64)>,
     budget_bytes: u64,
+    all_bytes: Option<u64>,
 ) -> Selection {
     // Messages drawn as flows, counted at the consuming block.
     let mut flows_in = vec![0u32; t.num_blocks()];
@@ -176,7 +209,10 @@ pub fn select(
             .map(|r| record_bytes(t, r, &flows_in))
             .sum()
     };
-    sel.estimated_bytes = size(&sel);
+    sel.estimated_bytes = match (all_bytes, &sel.pes) {
+        (Some(b), None) => b,
+        _ => size(&sel),
+    };
     if matches!(choice, PeChoice::Auto) && sel.estimated_bytes > budget_bytes {
         let full = sel.estimated_bytes;
         sel.pes = Some(mark(representatives));

@@ -49,7 +49,8 @@ fn run(
 
 /// Replays `g` on `spec` with `cfg` twice (see the [module docs](self)): every block's run
 /// goes to `first` during the first replay, and to the sink `second` builds from the first
-/// replay's report (it knows the makespan) during the second; returns the first replay's
+/// replay's report (it knows the makespan), `first` and the critical path's blocks
+/// (ascending) during the second; returns the first replay's
 /// report, the critical path and the second sink. `cfg.timeline` is ignored.
 pub fn replay_and_walk<F: TimelineSink, S: TimelineSink>(
     g: Blocks<'_>,
@@ -57,7 +58,7 @@ pub fn replay_and_walk<F: TimelineSink, S: TimelineSink>(
     cfg: &ReplayConfig,
     progress: &mut dyn Progress,
     first: &mut F,
-    second: impl FnOnce(&ReplayReport, &F) -> Result<S, AnalysisError>,
+    second: impl FnOnce(&ReplayReport, &F, &[u32]) -> Result<S, AnalysisError>,
 ) -> Result<(Walked, S), AnalysisError> {
     let mut once = cfg.clone();
     once.timeline = false;
@@ -77,7 +78,7 @@ pub fn replay_and_walk<F: TimelineSink, S: TimelineSink>(
     twice.timeline = false;
     twice.bindings = false;
     let mut runs = PathRuns::new(g.len(), &path);
-    let mut user = second(&report, first)?;
+    let mut user = second(&report, first, &path)?;
     let mut named = Prefixed {
         inner: progress,
         prefix: "second replay (critical path, views): ".into(),

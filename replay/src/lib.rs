@@ -214,6 +214,15 @@ impl TimelineSink for Vec<TimelineRecord> {
     }
 }
 
+/// A sink that may be absent.
+impl<T: TimelineSink> TimelineSink for Option<T> {
+    fn record(&mut self, r: &TimelineRecord) {
+        if let Some(s) = self {
+            s.record(r);
+        }
+    }
+}
+
 /// Why a block started when it did: the condition met last, or its PE.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Binding {

@@ -1,6 +1,6 @@
 //! `whatif replay --out DIR`: Chrome trace events, Projections logs and CSV summaries.
 
-use crate::cli::{tmpdir, whatif};
+use crate::cli::{stderr, tmpdir, whatif};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::path::Path;
@@ -434,4 +434,85 @@ fn per_block_outputs_stay_within_their_budget_and_say_what_they_left_out() {
         assert!(e.contains(says), "{e}");
     }
     std::fs::remove_dir_all(&dir).ok();
+}
+
+/// `replay --out --report` of a repeated trace (two replays, no timeline; the per-block files
+/// written from the kept PEs' blocks only, `Repeated::subset`) writes the same files, byte
+/// for byte, as the replay of its expansion with a timeline: below the Projections limit
+/// (every PE kept) and above it (100,000 PEs: the representatives and the critical path's
+/// PEs kept, the logs naming senders on PEs left out).
+#[test]
+fn a_repeated_trace_writes_the_same_outputs_as_its_expansion() {
+    let d = tmpdir("repeated-outputs");
+    for (dims, iters, jitter) in [([4u32, 3, 2], 3, "0.2"), ([50, 50, 40], 1, "0")] {
+        let p = scenarios::SynthParams {
+            iters,
+            jitter: sim_core::Ratio::parse(jitter).unwrap(),
+            seed: 3,
+            ..scenarios::SynthParams::default()
+        };
+        let rep = scenarios::halo_repeated(&dims, true, &p).unwrap();
+        assert!(!rep.is_flat());
+        let (a, b) = (d.join("rep.trace"), d.join("flat.trace"));
+        trace::write_repeated_file(&rep, &a, trace::Format::Binary).unwrap();
+        trace::write_trace_file(&rep.expand(), &b, trace::Format::Binary).unwrap();
+        let out = |t: &Path, name: &str| {
+            let dir = d.join(name);
+            let o = whatif(&[
+                "replay",
+                t.to_str().unwrap(),
+                "--net",
+                "alphabeta:lat=1us,bw=10GB/s",
+                "--out",
+                dir.to_str().unwrap(),
+                "--report",
+                "-q",
+            ]);
+            assert!(o.status.success(), "{}", stderr(&o));
+            dir
+        };
+        let (x, y) = (out(&a, "out-rep"), out(&b, "out-flat"));
+        let mut files = Vec::new();
+        let mut stack = vec![x.clone()];
+        while let Some(dir) = stack.pop() {
+            for e in std::fs::read_dir(&dir).unwrap() {
+                let p = e.unwrap().path();
+                if p.is_dir() {
+                    stack.push(p);
+                } else {
+                    files.push(p.strip_prefix(&x).unwrap().to_path_buf());
+                }
+            }
+        }
+        files.sort();
+        assert!(files.len() > 20, "{files:?}");
+        for f in &files {
+            let name = f.to_string_lossy();
+            if name == "report.html" || name == "whatif-complete.json" {
+                continue; // they name the output folder
+            }
+            let (p, q) = (
+                std::fs::read(x.join(f)).unwrap(),
+                std::fs::read(y.join(f)).unwrap(),
+            );
+            // (The analysis's commands name the trace file.)
+            let p = String::from_utf8_lossy(&p).replace("rep.trace", "flat.trace");
+            let q = String::from_utf8_lossy(&q).into_owned();
+            assert!(
+                p == q,
+                "{dims:?}: {name} differs ({} vs {} bytes)",
+                p.len(),
+                q.len()
+            );
+        }
+        let logs = std::fs::read_dir(x.join("projections")).unwrap().count();
+        if dims[0] == 50 {
+            assert!(logs < 100, "above the limit only some logs: {logs}");
+            let notes = std::fs::read_to_string(x.join("notes.txt")).unwrap();
+            assert!(notes.contains("representative PEs only"), "{notes}");
+        } else {
+            assert_eq!(logs, 4 * 3 * 2 + 1, "every PE's log and the .sts");
+        }
+    }
+    std::fs::remove_dir_all(&d).ok();
 }

@@ -408,7 +408,7 @@ fn same_path(rep: &Repeated, net: &str, cfg: &ReplayConfig, what: &str) -> bool 
         cfg,
         &mut sim_core::NoProgress,
         &mut seen,
-        |_, _| Ok(Vec::<replay::TimelineRecord>::new()),
+        |_, _, _| Ok(Vec::<replay::TimelineRecord>::new()),
     )
     .unwrap_or_else(|e| panic!("{what} on {net}: {e}"));
     assert_eq!(got.critical_path, want, "{what} on {net}");
@@ -463,7 +463,7 @@ fn the_critical_path_without_a_timeline_equals_the_walk_of_the_expansion() {
 /// overview).
 #[test]
 fn the_analysis_of_a_repeated_trace_equals_that_of_its_expansion() {
-    use analysis::allviews::{EntryBusy, ViewOptions, ViewsSink};
+    use analysis::allviews::{RunTotals, ViewOptions, ViewsSink};
     use analysis::feed::{Feed, PeOf};
     let p = SynthParams {
         iters: 4,
@@ -514,14 +514,14 @@ fn the_analysis_of_a_repeated_trace_equals_that_of_its_expansion() {
             let g = analysis::Blocks::Repeated(rep);
             let map = cfg.mapping.resolve(rep.body(), cfg.pes.unwrap()).unwrap();
             let feed = Feed::new(g, PeOf::Object(map));
-            let mut busy = EntryBusy::new(&feed);
+            let mut busy = RunTotals::new(&feed, None).unwrap();
             let (walked, sink) = analysis::streamed::replay_and_walk(
                 g,
                 &spec,
                 &cfg,
                 &mut sim_core::NoProgress,
                 &mut busy,
-                |r, b| ViewsSink::new(&feed, r.pes, r.makespan.as_ps(), &b.totals, &spec, opts),
+                |r, b, _| ViewsSink::new(&feed, r.pes, r.makespan.as_ps(), &b.totals, &spec, opts),
             )
             .unwrap();
             let views = sink.finish(&walked.report.pe_busy_ps).unwrap();

@@ -353,29 +353,64 @@ impl Repeated {
         t.entries = b.entries.clone();
         t.objects = b.objects.clone();
         t.groups = b.groups.clone();
-        let mut deps = Vec::new();
-        let mut sends: Vec<Send> = Vec::new();
+        let mut scratch = (Vec::new(), Vec::new());
         for k in 0..self.reps {
-            let base = k * n;
             for i in 0..n {
-                let id = BlockId(i);
-                deps.clear();
-                deps.extend(b.deps(id).iter().map(|d| BlockId(d.0 + base)));
-                deps.extend(
-                    self.carried(id)
-                        .iter()
-                        .filter(|c| c.lag <= k)
-                        .map(|c| BlockId((k - c.lag) * n + c.block.0)),
-                );
-                sends.clear();
-                for s in b.send_range(id) {
-                    let mut send = b.all_sends()[s];
-                    send.msg = MsgId(send.msg.0 + k as u64 * self.msg_stride);
-                    send.offset = self.send_offset(k, i, s);
-                    sends.push(send);
-                }
-                t.push_block(self.block(k, i), &deps, &sends);
+                self.push_copy(&mut t, k, i, &mut scratch, |g| Some(BlockId(g)));
             }
+        }
+        t
+    }
+
+    /// Appends block `i` of iteration `k` to `t` as the expansion has it, its dependencies
+    /// renamed by `id_of` (global id to `t`'s; `None` leaves one out).
+    fn push_copy(
+        &self,
+        t: &mut Trace,
+        k: u32,
+        i: u32,
+        (deps, sends): &mut (Vec<BlockId>, Vec<Send>),
+        id_of: impl Fn(u32) -> Option<BlockId>,
+    ) {
+        let b = &self.body;
+        let n = b.num_blocks() as u32;
+        let (id, base) = (BlockId(i), k * n);
+        deps.clear();
+        deps.extend(b.deps(id).iter().filter_map(|d| id_of(d.0 + base)));
+        deps.extend(
+            self.carried(id)
+                .iter()
+                .filter(|c| c.lag <= k)
+                .filter_map(|c| id_of((k - c.lag) * n + c.block.0)),
+        );
+        sends.clear();
+        for s in b.send_range(id) {
+            let mut send = b.all_sends()[s];
+            send.msg = MsgId(send.msg.0 + k as u64 * self.msg_stride);
+            send.offset = self.send_offset(k, i, s);
+            sends.push(send);
+        }
+        t.push_block(self.block(k, i), deps, sends);
+    }
+
+    /// The flat trace of some blocks of the run: `blocks` (global ids `k * B + i`, ascending)
+    /// become blocks `0..blocks.len()` in that order, with their own sends (labels and
+    /// offsets as in the expansion) and their dependencies among themselves; a trigger whose
+    /// sender is left out stays unsent. What per-block outputs of a few PEs need, without the
+    /// expansion. Ids out of range are left out.
+    pub fn subset(&self, blocks: &[u32]) -> Trace {
+        let b = &self.body;
+        let n = b.num_blocks() as u32;
+        let total = self.num_blocks();
+        let mut t = Trace::new(b.meta.clone());
+        t.entries = b.entries.clone();
+        t.objects = b.objects.clone();
+        t.groups = b.groups.clone();
+        let local = |g: u32| blocks.binary_search(&g).ok().map(|x| BlockId(x as u32));
+        let mut scratch = (Vec::new(), Vec::new());
+        for &g in blocks.iter().filter(|&&g| (g as u64) < total) {
+            let (k, i) = g.checked_div(n).map_or((0, 0), |k| (k, g % n));
+            self.push_copy(&mut t, k, i, &mut scratch, local);
         }
         t
     }
