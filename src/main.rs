@@ -1335,6 +1335,37 @@ fn replay_out_streamed(input: &Repeated, m: &MachineArgs, o: &OutputArgs) -> Res
     let bin_ps = o.bin.map_or(0, |d| d.as_ps());
     let all_bytes = analysis::select::all_bytes(g);
     let all_projections = pes <= outputs::MAX_PROJECTIONS_PES || m.force;
+    let every = match &o.trace_pes {
+        analysis::select::PeChoice::All => true,
+        analysis::select::PeChoice::Auto => all_bytes <= o.trace_budget,
+        _ => false,
+    };
+    if every || all_projections {
+        // Every run kept, and the kept blocks as a flat trace.
+        let total = input.num_blocks();
+        let need = total.saturating_mul(
+            replay::footprint::PER_TIMELINE_BYTES + replay::footprint::PER_EXPANDED_BLOCK_BYTES,
+        );
+        if let Some(limit) = cfg.limits.max_memory_bytes
+            && need > limit
+        {
+            bail!(
+                "writing every PE's blocks (for {}) needs about {} for {total} blocks, above the memory limit of {}; --trace-pes representatives keeps the representative PEs' only{}",
+                if every {
+                    "trace.json and timeline.csv"
+                } else {
+                    "projections/"
+                },
+                replay::footprint::human_bytes(need),
+                replay::footprint::human_bytes(limit),
+                if all_projections && pes > outputs::MAX_PROJECTIONS_PES {
+                    " (and without --force, projections/ too)"
+                } else {
+                    ""
+                }
+            );
+        }
+    }
     let t0 = Instant::now();
     let mut progress = progress::Reporter::new(o.quiet);
     let mut first = analysis::allviews::RunTotals::new(&feed, Some(pes))?;
@@ -1372,11 +1403,6 @@ fn replay_out_streamed(input: &Repeated, m: &MachineArgs, o: &OutputArgs) -> Res
                 shown.extend(path_pes);
                 shown.sort_unstable();
                 shown.dedup();
-                let every = match &o.trace_pes {
-                    analysis::select::PeChoice::All => true,
-                    analysis::select::PeChoice::Auto => all_bytes <= o.trace_budget,
-                    _ => false,
-                };
                 let keep = if every {
                     None
                 } else {
