@@ -968,13 +968,16 @@ fn zooms(dir: &Path, makespan: u64) -> Result<Vec<Zoom>> {
         };
         if let Some(r) = step {
             let block = r.get("block").cloned();
+            // Says what the window shows, as it shows it: the block's own run.
             let why = format!(
-                "{} ({}): around {} on PE {} at {}",
+                "{}: {} saves {:.1}%; the path's `{}` block on PE {} runs from {} to {}",
                 f["diagnosis"].as_str().unwrap_or("").replace('_', " "),
                 f["remedy"].as_str().unwrap_or(""),
+                100.0 * f["saved_fraction"].as_f64().unwrap_or(0.0),
                 r.get("entry").map_or("", String::as_str),
                 r.get("pe").map_or("", String::as_str),
-                fmt_time(num(r, "start_ps") as f64)
+                fmt_time(num(r, "start_ps") as f64),
+                fmt_time(num(r, "end_ps") as f64)
             );
             // Two findings about the same step share its window.
             match out.iter_mut().find(|(b, _)| *b == block) {
@@ -1054,6 +1057,7 @@ fn replay_section(dir: &Path) -> Result<Option<Section>> {
             let _ = write!(h, "<p class=\"note\">{}</p>", esc(line));
         }
     }
+    h.push_str(&files_html(dir));
     // Entry methods: the top ones by busy time get stable colours everywhere in the section.
     // Their totals come from entries.csv (every block), else from the timeline.
     let mut entries: Vec<String> = Vec::new();
@@ -1327,6 +1331,7 @@ fn replay_section(dir: &Path) -> Result<Option<Section>> {
         &layers,
     ));
     let _ = write!(h, "<figcaption>{key}</figcaption></figure>");
+    h.push_str(&iterations_html(dir)?);
     h.push_str(&metrics_html(dir)?);
     // Usage per PE, split by entry method.
     let ugroup = (pes as usize).div_ceil(64).max(1);
@@ -1430,6 +1435,83 @@ fn replay_section(dir: &Path) -> Result<Option<Section>> {
         title: format!("Replay of {}", s["trace"].as_str().unwrap_or("a trace")),
         html: h,
     }))
+}
+
+/// Links to the other outputs of the folder that exist, with what opens them.
+fn files_html(dir: &Path) -> String {
+    const FILES: [(&str, &str); 11] = [
+        (
+            "trace.json",
+            "Chrome trace events: ui.perfetto.dev or chrome://tracing",
+        ),
+        (
+            "trace.json.gz",
+            "Chrome trace events, gzip: ui.perfetto.dev",
+        ),
+        (
+            "projections/predicted.sts",
+            "Projections logs: open in Projections",
+        ),
+        ("otf2/traces.otf2", "OTF2 archive: Vampir, otf2-print"),
+        ("timeline.csv", "one row per block shown"),
+        ("summary.json", "the run's figures"),
+        ("analysis.json", "the critical path and the findings"),
+        ("critical_path.csv", "the path's blocks"),
+        ("pe.csv", "per PE: blocks, busy, idle"),
+        ("entries.csv", "per entry method"),
+        ("iterations.csv", "per iteration"),
+    ];
+    let items: Vec<String> = FILES
+        .iter()
+        .filter(|(f, _)| dir.join(f).exists())
+        .map(|(f, what)| format!("<li><a href=\"{f}\"><code>{f}</code></a>: {what}</li>"))
+        .collect();
+    if items.is_empty() {
+        return String::new();
+    }
+    format!(
+        "<details class=\"files\"><summary>Files of this run</summary><ul>{}</ul></details>",
+        items.concat()
+    )
+}
+
+/// Iteration times (iterations.csv) as a line, when there are at least two.
+fn iterations_html(dir: &Path) -> Result<String> {
+    let mut pts: Vec<(f64, f64)> = Vec::new();
+    csv_rows(dir, "iterations.csv", &["iteration", "time_s"], |v| {
+        let it: f64 = num(v[0])?;
+        let t = crate::report::parse_secs(v[1])
+            .with_context(|| format!("`{}` is not a time in seconds", v[1]))?;
+        pts.push((it, t as f64));
+        Ok(())
+    })?;
+    if pts.len() < 2 {
+        return Ok(String::new());
+    }
+    let top = pts.iter().map(|p| p.1).fold(0.0, f64::max);
+    let (div, unit) = svg::time_unit(top.max(1.0));
+    for p in &mut pts {
+        p.1 /= div;
+    }
+    let mean = pts.iter().map(|p| p.1).sum::<f64>() / pts.len() as f64;
+    let fmt = |x: f64| svg::tick(x);
+    let chart = svg::LineChart {
+        title: "Time of each iteration",
+        x_label: "iteration",
+        y_label: &format!("iteration time ({unit})"),
+        log_x: false,
+        categories: None,
+        x_fmt: &fmt,
+        series: vec![svg::Series {
+            name: "iteration time".into(),
+            points: pts,
+        }],
+    };
+    Ok(format!(
+        "<h3>Iterations</h3><figure>{}<figcaption>Mean {} {unit} (iterations.csv); the end of an iteration is the end of its last block, so a slow iteration shows which one to zoom on.</figcaption></figure>",
+        chart.svg(),
+        svg::num(mean)
+    ))
 }
 
 /// Rover's metrics over time (metrics.csv).

@@ -25,12 +25,32 @@ pub fn esc(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
-/// A number with about 3 significant digits for axis labels.
+/// A large number with a metric suffix and up to 3 significant digits: `6M`, `1.25G`.
+fn si(v: f64) -> Option<String> {
+    let a = v.abs();
+    let (d, unit) = [(1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M")]
+        .into_iter()
+        .find(|&(d, _)| a >= d)?;
+    let x = v / d;
+    let p = (2 - x.abs().log10().floor() as i32).clamp(0, 2) as usize;
+    let t = format!("{x:.p$}");
+    let t = if t.contains('.') {
+        t.trim_end_matches('0').trim_end_matches('.')
+    } else {
+        &t
+    };
+    Some(format!("{t}{unit}"))
+}
+
+/// A number with about 3 significant digits for axis labels (`6M` for 6,000,000).
 pub fn num(v: f64) -> String {
     if v == 0.0 {
         return "0".into();
     }
     let a = v.abs();
+    if let Some(t) = si(v).filter(|_| a < 1e18) {
+        return t;
+    }
     if !(1e-3..1e6).contains(&a) {
         return format!("{v:.2e}");
     }
@@ -449,6 +469,13 @@ fn open(s: &mut String, class: &str, (w, h): (f64, f64), title: &str, x: f64) {
     );
 }
 
+/// The left margin that fits the longest row label (10 px text, about 6 px a character),
+/// at least 96 px.
+fn label_margin(rows: &[String]) -> f64 {
+    let longest = rows.iter().map(|r| r.chars().count()).max().unwrap_or(0);
+    (12.0 + 6.0 * longest as f64).clamp(96.0, 240.0)
+}
+
 /// Row labels of a timeline left of `ml`, at most about 24 of them.
 fn row_labels(s: &mut String, rows: &[String], ml: f64, mt: f64, rh: f64) {
     let every = (rows.len() / 24).max(1);
@@ -527,7 +554,7 @@ impl Overview<'_> {
     pub fn svg(&self) -> String {
         let n = self.rows.len().max(1);
         let rh = (520.0 / n as f64).clamp(3.0, 14.0);
-        let (ml, mt, mb) = (96.0, 30.0, 48.0);
+        let (ml, mt, mb) = (label_margin(self.rows), 30.0, 48.0);
         let pw = W + 160.0 - ml - 20.0;
         let w = W + 160.0;
         let h = mt + rh * n as f64 + mb;
@@ -605,7 +632,7 @@ pub fn window(
 ) -> String {
     let n = rows.len().max(1);
     let rh = (420.0 / n as f64).clamp(6.0, 16.0);
-    let (ml, mt, mb) = (96.0, 30.0, 48.0);
+    let (ml, mt, mb) = (label_margin(rows), 30.0, 48.0);
     let w = W + 160.0;
     let pw = w - ml - 20.0;
     let h = mt + rh * n as f64 + mb;
@@ -814,6 +841,17 @@ mod tests {
 
     fn labels(v: &[f64]) -> Vec<String> {
         v.iter().map(|t| tick(*t)).collect()
+    }
+
+    #[test]
+    fn large_numbers_read_with_a_suffix() {
+        assert_eq!(num(6e6), "6M");
+        assert_eq!(num(1.25e9), "1.25G");
+        assert_eq!(num(123_456_789.0), "123M");
+        assert_eq!(tick(6e6), "6M");
+        assert_eq!(tick(250_000.0), "250000");
+        assert_eq!(num(-2.5e6), "-2.5M");
+        assert_eq!(num(0.0001), "1.00e-4");
     }
 
     #[test]
