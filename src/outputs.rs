@@ -4,7 +4,7 @@
 //!
 //! | file | what |
 //! |---|---|
-//! | `summary.json` | the `--json` object |
+//! | `summary.json` | the `--json` object, without the per-link rows (`network.links`: `links.csv` holds them) |
 //! | `trace.json` | Chrome trace-event JSON (Perfetto, `chrome://tracing`): one track per PE, one complete (`X`) event per block named by its entry method, one flow (`s`/`f`) per delivered message |
 //! | `projections/predicted.sts`, `predicted.<pe>.log` | Projections 11.0 logs of the predicted run (times in whole microseconds); above 65,536 PEs only the representative PEs' logs (k-means exemplars and outliers, see `clusters.csv`) unless `--force` |
 //! | `timeline.csv` | one row per block: block, object, entry, pe, start, end |
@@ -88,8 +88,11 @@ pub fn write_all(dir: &Path, info: &RunInfo, r: &ReplayReport, o: Options) -> Re
         .as_ref()
         .context("the timeline was not recorded")?;
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    std::fs::write(dir.join("summary.json"), report::json(info, r)? + "\n")
-        .with_context(|| format!("cannot write {}", dir.join("summary.json").display()))?;
+    std::fs::write(
+        dir.join("summary.json"),
+        report::json_summary(info, r)? + "\n",
+    )
+    .with_context(|| format!("cannot write {}", dir.join("summary.json").display()))?;
     let sel = analysis::select::select(
         t,
         tl,

@@ -51,7 +51,23 @@ struct JsonReport<'a> {
     /// Network cost of remote messages per entry method they invoke.
     entries: Vec<EntryNetRow<'a>>,
     /// Traffic statistics of topology models (`null` otherwise).
-    network: Option<&'a network_models::NetStats>,
+    network: Option<NetJson<'a>>,
+}
+
+/// The `network` object: with every link's row (`--json`), or, in `--out`'s `summary.json`,
+/// the totals and where the rows are (`links.csv`: a row per link grows with the machine).
+#[derive(Serialize)]
+#[serde(untagged)]
+enum NetJson<'a> {
+    Full(&'a network_models::NetStats),
+    Totals {
+        messages: u64,
+        hop_bytes: u64,
+        packets: u64,
+        packet_hops: u64,
+        link_rows: usize,
+        links_file: &'static str,
+    },
 }
 
 /// One row of the per-entry network table (JSON and CSV).
@@ -83,7 +99,18 @@ fn entry_rows<'a>(t: &'a Trace, r: &ReplayReport) -> Vec<EntryNetRow<'a>> {
         .collect()
 }
 
+/// The `--json` object.
 pub fn json(info: &RunInfo, r: &ReplayReport) -> Result<String> {
+    json_with(info, r, true)
+}
+
+/// The `--json` object without the per-link rows (`network.links`), which `links.csv` holds:
+/// `summary.json` of `--out`, whose size then no longer grows with the machine.
+pub fn json_summary(info: &RunInfo, r: &ReplayReport) -> Result<String> {
+    json_with(info, r, false)
+}
+
+fn json_with(info: &RunInfo, r: &ReplayReport, links: bool) -> Result<String> {
     let its = r.iteration_times();
     let j = JsonReport {
         trace: &info.trace.meta.name,
@@ -111,7 +138,20 @@ pub fn json(info: &RunInfo, r: &ReplayReport) -> Result<String> {
         busy_ps_total: r.busy_total().as_ps(),
         utilization: r.utilization(),
         entries: entry_rows(info.trace, r),
-        network: r.net.as_ref(),
+        network: r.net.as_ref().map(|n| {
+            if links {
+                NetJson::Full(n)
+            } else {
+                NetJson::Totals {
+                    messages: n.messages,
+                    hop_bytes: n.hop_bytes,
+                    packets: n.packets,
+                    packet_hops: n.packet_hops,
+                    link_rows: n.links.len(),
+                    links_file: "links.csv",
+                }
+            }
+        }),
     };
     Ok(serde_json::to_string_pretty(&j)?)
 }
@@ -296,21 +336,24 @@ pub fn write_per_pe(path: &Path, r: &ReplayReport) -> Result<()> {
     crate::files::commit_csv(w)
 }
 
+/// The columns of `links.csv` (and `--links`).
+pub const LINK_COLUMNS: [&str; 10] = [
+    "kind",
+    "node",
+    "port",
+    "to_node",
+    "bytes",
+    "packets",
+    "busy_s",
+    "utilization",
+    "max_queue",
+    "max_wait_s",
+];
+
 /// Writes per-link (and per-NIC) traffic as CSV; models without links write only the header.
 pub fn write_links(path: &Path, r: &ReplayReport) -> Result<()> {
     let mut w = crate::files::csv_file(path)?;
-    w.write_record([
-        "kind",
-        "node",
-        "port",
-        "to_node",
-        "bytes",
-        "packets",
-        "busy_s",
-        "utilization",
-        "max_queue",
-        "max_wait_s",
-    ])?;
+    w.write_record(LINK_COLUMNS)?;
     let span = r.makespan.as_ps().max(1) as f64;
     for l in r.net.iter().flat_map(|n| &n.links) {
         w.write_record([
