@@ -551,10 +551,11 @@ pub fn check_whole_run(html: &str, makespan: &str) {
     );
 }
 
-/// Renders `report` in headless Chromium (skipped with a message when it is not installed;
-/// .ci/run installs the Debian `chromium` package) and checks: the page renders its charts;
+/// Renders `report` in headless Chromium and checks: the page renders its charts;
 /// no element of any chart lies outside its chart and the page does not overflow the window
 /// sideways (a script measures both in a copy of the page); the screenshot is not blank.
+/// Without Chromium it fails when `WHATIF_REQUIRE_CHROMIUM` is set (as .ci/run does) and is
+/// skipped with a message otherwise.
 pub fn render_and_check(report: &std::path::Path, dir: &std::path::Path) {
     let browser = ["chromium", "chromium-browser", "google-chrome"]
         .into_iter()
@@ -565,7 +566,15 @@ pub fn render_and_check(report: &std::path::Path, dir: &std::path::Path) {
                 .is_ok_and(|o| o.status.success())
         });
     let Some(b) = browser else {
-        eprintln!("skipped: no chromium on PATH (apt-get install chromium)");
+        // CI (.ci/run installs the Debian `chromium` package and sets the variable) must
+        // render the report; elsewhere the check is skipped with a message.
+        assert!(
+            std::env::var_os("WHATIF_REQUIRE_CHROMIUM").is_none_or(|v| v.is_empty() || v == "0"),
+            "WHATIF_REQUIRE_CHROMIUM is set but no chromium is on PATH (apt-get install chromium)"
+        );
+        eprintln!(
+            "skipped: no chromium on PATH (apt-get install chromium; WHATIF_REQUIRE_CHROMIUM=1 makes this a failure)"
+        );
         return;
     };
     let html = std::fs::read_to_string(report).unwrap();
