@@ -154,6 +154,48 @@ impl Topology {
         }
     }
 
+    /// The class of the link leaving vertex `v` through `port`, for load per direction
+    /// (mesh, torus, hypercube) or per level (fat-tree, dragonfly): `x+`, `y-`, `dim 3`,
+    /// `host -> leaf`, `level 1 -> 2 (up)`, `local`, `global`.
+    pub fn link_class(&self, v: u64, port: u64) -> String {
+        match self {
+            Topology::FullyConnected { .. } => "direct".into(),
+            Topology::Hypercube { .. } => format!("dim {port}"),
+            Topology::Mesh { dims } | Topology::Torus { dims } => {
+                let i = (port / 2) as usize;
+                let sign = if port % 2 == 0 { "+" } else { "-" };
+                match (dims.len() <= 3, ["x", "y", "z"].get(i)) {
+                    (true, Some(a)) => format!("{a}{sign}"),
+                    _ => format!("dim {i}{sign}"),
+                }
+            }
+            Topology::FatTree { k, levels, up } => {
+                let hosts = self.nodes();
+                if v < hosts {
+                    return "host -> leaf".into();
+                }
+                let (l, _, _) = ft_coords(*k as u64, *up as u64, *levels, hosts, v);
+                match (port < *k as u64, l) {
+                    (true, 0) => "leaf -> host".into(),
+                    (true, l) => format!("level {l} -> {} (down)", l - 1),
+                    (false, l) => format!("level {l} -> {} (up)", l + 1),
+                }
+            }
+            Topology::Dragonfly { routers, hosts, .. } => {
+                let (h, a) = (*hosts as u64, (*routers as u64).saturating_sub(1));
+                if v < self.nodes() {
+                    "host -> router".into()
+                } else if port < h {
+                    "router -> host".into()
+                } else if port < h + a {
+                    "local".into()
+                } else {
+                    "global".into()
+                }
+            }
+        }
+    }
+
     /// Number of hops on the route from `a` to `b` (0 when `a == b`).
     pub fn hops(&self, a: u64, b: u64) -> u32 {
         match self {
