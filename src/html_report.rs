@@ -36,6 +36,111 @@ fn numeric(v: &str) -> Option<(f64, &'static str)> {
     v.parse::<f64>().ok().map(|x| (x, ""))
 }
 
+/// A column of a sweep's files or a study axis in words, for axis labels and table heads:
+/// `mean_iteration_s` is "mean iteration time", `net.lat` "network latency".
+pub fn words(key: &str) -> String {
+    let known = match key {
+        "mean_iteration_s" => "mean iteration time",
+        "makespan_s" => "makespan",
+        "utilization" => "utilisation",
+        "pes" | "workload.pes" | "machine.pes" => "PEs",
+        "remote_messages" => "remote messages",
+        "remote_bytes" => "remote bytes",
+        "lb_migrations" => "LB migrations",
+        "lb_max_avg_load" => "LB max/avg load",
+        "net.lat" => "network latency",
+        "net.bw" => "link bandwidth",
+        "net.topo" => "topology",
+        "net.model" => "network model",
+        "lb.strategy" => "LB strategy",
+        "lb.at" => "LB at iteration",
+        "machine.noise" => "noise",
+        "machine.block_overhead" => "block overhead",
+        "machine.local_msg_cost" => "local message cost",
+        "worst_over_best" => "worst / best",
+        _ => "",
+    };
+    if !known.is_empty() {
+        return known.to_string();
+    }
+    if let Some(k) = key.strip_prefix("best_") {
+        return format!("best {}", words(k));
+    }
+    if let Some(k) = key.strip_prefix("worst_") {
+        return format!("worst {}", words(k));
+    }
+    let last = key.rsplit('.').next().unwrap_or(key);
+    last.strip_suffix("_s").unwrap_or(last).replace('_', " ")
+}
+
+/// The unit for seconds up to `max`: (factor from seconds, name).
+fn secs_unit(max: f64) -> (f64, &'static str) {
+    if max >= 1.0 {
+        (1.0, "s")
+    } else if max >= 1e-3 {
+        (1e3, "ms")
+    } else if max >= 1e-6 {
+        (1e6, "us")
+    } else {
+        (1e9, "ns")
+    }
+}
+
+/// A table of CSV rows for people: heads in words (the column's name on hover); columns of
+/// seconds (`_s`) in one unit fitted to the column with 4 significant digits; utilisation in
+/// percent; other cells as written.
+fn table_html(class: &str, header: &[String], rows: &[Vec<String>]) -> String {
+    let col_max = |i: usize| -> Option<f64> {
+        let mut m = 0.0f64;
+        for r in rows {
+            let v = r.get(i).map_or("", String::as_str);
+            if v.is_empty() {
+                continue;
+            }
+            m = m.max(v.parse::<f64>().ok()?.abs());
+        }
+        Some(m)
+    };
+    let kinds: Vec<Option<(f64, &str)>> = header
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            if c.ends_with("_s") {
+                col_max(i).map(secs_unit)
+            } else if c == "utilization" {
+                col_max(i).map(|_| (100.0, "%"))
+            } else {
+                None
+            }
+        })
+        .collect();
+    let mut h = format!("<div class=\"scroll\"><table class=\"{class}\"><tr>");
+    for (c, k) in header.iter().zip(&kinds) {
+        let _ = write!(
+            h,
+            "<th title=\"{}\">{}{}</th>",
+            esc(c),
+            esc(&words(c)),
+            k.map_or(String::new(), |(_, u)| format!(" ({u})"))
+        );
+    }
+    h.push_str("</tr>");
+    for r in rows {
+        h.push_str("<tr>");
+        for (i, k) in kinds.iter().enumerate() {
+            let v = r.get(i).map_or("", String::as_str);
+            let cell = match (k, v.parse::<f64>()) {
+                (Some((f, _)), Ok(x)) => svg::sig(x * f, 4),
+                _ => v.to_string(),
+            };
+            let _ = write!(h, "<td>{}</td>", esc(&cell));
+        }
+        h.push_str("</tr>");
+    }
+    h.push_str("</table></div>");
+    h
+}
+
 /// Where a curve first exceeds `factor` x its first value, interpolated in log x.
 pub fn knee(points: &[(f64, f64)], factor: f64) -> Option<f64> {
     let base = points.first()?.1;
@@ -50,6 +155,19 @@ pub fn knee(points: &[(f64, f64)], factor: f64) -> Option<f64> {
     } else {
         Some(a.0 + f * (b.0 - a.0))
     }
+}
+
+/// The note under a line chart naming the series drawn on top of each other (their dash
+/// patterns and markers differ, so both stay visible; the note says so in words).
+fn coincidence_note(chart: &LineChart) -> String {
+    let notes = chart.coincident();
+    if notes.is_empty() {
+        return String::new();
+    }
+    format!(
+        "<p class=\"note\">Drawn on top of each other (dashes and markers tell them apart): {}.</p>",
+        esc(&notes.join("; "))
+    )
 }
 
 struct Section {
@@ -129,9 +247,10 @@ fn sweep_section(dir: &Path) -> Result<Option<Section>> {
     } else {
         (1e6, "us")
     };
+    let metric_words = words(metric);
     let _ = write!(
         h,
-        "<p>{} points; fingerprint {}; metric: <code>{metric}</code>.</p>",
+        "<p>{} points; fingerprint {}; plotted: the {metric_words} (<code>{metric}</code>).</p>",
         rows.len(),
         esc(m["fingerprint"].as_str().unwrap_or("-"))
     );
@@ -173,9 +292,11 @@ fn sweep_section(dir: &Path) -> Result<Option<Section>> {
             } else {
                 cats.iter().position(|c| *c == xs[i]).unwrap_or(0) as f64
             };
+            // With no other axis there is one series, named after what it shows (a single
+            // series gets no legend).
             let name = label(r);
             let name = if name.is_empty() {
-                "all".to_string()
+                metric_words.clone()
             } else {
                 name
             };
@@ -197,16 +318,17 @@ fn sweep_section(dir: &Path) -> Result<Option<Section>> {
                 .fold((f64::MAX, 0.0f64), |(a, b), p| (a.min(p.0), b.max(p.0)));
             hi / lo >= 20.0
         };
+        let x_words = words(x);
         let x_label = if unit.is_empty() {
-            x.clone()
+            x_words.clone()
         } else {
-            format!("{x} ({unit})")
+            format!("{x_words} ({unit})")
         };
         let fmt = |v: f64| svg::tick(v);
         let chart = LineChart {
-            title: &format!("{study}: {metric} vs {x}"),
+            title: &format!("{study}: {metric_words} by {x_words}"),
             x_label: &x_label,
-            y_label: &format!("{metric} ({yunit})"),
+            y_label: &format!("{metric_words} ({yunit})"),
             log_x,
             categories: (!is_num).then(|| cats.clone()),
             x_fmt: &fmt,
@@ -215,6 +337,7 @@ fn sweep_section(dir: &Path) -> Result<Option<Section>> {
         h.push_str("<figure>");
         if is_num {
             h.push_str(&chart.svg());
+            h.push_str(&coincidence_note(&chart));
         } else {
             // Categories (strategies, models) are not a continuum: bars, not a line.
             h.push_str(&svg::grouped_bars(
@@ -228,7 +351,7 @@ fn sweep_section(dir: &Path) -> Result<Option<Section>> {
         if is_num {
             let _ = write!(
                 h,
-                "<h3>Knees</h3><p>Where each curve first exceeds its value at the smallest {x} by 10% (interpolated in log {x}).</p><table class=\"knees\"><tr><th>series</th><th>at smallest {x}</th><th>knee{}</th></tr>",
+                "<h3>Knees</h3><p>Where each curve first exceeds its value at the smallest {x_words} by 10% (interpolated in log {x_words}).</p><table class=\"knees\"><tr><th>series</th><th>at smallest {x_words}</th><th>knee{}</th></tr>",
                 if unit.is_empty() {
                     String::new()
                 } else {
@@ -241,8 +364,8 @@ fn sweep_section(dir: &Path) -> Result<Option<Section>> {
                     h,
                     "<tr><td>{}</td><td>{} {yunit}</td><td>{}</td></tr>",
                     esc(&s.name),
-                    svg::num(s.points[0].1),
-                    k.map_or("beyond the range".into(), svg::num)
+                    svg::sig(s.points[0].1, 4),
+                    k.map_or("beyond the range".into(), |v| svg::sig(v, 3))
                 );
             }
             h.push_str("</table>");
@@ -250,20 +373,14 @@ fn sweep_section(dir: &Path) -> Result<Option<Section>> {
     }
     h.push_str(&scaling_html(dir)?);
     // The rows themselves (first 200).
-    h.push_str("<h3>Rows</h3><table class=\"rows\"><tr>");
-    let cols: Vec<&String> = header.iter().collect();
-    for c in &cols {
-        let _ = write!(h, "<th>{}</th>", esc(c));
-    }
-    h.push_str("</tr>");
-    for line in csv.lines().skip(1).take(200) {
-        h.push_str("<tr>");
-        for cell in line.split(',') {
-            let _ = write!(h, "<td>{}</td>", esc(cell));
-        }
-        h.push_str("</tr>");
-    }
-    h.push_str("</table>");
+    h.push_str("<h3>Rows</h3>");
+    let cells: Vec<Vec<String>> = csv
+        .lines()
+        .skip(1)
+        .take(200)
+        .map(|l| l.split(',').map(String::from).collect())
+        .collect();
+    h.push_str(&table_html("rows", &header, &cells));
     if rows.len() > 200 {
         let _ = write!(
             h,
@@ -302,8 +419,9 @@ fn scaling_html(dir: &Path) -> Result<String> {
                 .map(|(k, v)| format!("{}={v}", k.rsplit('.').next().unwrap_or(k)))
                 .collect::<Vec<_>>()
                 .join(", ");
+            // One series (no other axis) gets no legend; its name is only its hover text.
             let name = if name.is_empty() {
-                "all".to_string()
+                "every point".to_string()
             } else {
                 name
             };
@@ -338,18 +456,17 @@ fn scaling_html(dir: &Path) -> Result<String> {
             ("Speedup", "speedup", series),
             ("Efficiency", "efficiency", eff),
         ] {
-            h.push_str(
-                &LineChart {
-                    title,
-                    x_label: "PEs",
-                    y_label: y,
-                    log_x: true,
-                    categories: None,
-                    x_fmt: &fmt,
-                    series: list,
-                }
-                .svg(),
-            );
+            let chart = LineChart {
+                title,
+                x_label: "PEs",
+                y_label: y,
+                log_x: true,
+                categories: None,
+                x_fmt: &fmt,
+                series: list,
+            };
+            h.push_str(&chart.svg());
+            h.push_str(&coincidence_note(&chart));
         }
         h.push_str("</figure>");
     }
@@ -363,21 +480,20 @@ fn scaling_html(dir: &Path) -> Result<String> {
             .map_or("", |c| c);
         let _ = write!(
             h,
-            "<h3>Optimal grain</h3><p>The value of <code>{}</code> with the least time, per combination of the other axes (the argmin MK derives from dT/dK = 0). Data: optimum.csv.</p><table><tr>",
+            "<h3>Optimal grain</h3><p>The value of <code>{}</code> with the least time, per combination of the other axes (the argmin MK derives from dT/dK = 0). Data: optimum.csv.</p>",
             esc(best.trim_start_matches("best_"))
         );
-        for c in &header {
-            let _ = write!(h, "<th>{}</th>", esc(c));
-        }
-        h.push_str("</tr>");
-        for r in &op {
-            h.push_str("<tr>");
-            for c in &header {
-                let _ = write!(h, "<td>{}</td>", esc(r.get(*c).map_or("", String::as_str)));
-            }
-            h.push_str("</tr>");
-        }
-        h.push_str("</table>");
+        let head: Vec<String> = header.iter().map(|c| c.to_string()).collect();
+        let cells: Vec<Vec<String>> = op
+            .iter()
+            .map(|r| {
+                header
+                    .iter()
+                    .map(|c| r.get(*c).cloned().unwrap_or_default())
+                    .collect()
+            })
+            .collect();
+        h.push_str(&table_html("optimum", &head, &cells));
         let _ = first;
     }
     h.push_str(&constant_time_html(dir)?);
@@ -444,8 +560,7 @@ fn constant_time_html(dir: &Path) -> Result<String> {
         return Ok(String::new());
     }
     let fmt = |v: f64| svg::tick(v);
-    let short = |k: &str| k.rsplit('.').next().unwrap_or(k).to_string();
-    let (x_label, y_label) = (short(xk), short(sk));
+    let (x_label, y_label) = (words(xk), words(sk));
     let mut h = String::new();
     let _ = write!(
         h,
@@ -454,18 +569,17 @@ fn constant_time_html(dir: &Path) -> Result<String> {
         esc(tk.trim_start_matches("target_")),
         esc(xk)
     );
-    h.push_str(
-        &LineChart {
-            title: "Problem size at constant time",
-            x_label: &x_label,
-            y_label: &y_label,
-            log_x: true,
-            categories: None,
-            x_fmt: &fmt,
-            series,
-        }
-        .svg(),
-    );
+    let chart = LineChart {
+        title: "Problem size at constant time",
+        x_label: &x_label,
+        y_label: &y_label,
+        log_x: true,
+        categories: None,
+        x_fmt: &fmt,
+        series,
+    };
+    h.push_str(&chart.svg());
+    h.push_str(&coincidence_note(&chart));
     h.push_str("</figure>");
     Ok(h)
 }
@@ -590,57 +704,108 @@ fn field<T: std::str::FromStr>(
     row.get(k).and_then(|v| v.parse().ok())
 }
 
-/// Cells, title and cell labeller of a machine plot.
-type Layout = (
-    Vec<Vec<Option<f64>>>,
-    String,
-    Box<dyn Fn(usize, usize) -> String>,
-);
+/// A machine plot's layout: the cells (node values), its title, what a cell is, and the
+/// axes (rows' name and ticks, columns' name, ticks and bands).
+struct Layout {
+    cells: Vec<Vec<Option<f64>>>,
+    title: String,
+    label: Box<dyn Fn(usize, usize) -> String>,
+    rows_name: String,
+    cols_name: String,
+    row_ticks: Vec<(usize, String)>,
+    col_ticks: Vec<(usize, String)>,
+    col_bands: Vec<(usize, usize, String)>,
+}
 
-/// Per-node utilisation laid out on the topology: a 2-D grid for meshes and tori (3-D: the z
-/// planes side by side), a Gray-code grid for hypercubes (neighbouring cells differ in one
-/// address bit, as in Rover's machine plots), a near-square grid otherwise.
-fn machine_plot(util: &[f64], net: Option<&NetSpec>, when: &str, max_cells: usize) -> String {
-    let pes = util.len();
-    let (topo, ppn) = match net.and_then(|n| n.topology()) {
-        Some((t, ppn)) => (Some(t.clone()), ppn as usize),
-        None => (None, 1),
-    };
-    let nodes = pes.div_ceil(ppn.max(1));
-    let node_util = |n: usize| -> Option<f64> {
-        let r = n * ppn..((n + 1) * ppn).min(pes);
-        (!r.is_empty()).then(|| r.clone().map(|p| util[p]).sum::<f64>() / r.len() as f64)
-    };
+/// What a machine plot shows: a value in 0..=1 per node, its text, the scale's ends.
+struct NodeValues<'a> {
+    /// Per node (host), in 0..=1.
+    values: &'a [f64],
+    /// Groups of nodes show their largest value (else their mean).
+    group_max: bool,
+    /// A value as text.
+    fmt: &'a dyn Fn(f64) -> String,
+    /// The colour scale's ends.
+    scale: (&'a str, &'a str),
+    /// What the value is, for the title ("utilisation").
+    what: &'a str,
+}
+
+/// Per-node means of per-PE values: `ppn` consecutive PEs per node.
+fn per_node(pe_values: &[f64], ppn: usize) -> Vec<f64> {
+    pe_values
+        .chunks(ppn.max(1))
+        .map(|c| c.iter().sum::<f64>() / c.len() as f64)
+        .collect()
+}
+
+/// Node values laid out on the topology: a 2-D grid for meshes and tori (3-D: the z planes
+/// side by side), a Gray-code grid for hypercubes (neighbouring cells differ in one address
+/// bit, as in Rover's machine plots), one row per leaf switch (fat-tree) or group
+/// (dragonfly), a near-square grid otherwise; with ticks and axis names, so a node can be
+/// found without hovering. `width`: the plot area at most, px.
+fn machine_plot(
+    v: &NodeValues,
+    topo: Option<&Topology>,
+    when: &str,
+    max_cells: usize,
+    width: f64,
+) -> String {
+    let nodes = v.values.len();
+    let what = v.what;
+    let val = |n: usize| v.values.get(n).copied();
     let gray = |i: usize| i ^ (i >> 1);
-    // Past `max_cells` nodes, a near-square grid of consecutive node groups (averaged)
-    // keeps the page small.
+    let counted = |n: usize, step: usize| -> Vec<(usize, String)> {
+        (0..n)
+            .step_by(step.max(1))
+            .map(|i| (i, i.to_string()))
+            .collect()
+    };
+    // Past `max_cells` nodes, a near-square grid of consecutive node groups keeps the page
+    // small.
     let grouped = nodes > max_cells;
-    let (cells, title, label): Layout = match &topo {
+    let l: Layout = match topo {
         _ if grouped => {
             let g = nodes.div_ceil(max_cells);
             let n = nodes.div_ceil(g);
             let cols = (n as f64).sqrt().ceil().max(1.0) as usize;
-            let mean = |k: usize| {
+            let agg = |k: usize| {
                 let r = k * g..((k + 1) * g).min(nodes);
-                let v: Vec<f64> = r.filter_map(node_util).collect();
-                (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+                let s = &v.values[r];
+                (!s.is_empty()).then(|| {
+                    if v.group_max {
+                        s.iter().copied().fold(0.0, f64::max)
+                    } else {
+                        s.iter().sum::<f64>() / s.len() as f64
+                    }
+                })
             };
             let cells = (0..n.div_ceil(cols))
                 .map(|r| {
                     (0..cols)
                         .map(|c| r * cols + c)
-                        .map(|k| if k < n { mean(k) } else { None })
+                        .map(|k| if k < n { agg(k) } else { None })
                         .collect()
                 })
                 .collect();
-            (
+            Layout {
                 cells,
-                format!("Machine: {nodes} nodes in groups of {g} (mean utilisation), row by row"),
-                Box::new(move |r, c| {
+                title: format!(
+                    "Machine: {nodes} nodes in groups of {g} ({} {what}), row by row",
+                    if v.group_max { "largest" } else { "mean" }
+                ),
+                label: Box::new(move |r, c| {
                     let k = r * cols + c;
-                    format!("nodes {}-{}", k * g, (k + 1) * g - 1)
+                    format!("nodes {}-{}", k * g, ((k + 1) * g).min(nodes) - 1)
                 }),
-            )
+                rows_name: "first node of the row".into(),
+                cols_name: format!("then {g} nodes a cell, across"),
+                row_ticks: (0..n.div_ceil(cols))
+                    .map(|r| (r, (r * cols * g).to_string()))
+                    .collect(),
+                col_ticks: (0..cols).map(|c| (c, format!("+{}", c * g))).collect(),
+                col_bands: Vec::new(),
+            }
         }
         Some(Topology::Hypercube { dim }) => {
             let (rb, cb) = ((*dim / 2) as usize, (*dim - *dim / 2) as usize);
@@ -649,18 +814,33 @@ fn machine_plot(util: &[f64], net: Option<&NetSpec>, when: &str, max_cells: usiz
                     (0..1usize << cb)
                         .map(|c| {
                             let n = (gray(r) << cb) | gray(c);
-                            if n < nodes { node_util(n) } else { None }
+                            if n < nodes { val(n) } else { None }
                         })
                         .collect()
                 })
                 .collect();
-            (
+            let bits = |x: usize, w: usize| format!("{x:0w$b}");
+            Layout {
                 cells,
-                format!("Machine: {dim}-D hypercube, Gray-code layout (node utilisation)"),
-                Box::new(move |r, c| format!("node {}", (gray(r) << cb) | gray(c))),
-            )
+                title: format!("Machine: {dim}-D hypercube, Gray-code layout (node {what})"),
+                label: Box::new(move |r, c| format!("node {}", (gray(r) << cb) | gray(c))),
+                rows_name: if rb > 0 {
+                    format!("address bits {}..{cb}", dim - 1)
+                } else {
+                    String::new()
+                },
+                cols_name: format!("address bits {}..0 (Gray order)", cb.saturating_sub(1)),
+                row_ticks: (0..1usize << rb)
+                    .filter(|_| rb > 0)
+                    .map(|r| (r, bits(gray(r), rb)))
+                    .collect(),
+                col_ticks: (0..1usize << cb)
+                    .map(|c| (c, bits(gray(c), cb.max(1))))
+                    .collect(),
+                col_bands: Vec::new(),
+            }
         }
-        Some(Topology::Mesh { dims } | Topology::Torus { dims }) if !dims.is_empty() => {
+        Some(t @ (Topology::Mesh { dims } | Topology::Torus { dims })) if !dims.is_empty() => {
             let a = dims[0] as usize;
             let b = dims.get(1).copied().unwrap_or(1) as usize;
             let planes: usize = dims
@@ -675,12 +855,12 @@ fn machine_plot(util: &[f64], net: Option<&NetSpec>, when: &str, max_cells: usiz
                         .flat_map(|z| (0..a).map(move |x| (x, z)))
                         .map(|(x, z)| {
                             let n = x + a * (y + b * z);
-                            if n < nodes { node_util(n) } else { None }
+                            if n < nodes { val(n) } else { None }
                         })
                         .collect()
                 })
                 .collect();
-            let kind = if matches!(topo, Some(Topology::Torus { .. })) {
+            let kind = if matches!(t, Topology::Torus { .. }) {
                 "torus"
             } else {
                 "mesh"
@@ -690,14 +870,32 @@ fn machine_plot(util: &[f64], net: Option<&NetSpec>, when: &str, max_cells: usiz
                 .map(u32::to_string)
                 .collect::<Vec<_>>()
                 .join("x");
-            (
+            let plane = if dims.len() > 3 { "plane" } else { "z" };
+            Layout {
                 cells,
-                format!("Machine: {dims_s} {kind} (x across, y down, z planes side by side)"),
-                Box::new(move |y, col| {
+                title: format!("Machine: {dims_s} {kind} (node {what})"),
+                label: Box::new(move |y, col| {
                     let (z, x) = (col / a, col % a);
                     format!("node {} ({x},{y},{z})", x + a * (y + b * z))
                 }),
-            )
+                rows_name: "y".into(),
+                cols_name: if planes > 1 {
+                    format!("x, in each {plane} plane ({plane} planes left to right)")
+                } else {
+                    "x".into()
+                },
+                row_ticks: counted(b, 1),
+                col_ticks: (0..planes)
+                    .flat_map(|z| (0..a).map(move |x| (z * a + x, x.to_string())))
+                    .collect(),
+                col_bands: if planes > 1 {
+                    (0..planes)
+                        .map(|z| (z * a, a, format!("{plane}={z}")))
+                        .collect()
+                } else {
+                    Vec::new()
+                },
+            }
         }
         Some(Topology::FatTree { k, levels, .. }) => {
             // One row per leaf switch, its k hosts across.
@@ -708,18 +906,23 @@ fn machine_plot(util: &[f64], net: Option<&NetSpec>, when: &str, max_cells: usiz
                     (0..k)
                         .map(|c| {
                             let n = r * k + c;
-                            if n < nodes { node_util(n) } else { None }
+                            if n < nodes { val(n) } else { None }
                         })
                         .collect()
                 })
                 .collect();
-            (
+            Layout {
                 cells,
-                format!(
-                    "Machine: {k}-ary {levels}-tree fat-tree, one row per leaf switch (host utilisation)"
+                title: format!(
+                    "Machine: {k}-ary {levels}-tree fat-tree, one row per leaf switch (host {what})"
                 ),
-                Box::new(move |r, c| format!("host {} (leaf switch {r})", r * k + c)),
-            )
+                label: Box::new(move |r, c| format!("host {} (leaf switch {r})", r * k + c)),
+                rows_name: "leaf switch".into(),
+                cols_name: "host on the leaf switch".into(),
+                row_ticks: counted(rows, 1),
+                col_ticks: counted(k, 1),
+                col_bands: Vec::new(),
+            }
         }
         Some(Topology::Dragonfly {
             groups,
@@ -735,49 +938,70 @@ fn machine_plot(util: &[f64], net: Option<&NetSpec>, when: &str, max_cells: usiz
                     (0..per_group)
                         .map(|c| {
                             let n = g * per_group + c;
-                            if n < nodes { node_util(n) } else { None }
+                            if n < nodes { val(n) } else { None }
                         })
                         .collect()
                 })
                 .collect();
-            (
+            Layout {
                 cells,
-                format!(
-                    "Machine: dragonfly, one row per group ({routers} routers x {hosts} hosts across; host utilisation)"
-                ),
-                Box::new(move |g, c| {
+                title: format!("Machine: dragonfly, one row per group (host {what})"),
+                label: Box::new(move |g, c| {
                     format!("host {} (group {g}, router {})", g * per_group + c, c / h)
                 }),
-            )
+                rows_name: "group".into(),
+                cols_name: format!("hosts, {hosts} per router"),
+                row_ticks: counted(*groups as usize, 1),
+                col_ticks: (0..per_group).map(|c| (c, (c % h).to_string())).collect(),
+                col_bands: (0..*routers as usize)
+                    .map(|r| (r * h, h, format!("router {r}")))
+                    .collect(),
+            }
         }
         _ => {
             let cols = (nodes as f64).sqrt().ceil().max(1.0) as usize;
-            let cells = (0..nodes.div_ceil(cols))
+            let rows = nodes.div_ceil(cols);
+            let cells = (0..rows)
                 .map(|r| {
                     (0..cols)
                         .map(|c| r * cols + c)
-                        .map(|n| if n < nodes { node_util(n) } else { None })
+                        .map(|n| if n < nodes { val(n) } else { None })
                         .collect()
                 })
                 .collect();
-            (
+            Layout {
                 cells,
-                "Machine: PEs (no topology in the network model)".to_string(),
-                Box::new(move |r, c| format!("PE {}", r * cols + c)),
-            )
+                title: format!(
+                    "Machine: PEs, row by row (no topology in the network model; {what})"
+                ),
+                label: Box::new(move |r, c| format!("PE {}", r * cols + c)),
+                rows_name: "first PE of the row".into(),
+                cols_name: "then one PE a cell, across".into(),
+                row_ticks: (0..rows).map(|r| (r, (r * cols).to_string())).collect(),
+                col_ticks: (0..cols).map(|c| (c, format!("+{c}"))).collect(),
+                col_bands: Vec::new(),
+            }
         }
     };
-    svg::grid(
-        &if when.is_empty() {
-            title
-        } else {
-            when.to_string()
-        },
-        &cells,
-        &*label,
-        &|u| format!("{:.1}% busy", u * 100.0),
-        ("idle", "100% busy"),
-    )
+    let title = if when.is_empty() {
+        l.title.clone()
+    } else {
+        when.to_string()
+    };
+    svg::Grid {
+        title: &title,
+        cells: &l.cells,
+        label: &*l.label,
+        value: v.fmt,
+        scale: v.scale,
+        rows_name: &l.rows_name,
+        cols_name: &l.cols_name,
+        row_ticks: l.row_ticks,
+        col_ticks: l.col_ticks,
+        col_bands: l.col_bands,
+        width,
+    }
+    .svg()
 }
 
 /// "Why is it slow?": the critical path's breakdown and the ranked findings of
@@ -812,7 +1036,8 @@ fn analysis_html(dir: &Path) -> Result<Option<String>> {
     );
     h.push_str(&svg::bars(
         "Critical path by cause (fraction of the makespan)",
-        "fraction",
+        "fraction of the makespan",
+        "cause",
         &parts
             .iter()
             .map(|(k, v)| (k.to_string(), v / m))
@@ -829,22 +1054,34 @@ fn analysis_html(dir: &Path) -> Result<Option<String>> {
             e["blocks"]
         );
     }
-    h.push_str("</table><table><tr><th>#</th><th>diagnosis</th><th>makespan without it (us)</th><th>saves</th><th style=\"text-align:left\">evidence</th><th style=\"text-align:left\">reproduce</th></tr>");
+    // The command to reproduce each finding goes on a row of its own, the table's width,
+    // wrapped only between arguments (a scroll bar for an argument longer than the line).
+    h.push_str("</table><table class=\"findings\"><tr><th>#</th><th>diagnosis</th><th>makespan without it (us)</th><th>saves</th><th style=\"text-align:left\">evidence</th></tr>");
     for (i, f) in a["findings"].as_array().into_iter().flatten().enumerate() {
         let saved = f["saved_ps"].as_i64().unwrap_or(0);
         let _ = write!(
             h,
-            "<tr><td>{}</td><td style=\"text-align:left\">{}</td><td>{}</td><td>{:.1}%</td><td style=\"text-align:left\">{}</td><td style=\"text-align:left\"><code>{}</code></td></tr>",
+            "<tr><td rowspan=\"2\">{}</td><td style=\"text-align:left\">{}</td><td>{}</td><td>{:.1}%</td><td style=\"text-align:left\">{}</td></tr><tr><td colspan=\"4\" style=\"text-align:left\"><pre class=\"cmd\">{}</pre></td></tr>",
             i + 1,
             esc(&f["diagnosis"].as_str().unwrap_or("").replace('_', " ")),
             svg::num(g(&f["what_if_makespan_ps"]) / 1e6),
             100.0 * saved as f64 / m,
             esc(f["evidence"].as_str().unwrap_or("")),
-            esc(f["command"].as_str().unwrap_or(""))
+            cmd_spans(f["command"].as_str().unwrap_or(""))
         );
     }
     h.push_str("</table>");
     Ok(Some(h))
+}
+
+/// A command line for a `pre.cmd` block: each argument in a span that does not break
+/// (browsers break after hyphens: `--critical-path-priority`), the spaces between them
+/// where lines may wrap.
+fn cmd_spans(cmd: &str) -> String {
+    cmd.split(' ')
+        .map(|a| format!("<span class=\"arg\">{}</span>", esc(a)))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Cells of a machine plot at most (nodes are grouped beyond).
@@ -879,21 +1116,37 @@ fn fmt_time(ps: f64) -> String {
     format!("{} {u}", svg::num(ps / d))
 }
 
+/// Bytes in binary units with 3 significant digits: `512 B`, `3.75 MiB`.
 fn fmt_bytes(b: u64) -> String {
-    match b {
-        0..1024 => format!("{b} B"),
-        1024..1048576 => format!("{} KiB", b / 1024),
-        1048576..1073741824 => format!("{} MiB", b / 1048576),
-        _ => format!("{} GiB", b / 1073741824),
-    }
+    let (d, u) = match b {
+        0..1024 => return format!("{b} B"),
+        1024..1048576 => (1024.0, "KiB"),
+        1048576..1073741824 => (1048576.0, "MiB"),
+        _ => (1073741824.0, "GiB"),
+    };
+    format!("{} {u}", short(b as f64 / d))
 }
 
-/// A zoomed window: where it is, why, and the PE rows it shows.
+/// A zoomed window: where it is, what it is centred on, the findings it is shown for, and
+/// the PE it names.
 struct Zoom {
     t0: u64,
     t1: u64,
-    why: String,
+    /// What the window shows ("the critical path's `recv` block on PE 3"); the heading.
+    focus: String,
+    /// When that block runs, in the window's unit.
+    when: String,
+    /// The findings the window is for (numbered as in the table).
+    why: Vec<String>,
     pe: Option<u32>,
+}
+
+impl Zoom {
+    /// The window's span as its time axis writes it: `807.2-1075.6 us`.
+    fn range(&self) -> String {
+        let (a, b, unit) = svg::time_range(self.t0 as f64, self.t1 as f64);
+        format!("{a}-{b} {unit}")
+    }
 }
 
 /// Windows at the points the top findings name: for each of the first three findings that
@@ -919,7 +1172,7 @@ fn zooms(dir: &Path, makespan: u64) -> Result<Vec<Zoom>> {
         .map(|k| num(r, k))
         .sum::<u64>()
     };
-    let widen = |r: &std::collections::HashMap<String, String>, why: String| {
+    let widen = |r: &std::collections::HashMap<String, String>, why: String| -> Zoom {
         let (s, e) = (num(r, "start_ps"), num(r, "end_ps"));
         let from = s.saturating_sub(net(r) + num(r, "idle_before_ps"));
         let span = (e - from).max(1);
@@ -932,10 +1185,30 @@ fn zooms(dir: &Path, makespan: u64) -> Result<Vec<Zoom>> {
             e.saturating_sub(w / 6)
         };
         let t0 = c.saturating_sub(w / 2).min(makespan.saturating_sub(w));
+        let t1 = (t0 + w).min(makespan.max(1));
+        // The block's run in the window's unit, and how much of it the window shows.
+        let at = |t: u64| svg::time_in(t as f64, (t1 - t0) as f64);
+        let when = match (s == e, s < t0, e > t1) {
+            (true, _, _) => format!("at {} (it takes no time)", at(s)),
+            (_, false, false) => format!("from {} to {}", at(s), at(e)),
+            (_, true, false) => format!(
+                "from {}, before the window, to {}: the window shows its end",
+                at(s),
+                at(e)
+            ),
+            (_, false, true) => format!("from {} to {}, after the window", at(s), at(e)),
+            (_, true, true) => format!("from {}, before the window, to {}, after it", at(s), at(e)),
+        };
         Zoom {
             t0,
-            t1: (t0 + w).min(makespan.max(1)),
-            why,
+            t1,
+            focus: format!(
+                "the critical path's `{}` block on PE {}",
+                r.get("entry").map_or("", String::as_str),
+                r.get("pe").map_or("", String::as_str)
+            ),
+            when,
+            why: vec![why],
             pe: field(r, "pe"),
         }
     };
@@ -947,7 +1220,7 @@ fn zooms(dir: &Path, makespan: u64) -> Result<Vec<Zoom>> {
             .map(|(_, r)| r)
     };
     let mut out = Vec::new();
-    for f in a["findings"].as_array().into_iter().flatten() {
+    for (i, f) in a["findings"].as_array().into_iter().flatten().enumerate() {
         if out.len() == 3 || f["saved_ps"].as_i64().unwrap_or(0) <= 0 {
             continue;
         }
@@ -968,22 +1241,18 @@ fn zooms(dir: &Path, makespan: u64) -> Result<Vec<Zoom>> {
         };
         if let Some(r) = step {
             let block = r.get("block").cloned();
-            // Says what the window shows, as it shows it: the block's own run.
             let why = format!(
-                "{}: {} saves {:.1}%; the path's `{}` block on PE {} runs from {} to {}",
+                "finding {} ({}): {} saves {:.1}%",
+                i + 1,
                 f["diagnosis"].as_str().unwrap_or("").replace('_', " "),
                 f["remedy"].as_str().unwrap_or(""),
                 100.0 * f["saved_fraction"].as_f64().unwrap_or(0.0),
-                r.get("entry").map_or("", String::as_str),
-                r.get("pe").map_or("", String::as_str),
-                fmt_time(num(r, "start_ps") as f64),
-                fmt_time(num(r, "end_ps") as f64)
             );
             // Two findings about the same step share its window.
             match out.iter_mut().find(|(b, _)| *b == block) {
                 Some((_, z)) => {
                     let z: &mut Zoom = z;
-                    z.why = format!("{}; {}", z.why, why);
+                    z.why.push(why);
                 }
                 None => out.push((block, widen(r, why))),
             }
@@ -992,23 +1261,24 @@ fn zooms(dir: &Path, makespan: u64) -> Result<Vec<Zoom>> {
     let mut out: Vec<Zoom> = out.into_iter().map(|(_, z)| z).collect();
     if out.is_empty() && makespan > 0 {
         let w = (makespan / 20).max(1);
-        out.push(Zoom {
-            t0: 0,
-            t1: w,
-            why: "the start of the run".into(),
-            pe: None,
-        });
-        out.push(Zoom {
-            t0: makespan - w,
-            t1: makespan,
-            why: "the end of the run".into(),
-            pe: None,
-        });
+        for (t0, t1, what) in [
+            (0, w, "the start of the run"),
+            (makespan - w, makespan, "the end of the run"),
+        ] {
+            out.push(Zoom {
+                t0,
+                t1,
+                focus: what.into(),
+                when: String::new(),
+                why: Vec::new(),
+                pe: None,
+            });
+        }
     }
     Ok(out)
 }
 
-fn replay_section(dir: &Path) -> Result<Option<Section>> {
+fn replay_section(dir: &Path, rel: &str) -> Result<Option<Section>> {
     let spath = dir.join("summary.json");
     if !spath.exists() || !dir.join("timeline.csv").exists() {
         return Ok(None);
@@ -1057,7 +1327,7 @@ fn replay_section(dir: &Path) -> Result<Option<Section>> {
             let _ = write!(h, "<p class=\"note\">{}</p>", esc(line));
         }
     }
-    h.push_str(&files_html(dir));
+    h.push_str(&files_html(dir, rel));
     // Entry methods: the top ones by busy time get stable colours everywhere in the section.
     // Their totals come from entries.csv (every block), else from the timeline.
     let mut entries: Vec<String> = Vec::new();
@@ -1249,30 +1519,41 @@ fn replay_section(dir: &Path) -> Result<Option<Section>> {
             }
         }
         let labels: Vec<String> = shown.iter().map(|p| format!("PE {p}")).collect();
+        // The heading says what the window shows and spans exactly what its axis does.
+        let range = z.range();
+        let mut text = String::new();
+        if !z.when.is_empty() {
+            let _ = write!(text, "The block runs {}. ", esc(&z.when));
+        }
+        if !z.why.is_empty() {
+            let _ = write!(text, "Shown for {}. ", esc(&z.why.join("; ")));
+        }
+        if pes as usize > WINDOW_ROWS {
+            let _ = write!(
+                text,
+                "Rows: {} of {pes} PEs, the k-means representatives (clusters.csv) and the PE named. ",
+                shown.len()
+            );
+        }
         let _ = write!(
             h,
-            "<h3>Window {l}: {}</h3><p>{} to {}{}; blocks outlined in black are on the critical path.</p><figure>",
-            esc(&z.why),
-            fmt_time(z.t0 as f64),
-            fmt_time(z.t1 as f64),
-            if pes as usize > WINDOW_ROWS {
-                format!(
-                    "; {} of {pes} PEs: the k-means representatives (clusters.csv) and the PE named",
-                    shown.len()
-                )
-            } else {
-                String::new()
-            }
+            "<h3 id=\"window-{l}\">Window {l}, {range}: {}</h3><p>{text}Blocks outlined in black are on the critical path.</p><figure>",
+            esc(&z.focus),
         );
-        h.push_str(&svg::window(
-            &format!(
-                "Window {l}: {} - {}",
-                fmt_time(z.t0 as f64),
-                fmt_time(z.t1 as f64)
-            ),
+        let chart = svg::window(
+            &format!("Window {l}: {range}"),
             &labels,
             (z.t0 as f64, z.t1 as f64),
             &blocks,
+        );
+        // The window's exact span, for tools and tests.
+        h.push_str(&chart.replacen(
+            "class=\"chart window\"",
+            &format!(
+                "class=\"chart window\" data-t0-ps=\"{}\" data-t1-ps=\"{}\"",
+                z.t0, z.t1
+            ),
+            1,
         ));
         let _ = write!(h, "<figcaption>{key}</figcaption></figure>");
     }
@@ -1358,12 +1639,14 @@ fn replay_section(dir: &Path) -> Result<Option<Section>> {
             l[b] /= n * span;
         }
     }
+    // Every group by its first and last PE (a group of one by its PE).
     let ulabels: Vec<String> = (0..ubars)
         .map(|b| {
-            if ugroup == 1 {
-                b.to_string()
+            let (a, z) = (b * ugroup, ((b + 1) * ugroup).min(pes as usize) - 1);
+            if a == z {
+                a.to_string()
             } else {
-                format!("{}-", b * ugroup)
+                format!("{a}-{z}")
             }
         })
         .collect();
@@ -1375,6 +1658,11 @@ fn replay_section(dir: &Path) -> Result<Option<Section>> {
             format!("Busy fraction per group of {ugroup} PEs (mean), by entry method")
         },
         "busy fraction",
+        if ugroup == 1 {
+            "PE"
+        } else {
+            "PEs (first-last of each group)"
+        },
         &ulabels,
         &colours,
         &names,
@@ -1397,38 +1685,74 @@ fn replay_section(dir: &Path) -> Result<Option<Section>> {
         busy[r.pe as usize] += r.end - r.start;
     }
     let util: Vec<f64> = busy.iter().map(|b| *b as f64 / span).collect();
+    let topo = net.as_ref().and_then(|n| n.topology());
+    let ppn = topo.map_or(1, |(_, p)| p.max(1) as usize);
+    let topo = topo.map(|(t, _)| t);
+    let busy_fmt = |u: f64| format!("{:.1}% busy", u * 100.0);
+    let node_util = per_node(&util, ppn);
     h.push_str("<h3>Machine</h3><figure>");
-    h.push_str(&machine_plot(&util, net.as_ref(), "", MAX_MACHINE_CELLS));
+    h.push_str(&machine_plot(
+        &NodeValues {
+            values: &node_util,
+            group_max: false,
+            fmt: &busy_fmt,
+            scale: ("idle", "100% busy"),
+            what: "utilisation",
+        },
+        topo,
+        "",
+        MAX_MACHINE_CELLS,
+        900.0,
+    ));
     h.push_str("</figure>");
-    let snaps = read_csv(dir, "snapshots.csv")?;
-    let nsl = snaps
-        .iter()
-        .filter_map(|r| field::<usize>(r, "slice"))
-        .max()
-        .map_or(0, |m| m + 1);
-    if nsl > 1 && snaps.len() == nsl * pes as usize {
+    // Snapshots: one utilisation per (slice, PE), streamed.
+    let mut snaps: Vec<f64> = Vec::new();
+    let mut nsl = 0usize;
+    let mut ok = true;
+    csv_rows(dir, "snapshots.csv", &["slice", "pe", "utilization"], |v| {
+        let (k, pe): (usize, usize) = (num(v[0])?, num(v[1])?);
+        let u: f64 = num(v[2])?;
+        if k >= 64 || pe >= pes as usize {
+            ok = false;
+            return Ok(());
+        }
+        if k >= nsl {
+            nsl = k + 1;
+            snaps.resize(nsl * pes as usize, 0.0);
+        }
+        snaps[k * pes as usize + pe] = u;
+        Ok(())
+    })?;
+    if nsl > 1 && ok {
         let _ = write!(
             h,
             "<p>Snapshots (Rover's machine plot over time): the same layout, utilisation of each node in {nsl} equal slices of the run.</p><div class=\"multiples\">"
         );
         for k in 0..nsl {
-            let u: Vec<f64> = snaps[k * pes as usize..(k + 1) * pes as usize]
-                .iter()
-                .map(|r| field(r, "utilization").unwrap_or(0.0))
-                .collect();
+            let u = per_node(&snaps[k * pes as usize..(k + 1) * pes as usize], ppn);
             let (a, b) = (
                 span * k as f64 / nsl as f64,
                 span * (k + 1) as f64 / nsl as f64,
             );
+            let (ta, tb, unit) = svg::time_range(a, b);
             h.push_str(&machine_plot(
-                &u,
-                net.as_ref(),
-                &format!("{} - {}", fmt_time(a), fmt_time(b)),
+                &NodeValues {
+                    values: &u,
+                    group_max: false,
+                    fmt: &busy_fmt,
+                    scale: ("idle", "100% busy"),
+                    what: "utilisation",
+                },
+                topo,
+                &format!("{ta}-{tb} {unit}"),
                 MAX_MACHINE_CELLS / 4,
+                250.0,
             ));
         }
         h.push_str("</div>");
     }
+    h.push_str(&links_html(dir, topo, makespan)?);
+    h.push_str(&extrema_html(dir, pes)?);
     h.push_str(&comm_html(dir, pes)?);
     h.push_str(&grains_html(dir, &names[..top.len()], &colours)?);
     Ok(Some(Section {
@@ -1437,22 +1761,20 @@ fn replay_section(dir: &Path) -> Result<Option<Section>> {
     }))
 }
 
-/// Links to the other outputs of the folder that exist, with what opens them.
-fn files_html(dir: &Path) -> String {
-    const FILES: [(&str, &str); 11] = [
+/// Links to the other outputs of the folder that exist, with what opens them: the traces
+/// for other viewers in view, the CSV and JSON files under "Files of this run". `rel` is the
+/// folder relative to the report's (`replay/` in the demo's layout).
+fn files_html(dir: &Path, rel: &str) -> String {
+    const VIEWERS: [(&str, &str); 4] = [
         (
             "trace.json",
-            "Chrome trace events: ui.perfetto.dev or chrome://tracing",
+            "Perfetto (ui.perfetto.dev) or chrome://tracing",
         ),
-        (
-            "trace.json.gz",
-            "Chrome trace events, gzip: ui.perfetto.dev",
-        ),
-        (
-            "projections/predicted.sts",
-            "Projections logs: open in Projections",
-        ),
-        ("otf2/traces.otf2", "OTF2 archive: Vampir, otf2-print"),
+        ("trace.json.gz", "Perfetto (ui.perfetto.dev)"),
+        ("projections/predicted.sts", "Projections"),
+        ("otf2/traces.otf2", "Vampir or otf2-print"),
+    ];
+    const FILES: [(&str, &str); 11] = [
         ("timeline.csv", "one row per block shown"),
         ("summary.json", "the run's figures"),
         ("analysis.json", "the critical path and the findings"),
@@ -1460,19 +1782,38 @@ fn files_html(dir: &Path) -> String {
         ("pe.csv", "per PE: blocks, busy, idle"),
         ("entries.csv", "per entry method"),
         ("iterations.csv", "per iteration"),
+        ("links.csv", "per link and NIC: bytes, busy time, queues"),
+        ("extrema.csv", "the PEs that stand out"),
+        ("clusters.csv", "k-means clusters of the PEs"),
+        ("notes.txt", "what the outputs left out"),
     ];
+    let link = |f: &str| format!("<a href=\"{rel}{f}\"><code>{f}</code></a>");
+    let viewers: Vec<String> = VIEWERS
+        .iter()
+        .filter(|(f, _)| dir.join(f).exists())
+        .map(|(f, what)| format!("{} in {what}", link(f)))
+        .collect();
     let items: Vec<String> = FILES
         .iter()
         .filter(|(f, _)| dir.join(f).exists())
-        .map(|(f, what)| format!("<li><a href=\"{f}\"><code>{f}</code></a>: {what}</li>"))
+        .map(|(f, what)| format!("<li>{}: {what}</li>", link(f)))
         .collect();
-    if items.is_empty() {
-        return String::new();
+    let mut h = String::new();
+    if !viewers.is_empty() {
+        let _ = write!(
+            h,
+            "<p class=\"files\">Open the predicted run: {}.</p>",
+            viewers.join("; ")
+        );
     }
-    format!(
-        "<details class=\"files\"><summary>Files of this run</summary><ul>{}</ul></details>",
-        items.concat()
-    )
+    if !items.is_empty() {
+        let _ = write!(
+            h,
+            "<details class=\"files\"><summary>Files of this run</summary><ul>{}</ul></details>",
+            items.concat()
+        );
+    }
+    h
 }
 
 /// Iteration times (iterations.csv) as a line, when there are at least two.
@@ -1585,6 +1926,291 @@ fn metrics_html(dir: &Path) -> Result<String> {
     Ok(h)
 }
 
+/// Rows of the busiest-links table.
+const TOP_LINKS: usize = 20;
+
+/// One row of links.csv, as the report keeps it.
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct LinkRow {
+    busy_ps: u64,
+    bytes: u64,
+    /// Earlier rows first among equals.
+    order: std::cmp::Reverse<u64>,
+    kind: String,
+    node: u64,
+    port: u64,
+    to_node: u64,
+    packets: u64,
+    max_queue: u64,
+    max_wait_ps: u64,
+}
+
+/// A vertex of the topology by name: mesh and torus nodes with their coordinates, the
+/// switches of indirect networks as switches.
+fn vertex_name(topo: Option<&Topology>, v: u64) -> String {
+    match topo {
+        Some(Topology::Mesh { dims } | Topology::Torus { dims }) => {
+            let mut rest = v;
+            let c: Vec<String> = dims
+                .iter()
+                .map(|&d| {
+                    let x = rest % d.max(1) as u64;
+                    rest /= d.max(1) as u64;
+                    x.to_string()
+                })
+                .collect();
+            format!("node {v} ({})", c.join(","))
+        }
+        Some(t) if v >= t.nodes() => format!("switch {v}"),
+        _ => format!("node {v}"),
+    }
+}
+
+/// The link view of a contention or flow run (links.csv, read streaming: it has a row per
+/// link that carried something, millions on a large machine): the busiest links, the load
+/// per direction or level, and a heat map of each node's busiest outgoing link on the
+/// machine plot. Nothing when the file is absent or has no rows.
+fn links_html(dir: &Path, topo: Option<&Topology>, makespan: u64) -> Result<String> {
+    use std::collections::{BTreeMap, BinaryHeap};
+    let span = makespan.max(1) as f64;
+    let mut top: BinaryHeap<std::cmp::Reverse<LinkRow>> = BinaryHeap::new();
+    // Per class: links, bytes, busy time, the busiest link's busy time.
+    let mut classes: BTreeMap<String, (u64, u64, u128, u64)> = BTreeMap::new();
+    let nodes = topo.map_or(0, |t| t.nodes());
+    let vertices = topo.map_or(0, |t| t.vertices());
+    // Each node's busiest outgoing link (hosts only: the machine plot's cells).
+    let mut heat: Vec<u64> = if nodes > 0 && nodes <= 1 << 26 {
+        vec![0; nodes as usize]
+    } else {
+        Vec::new()
+    };
+    let mut rows = 0u64;
+    // Every column but the utilisation (recomputed from the busy time).
+    let cols: Vec<&str> = crate::report::LINK_COLUMNS
+        .into_iter()
+        .filter(|c| *c != "utilization")
+        .collect();
+    let present = csv_rows(dir, "links.csv", &cols, |v| {
+        let secs = |x: &str| {
+            crate::report::parse_secs(x).with_context(|| format!("`{x}` is not a time in seconds"))
+        };
+        let r = LinkRow {
+            kind: v[0].to_string(),
+            node: num(v[1])?,
+            port: num(v[2])?,
+            to_node: num(v[3])?,
+            bytes: num(v[4])?,
+            packets: num(v[5])?,
+            busy_ps: secs(v[6])?,
+            max_queue: num(v[7])?,
+            max_wait_ps: secs(v[8])?,
+            order: std::cmp::Reverse(rows),
+        };
+        rows += 1;
+        let class = match (r.kind.as_str(), topo) {
+            ("link", Some(t)) => {
+                if r.node >= vertices || r.port >= t.ports() {
+                    bail!(
+                        "link {} port {} is not in the topology {t} ({vertices} vertices, {} ports)",
+                        r.node,
+                        r.port,
+                        t.ports()
+                    );
+                }
+                t.link_class(r.node, r.port)
+            }
+            ("link", None) => "link".to_string(),
+            (nic, _) => format!("NIC {nic}"),
+        };
+        let c = classes.entry(class).or_default();
+        c.0 += 1;
+        c.1 += r.bytes;
+        c.2 += u128::from(r.busy_ps);
+        c.3 = c.3.max(r.busy_ps);
+        if r.kind == "link"
+            && let Some(hv) = heat.get_mut(r.node as usize)
+        {
+            *hv = (*hv).max(r.busy_ps);
+        }
+        top.push(std::cmp::Reverse(r));
+        if top.len() > TOP_LINKS {
+            top.pop();
+        }
+        Ok(())
+    })?;
+    if !present || rows == 0 {
+        return Ok(String::new());
+    }
+    let mut top: Vec<LinkRow> = top.into_iter().map(|r| r.0).collect();
+    top.sort_by(|a, b| b.cmp(a));
+    let mut h = format!(
+        "<h3>Links</h3><p>{rows} links and NICs carried traffic (links.csv). The {} busiest by transmission time; utilisation is busy time over the makespan, the queue the most packets that waited for the link at once.</p>",
+        top.len()
+    );
+    h.push_str("<table class=\"links\"><tr><th>#</th><th style=\"text-align:left\">link</th><th>direction</th><th>bytes</th><th>packets</th><th>busy</th><th>utilisation</th><th>max queue (packets)</th><th>longest wait</th></tr>");
+    for (i, r) in top.iter().enumerate() {
+        let (what, class) = if r.kind == "link" {
+            (
+                format!(
+                    "{} -> {}",
+                    vertex_name(topo, r.node),
+                    vertex_name(topo, r.to_node)
+                ),
+                topo.map_or("link".into(), |t| t.link_class(r.node, r.port)),
+            )
+        } else {
+            (
+                format!("{} NIC of {}", r.kind, vertex_name(topo, r.node)),
+                format!("NIC {}", r.kind),
+            )
+        };
+        let _ = write!(
+            h,
+            "<tr><td>{}</td><td style=\"text-align:left\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1}%</td><td>{}</td><td>{}</td></tr>",
+            i + 1,
+            esc(&what),
+            esc(&class),
+            fmt_bytes(r.bytes),
+            r.packets,
+            fmt_time(r.busy_ps as f64),
+            100.0 * r.busy_ps as f64 / span,
+            r.max_queue,
+            fmt_time(r.max_wait_ps as f64)
+        );
+    }
+    h.push_str("</table>");
+    // Load per direction (mesh, torus, hypercube) or level (fat-tree, dragonfly).
+    let per = match topo {
+        Some(Topology::FatTree { .. } | Topology::Dragonfly { .. }) => "level",
+        _ => "direction",
+    };
+    let items: Vec<(String, f64)> = classes
+        .iter()
+        .map(|(k, c)| (k.clone(), c.2 as f64 / c.0.max(1) as f64 / span))
+        .collect();
+    let _ = write!(
+        h,
+        "<figure>{}</figure><table class=\"links\"><tr><th style=\"text-align:left\">{per}</th><th>links</th><th>bytes</th><th>mean utilisation</th><th>busiest link</th></tr>",
+        svg::bars(
+            &format!("Load per {per}: mean utilisation of the links that carried traffic"),
+            "mean utilisation",
+            per,
+            &items
+        )
+    );
+    for (k, c) in &classes {
+        let _ = write!(
+            h,
+            "<tr><td style=\"text-align:left\">{}</td><td>{}</td><td>{}</td><td>{:.1}%</td><td>{:.1}%</td></tr>",
+            esc(k),
+            c.0,
+            fmt_bytes(c.1),
+            100.0 * c.2 as f64 / c.0.max(1) as f64 / span,
+            100.0 * c.3 as f64 / span
+        );
+    }
+    h.push_str("</table>");
+    // The heat map: each node's busiest outgoing link, on the machine's layout.
+    let hmax = heat.iter().copied().max().unwrap_or(0);
+    if hmax > 0 {
+        let m = hmax as f64;
+        let values: Vec<f64> = heat.iter().map(|&b| b as f64 / m).collect();
+        let fmt = |u: f64| format!("busiest outgoing link {:.1}% busy", 100.0 * u * m / span);
+        let top_pct = format!("{:.1}% busy", 100.0 * m / span);
+        h.push_str("<figure>");
+        h.push_str(&machine_plot(
+            &NodeValues {
+                values: &values,
+                group_max: true,
+                fmt: &fmt,
+                scale: ("0", &top_pct),
+                what: "busiest outgoing link",
+            },
+            topo,
+            "",
+            MAX_MACHINE_CELLS,
+            900.0,
+        ));
+        h.push_str("<figcaption>Each node's busiest outgoing link (utilisation, the scale's top is the busiest link of the run); groups of nodes show their busiest.</figcaption></figure>");
+    }
+    Ok(h)
+}
+
+/// Projections' extrema (extrema.csv): the PEs that stand out by busy time, messages sent
+/// and bytes sent, with their mean against the rest's.
+fn extrema_html(dir: &Path, pes: u32) -> Result<String> {
+    struct M {
+        measure: String,
+        pes: Vec<(u64, u64)>,
+        outlier_mean: f64,
+        rest_mean: f64,
+    }
+    let mut ms: Vec<M> = Vec::new();
+    csv_rows(
+        dir,
+        "extrema.csv",
+        &["measure", "pe", "value", "outlier_mean", "rest_mean"],
+        |v| {
+            let (pe, value): (u64, u64) = (num(v[1])?, num(v[2])?);
+            if pe >= u64::from(pes) {
+                bail!("PE {pe} of {pes}");
+            }
+            if ms.last().is_none_or(|m| m.measure != v[0]) {
+                if ms.len() == 16 {
+                    bail!("more than 16 measures");
+                }
+                ms.push(M {
+                    measure: v[0].to_string(),
+                    pes: Vec::new(),
+                    outlier_mean: num(v[3])?,
+                    rest_mean: num(v[4])?,
+                });
+            }
+            let m = ms.last_mut().expect("pushed");
+            if m.pes.len() < 1000 {
+                m.pes.push((pe, value));
+            }
+            Ok(())
+        },
+    )?;
+    if ms.is_empty() {
+        return Ok(String::new());
+    }
+    let mut h = String::from(
+        "<h3>Extrema</h3><p>The PEs that stand out (Projections' extrema): the most loaded by busy time, messages sent and bytes sent, and the mean of those listed against the mean of all other PEs. Data: extrema.csv.</p><table class=\"extrema\"><tr><th style=\"text-align:left\">measure</th><th style=\"text-align:left\">top PEs (value)</th><th>PEs listed</th><th>their mean</th><th>the rest's mean</th><th>ratio</th></tr>",
+    );
+    for m in &ms {
+        let (name, show): (&str, Box<dyn Fn(f64) -> String>) = match m.measure.as_str() {
+            "busy" => ("busy time", Box::new(fmt_time)),
+            "messages_sent" => ("messages sent", Box::new(short)),
+            "bytes_sent" => ("bytes sent", Box::new(|v| fmt_bytes(v as u64))),
+            other => (other, Box::new(|v| svg::sig(v, 4))),
+        };
+        let list: Vec<String> = m
+            .pes
+            .iter()
+            .take(5)
+            .map(|(p, v)| format!("PE {p} ({})", show(*v as f64)))
+            .collect();
+        let ratio = if m.rest_mean > 0.0 {
+            format!("{:.2}x", m.outlier_mean / m.rest_mean)
+        } else {
+            "-".into()
+        };
+        let _ = write!(
+            h,
+            "<tr><td style=\"text-align:left\">{name}</td><td style=\"text-align:left\">{}{}</td><td>{}</td><td>{}</td><td>{}</td><td>{ratio}</td></tr>",
+            esc(&list.join(", ")),
+            if m.pes.len() > 5 { ", ..." } else { "" },
+            m.pes.len(),
+            show(m.outlier_mean),
+            show(m.rest_mean)
+        );
+    }
+    h.push_str("</table>");
+    Ok(h)
+}
+
 /// The k-means clusters (clusters.csv).
 fn clusters_html(dir: &Path) -> Result<String> {
     let rows = read_csv(dir, "clusters.csv")?;
@@ -1677,36 +2303,65 @@ fn comm_html(dir: &Path, pes: u32) -> Result<String> {
             }
         );
         let m = max as f64;
-        h.push_str(&svg::grid(
-            &format!("Bytes by {who} pair (max {})", fmt_bytes(max)),
-            &cells,
-            &|r, c| {
+        let first = |i: usize| (i as u64 * size as u64).to_string();
+        let ticks: Vec<(usize, String)> = (0..g).map(|i| (i, first(i))).collect();
+        let (rows_name, cols_name) = if size == 1 {
+            ("sender PE".to_string(), "receiver PE".to_string())
+        } else {
+            (
+                format!("sender PEs (first of {size})"),
+                format!("receiver PEs (first of {size})"),
+            )
+        };
+        let range = |i: usize| {
+            if size == 1 {
+                format!("PE {i}")
+            } else {
                 format!(
-                    "{who} {} -> {}",
-                    r as u64 * size as u64,
-                    c as u64 * size as u64
+                    "PEs {}-{}",
+                    i as u64 * size as u64,
+                    (((i + 1) as u64 * size as u64).min(u64::from(pes))).saturating_sub(1)
                 )
-            },
-            &|u| fmt_bytes((u * m).round() as u64),
-            ("0", &fmt_bytes(max)),
-        ));
+            }
+        };
+        h.push_str(
+            &svg::Grid {
+                title: &format!("Bytes by {who} pair (max {})", fmt_bytes(max)),
+                cells: &cells,
+                label: &|r, c| format!("{} -> {}", range(r), range(c)),
+                value: &|u| fmt_bytes((u * m).round() as u64),
+                scale: ("0", &fmt_bytes(max)),
+                rows_name: &rows_name,
+                cols_name: &cols_name,
+                row_ticks: ticks.clone(),
+                col_ticks: ticks,
+                col_bands: Vec::new(),
+                width: 560.0,
+            }
+            .svg(),
+        );
         h.push_str("</figure>");
     }
-    let sizes = read_csv(dir, "message_sizes.csv")?;
+    let mut sizes: Vec<(u64, u64, f64)> = Vec::new();
+    csv_rows(
+        dir,
+        "message_sizes.csv",
+        &["lo_bytes", "hi_bytes", "messages"],
+        |v| {
+            sizes.push((num(v[0])?, num(v[1])?, num(v[2])?));
+            Ok(())
+        },
+    )?;
     if !sizes.is_empty() {
-        let items: Vec<(String, f64)> = sizes
-            .iter()
-            .map(|r| {
-                (
-                    fmt_bytes(field(r, "lo_bytes").unwrap_or(0)),
-                    field::<f64>(r, "messages").unwrap_or(0.0),
-                )
-            })
+        let items: Vec<(String, f64)> = pow2_bins(sizes)
+            .into_iter()
+            .map(|(lo, hi, n)| (bytes_bin(lo, hi), n))
             .collect();
         h.push_str("<figure>");
         h.push_str(&svg::bars(
-            "Message sizes between PEs (x: at least this size, power-of-two bins)",
+            "Message sizes between PEs",
             "messages",
+            "message size (power-of-two bins, every bin of the range)",
             &items,
         ));
         h.push_str("</figure>");
@@ -1714,48 +2369,123 @@ fn comm_html(dir: &Path, pes: u32) -> Result<String> {
     Ok(h)
 }
 
-/// Grain-size histograms (grain_sizes.csv) of the top entries, in their colours.
+/// Power-of-two histogram bins `(lo, hi, count)` with every bin of the range: the empty bins
+/// between the smallest and the largest, and one empty bin on each side, so that the shape
+/// and its edges show; the zero bin (`0..1`) stays first. Bins that are not powers of two
+/// (a file from elsewhere) are left as they are, in order.
+fn pow2_bins(mut bins: Vec<(u64, u64, f64)>) -> Vec<(u64, u64, f64)> {
+    bins.sort_by_key(|b| b.0);
+    let pow2 = |b: &(u64, u64, f64)| b.0.is_power_of_two() && b.1 == b.0.saturating_mul(2);
+    let zero = bins.iter().find(|b| b.0 == 0).copied();
+    let rest: Vec<&(u64, u64, f64)> = bins.iter().filter(|b| b.0 > 0).collect();
+    if rest.iter().any(|b| !pow2(b)) || bins.iter().filter(|b| b.0 == 0).count() > 1 {
+        return bins;
+    }
+    let mut out: Vec<(u64, u64, f64)> = zero.into_iter().collect();
+    if let (Some(first), Some(last)) = (rest.first(), rest.last()) {
+        let (k0, k1) = (first.0.trailing_zeros(), last.0.trailing_zeros());
+        for k in k0.saturating_sub(1)..=(k1 + 1).min(62) {
+            let lo = 1u64 << k;
+            let n = rest.iter().find(|b| b.0 == lo).map_or(0.0, |b| b.2);
+            out.push((lo, lo * 2, n));
+        }
+    }
+    out
+}
+
+/// A bin of run times, ps, by its bounds in one unit: `67.1-134 us` (`0` for the bin of
+/// blocks that take no time).
+fn time_bin(lo: u64, hi: u64) -> String {
+    if lo == 0 {
+        return "0".into();
+    }
+    let (d, u) = svg::time_unit(hi as f64);
+    format!("{}-{} {u}", short(lo as f64 / d), short(hi as f64 / d))
+}
+
+/// A number with 3 significant digits, without trailing zeros: `8`, `16.8`, `134`.
+fn short(v: f64) -> String {
+    let t = svg::num(v);
+    if t.contains('.') && !t.contains('e') {
+        t.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        t
+    }
+}
+
+/// A bin of sizes, bytes, by its bounds in one unit: `64-128 KiB`, `512-1024 B`.
+fn bytes_bin(lo: u64, hi: u64) -> String {
+    if lo == 0 {
+        return "0 B".into();
+    }
+    let (d, u) = [
+        (1u64 << 30, "GiB"),
+        (1 << 20, "MiB"),
+        (1 << 10, "KiB"),
+        (1, "B"),
+    ]
+    .into_iter()
+    .find(|&(d, _)| lo >= d)
+    .unwrap_or((1, "B"));
+    let f = |v: u64| short(v as f64 / d as f64);
+    format!("{}-{} {u}", f(lo), f(hi))
+}
+
+/// Grain-size histograms (grain_sizes.csv) of the top entries, in their colours: every
+/// power-of-two bin of each entry's range, labelled by its bounds.
 fn grains_html(dir: &Path, top: &[String], colours: &[&str]) -> Result<String> {
-    let rows = read_csv(dir, "grain_sizes.csv")?;
-    if rows.is_empty() {
+    let mut by: Vec<Vec<(u64, u64, f64)>> = vec![Vec::new(); top.len().min(4)];
+    let present = csv_rows(
+        dir,
+        "grain_sizes.csv",
+        &["entry", "lo_ps", "hi_ps", "blocks"],
+        |v| {
+            if let Some(k) = top.iter().take(4).position(|t| t == v[0]) {
+                by[k].push((num(v[1])?, num(v[2])?, num(v[3])?));
+            }
+            Ok(())
+        },
+    )?;
+    if !present {
         return Ok(String::new());
     }
     let mut h = String::from(
-        "<h3>Grain size</h3><p>Blocks per run-time class (power-of-two bins) for the entry methods with the most time. Data: grain_sizes.csv.</p>",
+        "<h3>Grain size</h3><p>Blocks per run time for the entry methods with the most time, in power-of-two bins labelled by their bounds (a bin holds the blocks from its lower bound up to, not including, its upper one); every bin of the range is drawn, empty or not, and <code>0</code> is the blocks that take no time. Data: grain_sizes.csv.</p>",
     );
+    let mut instant: Vec<&str> = Vec::new();
     for (k, name) in top.iter().enumerate().take(4) {
-        let items: Vec<(String, f64)> = rows
-            .iter()
-            .filter(|r| r.get("entry") == Some(name))
-            .map(|r| {
-                let lo = field::<f64>(r, "lo_ps").unwrap_or(0.0);
-                (
-                    if lo == 0.0 {
-                        "0".to_string()
-                    } else {
-                        fmt_time(lo)
-                    },
-                    field(r, "blocks").unwrap_or(0.0),
-                )
-            })
-            .collect();
-        if items.is_empty() {
+        let bins = pow2_bins(std::mem::take(&mut by[k]));
+        if bins.is_empty() {
             continue;
         }
+        // An entry whose every block takes no time has one bar at 0: a sentence says it.
+        if bins.iter().all(|b| b.0 == 0) {
+            instant.push(name);
+            continue;
+        }
+        let items: Vec<(String, f64)> = bins
+            .iter()
+            .map(|&(lo, hi, n)| (time_bin(lo, hi), n))
+            .collect();
         let n: f64 = items.iter().map(|i| i.1).sum();
         h.push_str("<figure>");
         h.push_str(&svg::stacked_bars(
-            &format!(
-                "Grain size of {} ({n} blocks; x: at least this long)",
-                svg::truncate(name, 40)
-            ),
+            &format!("Grain size of {} ({n} blocks)", svg::truncate(name, 40)),
             "blocks",
+            "run time of a block",
             &items.iter().map(|i| i.0.clone()).collect::<Vec<_>>(),
             &colours[k..=k],
-            std::slice::from_ref(name),
+            &["blocks".to_string()],
             &[items.iter().map(|i| i.1).collect()],
         ));
         h.push_str("</figure>");
+    }
+    if !instant.is_empty() {
+        let _ = write!(
+            h,
+            "<p>Every block of {} takes no time (all in the bin <code>0</code>).</p>",
+            esc(&instant.join(", "))
+        );
     }
     Ok(h)
 }
@@ -1777,11 +2507,16 @@ pub fn write(dir: &Path, out: Option<&Path>) -> Result<PathBuf> {
 /// final name).
 pub fn write_titled(dir: &Path, out: Option<&Path>, title: &Path) -> Result<PathBuf> {
     let mut sections = Vec::new();
-    for d in [dir.to_path_buf(), dir.join("sweep"), dir.join("replay")] {
+    // Links in a section are relative to the report's folder (`dir`).
+    for (d, rel) in [
+        (dir.to_path_buf(), ""),
+        (dir.join("sweep"), "sweep/"),
+        (dir.join("replay"), "replay/"),
+    ] {
         if let Some(s) = sweep_section(&d)? {
             sections.push(s);
         }
-        if let Some(s) = replay_section(&d)? {
+        if let Some(s) = replay_section(&d, rel)? {
             sections.push(s);
         }
     }
@@ -1797,7 +2532,8 @@ body{font-family:system-ui,sans-serif;margin:2em;max-width:1100px;color:#222}\
 table{border-collapse:collapse;font-size:12px;margin:0.5em 0}td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}\
 th{background:#f3f3f3}figure{margin:1em 0}svg.chart{max-width:100%;height:auto;background:#fff}\
 .legend{font-size:12px;line-height:1.6}.key{white-space:nowrap;margin-right:1em}.key span{display:inline-block;width:10px;height:10px;margin-right:4px}\
-td code{word-break:break-all}.multiples{display:flex;flex-wrap:wrap;gap:8px}.multiples svg.chart{max-width:360px}\
+pre.cmd .arg{white-space:nowrap}.rows td{white-space:nowrap}pre.cmd{margin:0;font-size:12px;white-space:pre-wrap;word-break:normal;overflow-wrap:normal;overflow-x:auto;max-width:1000px}\
+.scroll{overflow-x:auto;max-width:100%}.multiples{display:flex;flex-wrap:wrap;gap:8px}.multiples svg.chart{max-width:380px}\
 h2{border-bottom:2px solid #4e79a7;padding-bottom:4px}.note{background:#fff8e1;border-left:4px solid #f0b400;padding:4px 8px;font-size:13px}</style></head><body>\n<h1>whatif report</h1>\n",
     );
     let _ = write!(
@@ -1824,4 +2560,46 @@ h2{border-bottom:2px solid #4e79a7;padding-bottom:4px}.note{background:#fff8e1;b
         .unwrap_or_else(|| dir.join("report.html"));
     crate::files::write_text(&path, &html)?;
     Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn histogram_bins_cover_their_range_and_say_their_bounds() {
+        // 100 us blocks: one bin, 2^26..2^27 ps, with an empty neighbour on each side.
+        let bins = pow2_bins(vec![(1 << 26, 1 << 27, 10.0)]);
+        assert_eq!(
+            bins,
+            [
+                (1 << 25, 1 << 26, 0.0),
+                (1 << 26, 1 << 27, 10.0),
+                (1 << 27, 1 << 28, 0.0)
+            ]
+        );
+        assert_eq!(time_bin(1 << 26, 1 << 27), "67.1-134 us");
+        // Gaps are filled; the zero bin stays first.
+        let bins = pow2_bins(vec![(8, 16, 1.0), (0, 1, 4.0), (64, 128, 2.0)]);
+        let los: Vec<u64> = bins.iter().map(|b| b.0).collect();
+        assert_eq!(los, [0, 4, 8, 16, 32, 64, 128]);
+        assert_eq!(bytes_bin(65536, 131072), "64-128 KiB");
+        assert_eq!(bytes_bin(512, 1024), "512-1024 B");
+        assert_eq!(time_bin(0, 1), "0");
+    }
+
+    #[test]
+    fn columns_and_axes_read_in_words() {
+        assert_eq!(words("mean_iteration_s"), "mean iteration time");
+        assert_eq!(words("net.lat"), "network latency");
+        assert_eq!(words("workload.params.block"), "block");
+        assert_eq!(words("best_mean_iteration_s"), "best mean iteration time");
+        let t = table_html(
+            "rows",
+            &["makespan_s".into(), "utilization".into()],
+            &[vec!["0.400055000000".into(), "0.749897".into()]],
+        );
+        assert!(t.contains(">makespan (ms)</th>") && t.contains("<td>400.1</td>"));
+        assert!(t.contains(">utilisation (%)</th>") && t.contains("<td>74.99</td>"));
+    }
 }

@@ -122,12 +122,66 @@ fn nice_ticks(lo: f64, hi: f64, n: usize, integer: bool) -> Vec<f64> {
     (first..=last).map(|k| k as f64 * step).collect()
 }
 
+/// Dash patterns of the lines, in series order (the first solid): coinciding lines stay
+/// visible through each other's gaps.
+const DASHES: [&str; 6] = ["", "8 4", "2 3", "10 3 2 3", "4 4", "1 3"];
+
+/// A point marker of shape `k` (filled circle, then hollow square, triangle, diamond, cross,
+/// plus): hollow markers show the one beneath when points coincide.
+fn marker(s: &mut String, k: usize, x: f64, y: f64, c: &str) {
+    let _ = match k % 6 {
+        0 => write!(s, r#"<circle cx="{x:.1}" cy="{y:.1}" r="2.5" fill="{c}"/>"#),
+        1 => write!(
+            s,
+            r#"<rect x="{:.1}" y="{:.1}" width="7" height="7" fill="none" stroke="{c}" stroke-width="1.2"/>"#,
+            x - 3.5,
+            y - 3.5
+        ),
+        2 => write!(
+            s,
+            r#"<polygon points="{x:.1},{:.1} {:.1},{:.1} {:.1},{:.1}" fill="none" stroke="{c}" stroke-width="1.2"/>"#,
+            y - 5.0,
+            x + 4.5,
+            y + 3.5,
+            x - 4.5,
+            y + 3.5
+        ),
+        3 => write!(
+            s,
+            r#"<polygon points="{x:.1},{:.1} {:.1},{y:.1} {x:.1},{:.1} {:.1},{y:.1}" fill="none" stroke="{c}" stroke-width="1.2"/>"#,
+            y - 5.5,
+            x + 5.5,
+            y + 5.5,
+            x - 5.5
+        ),
+        4 => write!(
+            s,
+            r#"<polyline points="{:.1},{:.1} {:.1},{:.1} {x:.1},{y:.1} {:.1},{:.1} {:.1},{:.1}" fill="none" stroke="{c}" stroke-width="1.2"/>"#,
+            x - 4.0,
+            y - 4.0,
+            x + 4.0,
+            y + 4.0,
+            x + 4.0,
+            y - 4.0,
+            x - 4.0,
+            y + 4.0
+        ),
+        _ => write!(
+            s,
+            r#"<polyline points="{:.1},{y:.1} {:.1},{y:.1} {x:.1},{y:.1} {x:.1},{:.1} {x:.1},{:.1}" fill="none" stroke="{c}" stroke-width="1.2"/>"#,
+            x - 5.0,
+            x + 5.0,
+            y - 5.0,
+            y + 5.0
+        ),
+    };
+}
+
 impl LineChart<'_> {
-    /// The SVG element.
-    pub fn svg(&self) -> String {
-        let pts = self.series.iter().flat_map(|s| s.points.iter());
+    /// The x range, the top of the y axis and the right margin (no legend for one series).
+    fn frame(&self) -> (f64, f64, f64, f64) {
         let (mut x0, mut x1, mut y1) = (f64::MAX, f64::MIN, 0.0f64);
-        for &(x, y) in pts {
+        for &(x, y) in self.series.iter().flat_map(|s| s.points.iter()) {
             x0 = x0.min(x);
             x1 = x1.max(x);
             y1 = y1.max(y);
@@ -135,6 +189,56 @@ impl LineChart<'_> {
         if x0 > x1 {
             (x0, x1) = (0.0, 1.0);
         }
+        let y1 = if y1 > 0.0 { y1 * 1.05 } else { 1.0 };
+        // The legend's width: its longest name (12 px text, about 7.4 px a character).
+        let longest = self
+            .series
+            .iter()
+            .map(|s| s.name.chars().count().min(36))
+            .max()
+            .unwrap_or(0);
+        let mr = if self.series.len() > 1 {
+            (44.0 + 7.4 * longest as f64).clamp(120.0, 320.0)
+        } else {
+            30.0
+        };
+        (x0, x1, y1, mr)
+    }
+
+    /// Pairs of series drawn on top of each other (at the same x, less than 1.5 px apart)
+    /// at half their points or more, as notes: "A and B coincide at 9 of 14 points".
+    pub fn coincident(&self) -> Vec<String> {
+        let (_, _, y1, _) = self.frame();
+        let px = |dy: f64| dy.abs() / y1 * (H - MT - MB);
+        let mut notes = Vec::new();
+        for (i, a) in self.series.iter().enumerate() {
+            for b in &self.series[i + 1..] {
+                let shared: Vec<f64> = a
+                    .points
+                    .iter()
+                    .filter_map(|p| b.points.iter().find(|q| q.0 == p.0).map(|q| px(q.1 - p.1)))
+                    .collect();
+                let close = shared.iter().filter(|d| **d < 1.5).count();
+                if close > 0 && 2 * close >= shared.len() {
+                    notes.push(if close == shared.len() {
+                        format!("{} and {} coincide", a.name, b.name)
+                    } else {
+                        format!(
+                            "{} and {} coincide at {close} of {} points",
+                            a.name,
+                            b.name,
+                            shared.len()
+                        )
+                    });
+                }
+            }
+        }
+        notes
+    }
+
+    /// The SVG element.
+    pub fn svg(&self) -> String {
+        let (x0, x1, y1, mr) = self.frame();
         let tx = |x: f64| -> f64 {
             let (a, b, v) = if self.log_x && x0 > 0.0 {
                 (x0.ln(), x1.ln(), x.max(x0).ln())
@@ -142,9 +246,8 @@ impl LineChart<'_> {
                 (x0, x1, x)
             };
             let f = if b > a { (v - a) / (b - a) } else { 0.5 };
-            ML + f * (W - ML - MR)
+            ML + f * (W - ML - mr)
         };
-        let y1 = if y1 > 0.0 { y1 * 1.05 } else { 1.0 };
         let ty = |y: f64| MT + (1.0 - y / y1) * (H - MT - MB);
         let mut s = String::new();
         let _ = write!(
@@ -163,7 +266,7 @@ impl LineChart<'_> {
             let _ = write!(
                 s,
                 r##"<line x1="{ML}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#ddd"/><text x="{:.1}" y="{:.1}" font-size="11" text-anchor="end">{}</text>"##,
-                W - MR,
+                W - mr,
                 ML - 6.0,
                 y + 4.0,
                 tick(t)
@@ -197,13 +300,13 @@ impl LineChart<'_> {
         let _ = write!(
             s,
             r##"<rect x="{ML}" y="{MT}" width="{:.1}" height="{:.1}" fill="none" stroke="#888"/>"##,
-            W - ML - MR,
+            W - ML - mr,
             H - MT - MB
         );
         let _ = write!(
             s,
             r#"<text x="{:.1}" y="{:.1}" font-size="12" text-anchor="middle">{}</text>"#,
-            (ML + W - MR) / 2.0,
+            (ML + W - mr) / 2.0,
             H - 10.0,
             esc(self.x_label)
         );
@@ -216,6 +319,10 @@ impl LineChart<'_> {
         );
         for (k, se) in self.series.iter().enumerate() {
             let c = PALETTE[k % PALETTE.len()];
+            let dash = match DASHES[k % DASHES.len()] {
+                "" => String::new(),
+                d => format!(r#" stroke-dasharray="{d}""#),
+            };
             let path: Vec<String> = se
                 .points
                 .iter()
@@ -223,87 +330,36 @@ impl LineChart<'_> {
                 .collect();
             let _ = write!(
                 s,
-                r#"<polyline class="series" fill="none" stroke="{c}" stroke-width="2" points="{}"/>"#,
-                path.join(" ")
-            );
-            for &(x, y) in &se.points {
-                let _ = write!(
-                    s,
-                    r#"<circle cx="{:.1}" cy="{:.1}" r="2.5" fill="{c}"/>"#,
-                    tx(x),
-                    ty(y)
-                );
-            }
-            let ly = MT + 14.0 + 18.0 * k as f64;
-            let _ = write!(
-                s,
-                r#"<rect x="{:.1}" y="{:.1}" width="12" height="12" fill="{c}"/><text x="{:.1}" y="{:.1}" font-size="12">{}</text>"#,
-                W - MR + 12.0,
-                ly - 10.0,
-                W - MR + 30.0,
-                ly,
+                r#"<polyline class="series" fill="none" stroke="{c}" stroke-width="2"{dash} points="{}"><title>{}</title></polyline>"#,
+                path.join(" "),
                 esc(&se.name)
             );
+            for &(x, y) in &se.points {
+                marker(&mut s, k, tx(x), ty(y), c);
+            }
+            // One series needs no legend: the title and the axis say what it is.
+            if self.series.len() > 1 {
+                let ly = MT + 14.0 + 18.0 * k as f64;
+                let lx = W - mr + 8.0;
+                let _ = write!(
+                    s,
+                    r#"<line x1="{lx:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="{c}" stroke-width="2"{dash}/>"#,
+                    ly - 4.0,
+                    lx + 22.0,
+                    ly - 4.0
+                );
+                marker(&mut s, k, lx + 11.0, ly - 4.0, c);
+                let _ = write!(
+                    s,
+                    r#"<text x="{:.1}" y="{ly:.1}" font-size="12">{}</text>"#,
+                    lx + 28.0,
+                    esc(&truncate(&se.name, 36))
+                );
+            }
         }
         s.push_str("</svg>");
         s
     }
-}
-
-/// A bar chart of labelled values.
-pub fn bars(title: &str, y_label: &str, items: &[(String, f64)]) -> String {
-    let n = items.len().max(1) as f64;
-    let y1 = items.iter().map(|i| i.1).fold(0.0f64, f64::max).max(1e-30) * 1.05;
-    let pw = W - ML - 20.0;
-    let bw = pw / n;
-    let ty = |y: f64| MT + (1.0 - y / y1) * (H - MT - MB);
-    let mut s = String::new();
-    open(&mut s, "chart", (W, H), title, ML);
-    let counts = items.iter().all(|(_, v)| v.fract() == 0.0);
-    for t in nice_ticks(0.0, y1, 5, counts) {
-        let _ = write!(
-            s,
-            r##"<line x1="{ML}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="#ddd"/><text x="{:.1}" y="{:.1}" font-size="11" text-anchor="end">{}</text>"##,
-            ty(t),
-            W - 20.0,
-            ty(t),
-            ML - 6.0,
-            ty(t) + 4.0,
-            tick(t)
-        );
-    }
-    let every = (items.len() / 24).max(1);
-    for (i, (label, v)) in items.iter().enumerate() {
-        let x = ML + bw * i as f64;
-        let _ = write!(
-            s,
-            r#"<rect class="bar" x="{:.2}" y="{:.1}" width="{:.2}" height="{:.1}" fill="{}"><title>{}: {}</title></rect>"#,
-            x + bw * 0.1,
-            ty(*v),
-            (bw * 0.8).max(0.5),
-            (H - MB - ty(*v)).max(0.0),
-            PALETTE[0],
-            esc(label),
-            num(*v)
-        );
-        if i % every == 0 {
-            let _ = write!(
-                s,
-                r#"<text x="{:.1}" y="{:.1}" font-size="10" text-anchor="middle">{}</text>"#,
-                x + bw / 2.0,
-                H - MB + 14.0,
-                esc(label)
-            );
-        }
-    }
-    let _ = write!(
-        s,
-        r#"<text x="14" y="{:.1}" font-size="12" text-anchor="middle" transform="rotate(-90 14 {:.1})">{}</text></svg>"#,
-        (MT + H - MB) / 2.0,
-        (MT + H - MB) / 2.0,
-        esc(y_label)
-    );
-    s
 }
 
 /// Stacked areas: `layers[k][b]` is layer k's value (a fraction, 0..=1 stacked) in bin b
@@ -368,68 +424,202 @@ pub fn stacked(
     s
 }
 
-/// A heat grid: `cells[r][c]` in 0..=1, labelled by `label(r, c)`, its value shown by
-/// `value(v)`; a colour scale from `scale.0` (0) to `scale.1` (1) under it.
-pub fn grid(
-    title: &str,
-    cells: &[Vec<Option<f64>>],
-    label: &dyn Fn(usize, usize) -> String,
-    value: &dyn Fn(f64) -> String,
-    scale: (&str, &str),
-) -> String {
-    let rows = cells.len().max(1);
-    let cols = cells.iter().map(Vec::len).max().unwrap_or(1).max(1);
-    let cell = (560.0 / cols as f64)
-        .min(400.0 / rows as f64)
-        .clamp(2.0, 48.0);
-    // Wide enough for the title (bold 14 px: about 8.5 px per character).
-    let w = (ML + cell * cols as f64 + 40.0)
-        .max(ML + 300.0)
-        .max(ML + 8.5 * title.chars().count() as f64 + 10.0);
-    let gy = MT + cell * rows as f64 + 14.0;
-    let h = gy + 40.0;
-    let mut s = String::new();
-    open(&mut s, "chart", (w, h), title, ML);
-    for (r, row) in cells.iter().enumerate() {
-        for (c, v) in row.iter().enumerate() {
-            let fill = v.map_or("#f4f4f4".to_string(), heat);
-            let stroke = if cell >= 6.0 {
-                r##" stroke="#fff""##
-            } else {
-                ""
-            };
-            let _ = write!(
-                s,
-                r##"<rect class="node" x="{:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="{fill}"{stroke}><title>{}</title></rect>"##,
-                ML + cell * c as f64,
-                MT + cell * r as f64,
-                cell,
-                cell,
-                esc(&format!("{}: {}", label(r, c), v.map_or("-".into(), value)))
-            );
+/// A heat grid: `cells[r][c]` in 0..=1 (None: no cell), labelled by `label(r, c)` on hover,
+/// its value shown by `value(v)`; row and column ticks and axis names so that a cell can be
+/// found without hovering, and a colour scale from `scale.0` (0) to `scale.1` (1) under it.
+pub struct Grid<'a> {
+    /// Title above the plot.
+    pub title: &'a str,
+    /// The cells, row by row.
+    pub cells: &'a [Vec<Option<f64>>],
+    /// What a cell is (hover text).
+    pub label: &'a dyn Fn(usize, usize) -> String,
+    /// A cell's value as text (hover text).
+    pub value: &'a dyn Fn(f64) -> String,
+    /// Ends of the colour scale.
+    pub scale: (&'a str, &'a str),
+    /// What the rows are (written down the left side).
+    pub rows_name: &'a str,
+    /// What the columns are (written under the plot).
+    pub cols_name: &'a str,
+    /// Row ticks `(row, label)`; thinned so that they do not overlap.
+    pub row_ticks: Vec<(usize, String)>,
+    /// Column ticks `(column, label)`; thinned so that they do not overlap.
+    pub col_ticks: Vec<(usize, String)>,
+    /// Bands of columns `(first, count, label)` written under the ticks, with a separator
+    /// between bands (the z planes of a 3-D torus drawn side by side).
+    pub col_bands: Vec<(usize, usize, String)>,
+    /// Width of the plot area at most, px.
+    pub width: f64,
+}
+
+impl Grid<'_> {
+    /// The SVG element.
+    pub fn svg(&self) -> String {
+        let cells = self.cells;
+        let rows = cells.len().max(1);
+        let cols = cells.iter().map(Vec::len).max().unwrap_or(1).max(1);
+        let cell = (self.width / cols as f64)
+            .min(400.0 / rows as f64)
+            .clamp(2.0, 48.0);
+        let longest_tick = self
+            .row_ticks
+            .iter()
+            .map(|t| text_px(&t.1))
+            .fold(0.0, f64::max);
+        let ml = 26.0 + longest_tick + 6.0;
+        let (pw, ph) = (cell * cols as f64, cell * rows as f64);
+        let mt = MT;
+        let mut y = mt + ph;
+        // Under the plot: ticks, bands, the columns' name, the colour scale.
+        let tick_y = y + 12.0;
+        if !self.col_ticks.is_empty() {
+            y += 14.0;
         }
-    }
-    // The colour scale.
-    let steps = 20;
-    for k in 0..steps {
+        let band_y = y + 13.0;
+        if !self.col_bands.is_empty() {
+            y += 15.0;
+        }
+        let name_y = y + 15.0;
+        let gy = name_y + 10.0;
+        let h = gy + 28.0;
+        // Wide enough for the title (bold 14 px: about 8.5 px per character), the columns'
+        // name and the scale.
+        let last_tick = self.col_ticks.last().map_or(0.0, |t| text_px(&t.1) / 2.0);
+        let w = (ml + pw + 20.0 + last_tick)
+            .max(ml + 180.0)
+            .max(ml + text_px(self.cols_name) * 1.15 + 10.0)
+            .max(ml.min(ML) + 8.5 * self.title.chars().count() as f64 + 10.0);
+        let mut s = String::new();
+        open(&mut s, "chart", (w, h), self.title, ml.min(ML));
+        for (r, row) in cells.iter().enumerate() {
+            for (c, v) in row.iter().enumerate() {
+                let Some(v) = v else { continue };
+                let stroke = if cell >= 6.0 {
+                    r##" stroke="#fff""##
+                } else {
+                    ""
+                };
+                let _ = write!(
+                    s,
+                    r##"<rect class="node" x="{:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="{}"{stroke}><title>{}</title></rect>"##,
+                    ml + cell * c as f64,
+                    mt + cell * r as f64,
+                    cell,
+                    cell,
+                    heat(*v),
+                    esc(&format!("{}: {}", (self.label)(r, c), (self.value)(*v)))
+                );
+            }
+        }
         let _ = write!(
             s,
-            r#"<rect class="scale" x="{:.1}" y="{gy:.1}" width="8.1" height="10" fill="{}"/>"#,
-            ML + 8.0 * k as f64,
-            heat((k as f64 + 0.5) / steps as f64)
+            r##"<rect x="{ml:.1}" y="{mt:.1}" width="{pw:.1}" height="{ph:.1}" fill="none" stroke="#888"/>"##
         );
+        // Ticks at a round stride (1, 2, 5, 10, ... cells) that keeps them apart: rows 11 px,
+        // columns their widest label.
+        let stride = |need_px: f64| -> usize {
+            let k = (need_px / cell).ceil().max(1.0) as usize;
+            let mut m = 1usize;
+            loop {
+                for f in [1, 2, 5] {
+                    if f * m >= k {
+                        return f * m;
+                    }
+                }
+                m *= 10;
+            }
+        };
+        let rs = stride(11.0);
+        for (r, t) in self
+            .row_ticks
+            .iter()
+            .filter(|t| t.0 % rs == 0 && t.0 < rows)
+        {
+            let cy = mt + cell * (*r as f64 + 0.5);
+            let _ = write!(
+                s,
+                r#"<text x="{:.1}" y="{:.1}" font-size="10" text-anchor="end">{}</text>"#,
+                ml - 4.0,
+                cy + 3.5,
+                esc(t)
+            );
+        }
+        let widest = self
+            .col_ticks
+            .iter()
+            .map(|t| text_px(&t.1))
+            .fold(0.0, f64::max);
+        let cs = stride(widest + 6.0);
+        for (c, t) in self
+            .col_ticks
+            .iter()
+            .filter(|t| t.0 % cs == 0 && t.0 < cols)
+        {
+            let cx = ml + cell * (*c as f64 + 0.5);
+            let _ = write!(
+                s,
+                r#"<text x="{cx:.1}" y="{tick_y:.1}" font-size="10" text-anchor="middle">{}</text>"#,
+                esc(t)
+            );
+        }
+        let mut right = f64::MIN;
+        for (i, (c, n, t)) in self.col_bands.iter().enumerate() {
+            let (x0, x1) = (ml + cell * *c as f64, ml + cell * (*c + *n) as f64);
+            if i > 0 {
+                let _ = write!(
+                    s,
+                    r##"<line x1="{x0:.1}" y1="{mt:.1}" x2="{x0:.1}" y2="{:.1}" stroke="#222" stroke-width="1"/>"##,
+                    mt + ph + 4.0
+                );
+            }
+            let cx = (x0 + x1) / 2.0;
+            let half = text_px(t) / 2.0;
+            if cx - half < right + 4.0 {
+                continue;
+            }
+            right = cx + half;
+            let _ = write!(
+                s,
+                r#"<text x="{cx:.1}" y="{band_y:.1}" font-size="10" text-anchor="middle">{}</text>"#,
+                esc(t)
+            );
+        }
+        let _ = write!(
+            s,
+            r#"<text x="{:.1}" y="{name_y:.1}" font-size="11" text-anchor="middle">{}</text>"#,
+            (ml + pw / 2.0).max(ml + text_px(self.cols_name) * 0.58),
+            esc(self.cols_name)
+        );
+        let _ = write!(
+            s,
+            r#"<text x="12" y="{:.1}" font-size="11" text-anchor="middle" transform="rotate(-90 12 {:.1})">{}</text>"#,
+            mt + ph / 2.0,
+            mt + ph / 2.0,
+            esc(self.rows_name)
+        );
+        // The colour scale.
+        let steps = 20;
+        for k in 0..steps {
+            let _ = write!(
+                s,
+                r#"<rect class="scale" x="{:.1}" y="{gy:.1}" width="8.1" height="10" fill="{}"/>"#,
+                ml + 8.0 * k as f64,
+                heat((k as f64 + 0.5) / steps as f64)
+            );
+        }
+        let _ = write!(
+            s,
+            r##"<rect x="{ml:.1}" y="{gy:.1}" width="160" height="10" fill="none" stroke="#888"/><text x="{ml:.1}" y="{:.1}" font-size="10">{}</text><text x="{:.1}" y="{:.1}" font-size="10" text-anchor="end">{}</text>"##,
+            gy + 22.0,
+            esc(self.scale.0),
+            ml + 160.0,
+            gy + 22.0,
+            esc(self.scale.1)
+        );
+        s.push_str("</svg>");
+        s
     }
-    let _ = write!(
-        s,
-        r##"<rect x="{ML}" y="{gy:.1}" width="160" height="10" fill="none" stroke="#888"/><text x="{ML}" y="{:.1}" font-size="10">{}</text><text x="{:.1}" y="{:.1}" font-size="10" text-anchor="end">{}</text>"##,
-        gy + 22.0,
-        esc(scale.0),
-        ML + 160.0,
-        gy + 22.0,
-        esc(scale.1)
-    );
-    s.push_str("</svg>");
-    s
 }
 
 /// Colour of class `k` of `n` classes where the last class is "other" (grey) when
@@ -456,6 +646,40 @@ pub fn time_unit(span_ps: f64) -> (f64, &'static str) {
     } else {
         (1e3, "ns")
     }
+}
+
+/// A number with `digits` significant digits in fixed notation (`sig(0.040005, 4)` is
+/// `0.04001`, `sig(1741.2, 4)` is `1741`), for tables: no exponent, no trailing noise.
+pub fn sig(v: f64, digits: i32) -> String {
+    if v == 0.0 || !v.is_finite() {
+        return if v.is_finite() {
+            "0".into()
+        } else {
+            v.to_string()
+        };
+    }
+    let d = (digits - 1 - v.abs().log10().floor() as i32).clamp(0, 12) as usize;
+    format!("{v:.d$}")
+}
+
+/// `t0` and `t1` (ps) in the unit of the time axis drawn for that span, with decimals enough
+/// to tell them apart (about 4 significant digits of the span): `("1048.83", "1075.60", "us")`.
+/// A window's heading and its chart title both use it, so they read as its axis does.
+pub fn time_range(t0: f64, t1: f64) -> (String, String, &'static str) {
+    let (div, unit) = time_unit(t1 - t0);
+    let span = ((t1 - t0) / div).max(1e-9);
+    let d = (3 - span.log10().floor() as i32).clamp(0, 6) as usize;
+    (
+        format!("{:.d$}", t0 / div),
+        format!("{:.d$}", t1 / div),
+        unit,
+    )
+}
+
+/// A time (ps) in the unit and with the decimals [`time_range`] chose for `span_ps`.
+pub fn time_in(t: f64, span_ps: f64) -> String {
+    let (a, _, unit) = time_range(t, t + span_ps);
+    format!("{a} {unit}")
 }
 
 /// Opens a chart: the `<svg>` element of `w x h` with `class`, its hover title and the bold
@@ -641,7 +865,13 @@ pub fn window(
     open(&mut s, "chart window", (w, h), title, ml);
     row_labels(&mut s, rows, ml, mt, rh);
     for (row, a, b, colour, label, critical) in blocks {
-        let (x0, x1) = (tx(a.max(t0)), tx(b.min(t1)));
+        let (mut x0, x1) = (tx(a.max(t0)), tx(b.min(t1)));
+        // A critical-path block stays visible however short (one that takes no time too):
+        // at least 3 px, inside the plot.
+        let min_w = if *critical { 3.0 } else { 0.4 };
+        if x1 - x0 < min_w {
+            x0 = x0.min(ml + pw - min_w);
+        }
         let stroke = if *critical {
             r##" stroke="#000" stroke-width="1.5""##
         } else {
@@ -651,7 +881,7 @@ pub fn window(
             s,
             r#"<rect class="block" x="{x0:.2}" y="{:.2}" width="{:.2}" height="{:.2}" fill="{colour}"{stroke}><title>{}</title></rect>"#,
             mt + rh * *row as f64 + rh * 0.1,
-            (x1 - x0).max(0.4),
+            (x1 - x0).max(min_w),
             rh * 0.8,
             esc(label)
         );
@@ -660,10 +890,45 @@ pub fn window(
     s
 }
 
-/// Stacked bars: `layers[k][i]` is layer k's value for bar i; layer colours given.
+/// Width in px of `s` in 10 px sans-serif text (about 6.4 px a character, digits included).
+fn text_px(s: &str) -> f64 {
+    6.4 * s.chars().count() as f64
+}
+
+/// How bar labels fit under bars `bw` px wide: upright when the longest fits its bar, else
+/// turned 45 degrees; every `every`-th label so that turned labels do not overlap. Returns
+/// `(turned, every, height)`, the height the labels take under the plot.
+fn bar_label_layout(labels: &[String], bw: f64) -> (bool, usize, f64) {
+    let longest = labels.iter().map(|l| text_px(l)).fold(0.0, f64::max);
+    if longest <= bw * 0.92 {
+        return (false, 1, 16.0);
+    }
+    let every = (13.0 / bw).ceil().max(1.0) as usize;
+    (true, every, longest * 0.71 + 14.0)
+}
+
+/// A bar chart of labelled values; `x_label` names the axis under the labels.
+pub fn bars(title: &str, y_label: &str, x_label: &str, items: &[(String, f64)]) -> String {
+    let labels: Vec<String> = items.iter().map(|i| i.0.clone()).collect();
+    let values: Vec<f64> = items.iter().map(|i| i.1).collect();
+    stacked_bars(
+        title,
+        y_label,
+        x_label,
+        &labels,
+        &[PALETTE[0]],
+        &[y_label.to_string()],
+        &[values],
+    )
+}
+
+/// Stacked bars: `layers[k][i]` is layer k's value for bar i; layer colours given. Every bar
+/// label is written in full (turned when they do not fit upright, thinned only when even
+/// turned they would overlap); `x_label` names the axis under them.
 pub fn stacked_bars(
     title: &str,
     y_label: &str,
+    x_label: &str,
     labels: &[String],
     colours: &[&str],
     names: &[String],
@@ -676,10 +941,16 @@ pub fn stacked_bars(
     let y1 = tops.iter().copied().fold(0.0f64, f64::max).max(1e-30) * 1.05;
     let pw = W - ML - 20.0;
     let bw = pw / n as f64;
-    let ty = |y: f64| MT + (1.0 - y / y1) * (H - MT - MB);
+    let (turned, every, lh) = bar_label_layout(labels, bw);
+    // The plot keeps its height; labels and the axis name go under it.
+    let ph = H - MT - MB;
+    let h = MT + ph + lh + 24.0;
+    let ty = |y: f64| MT + (1.0 - y / y1) * ph;
+    let w = W.max(ML + 8.5 * title.chars().count() as f64 + 10.0);
     let mut s = String::new();
-    open(&mut s, "chart", (W, H), title, ML);
-    for t in ticks(0.0, y1, 5) {
+    open(&mut s, "chart", (w, h), title, ML);
+    let counts = layers.iter().flatten().all(|v| v.fract() == 0.0);
+    for t in nice_ticks(0.0, y1, 5, counts) {
         let _ = write!(
             s,
             r##"<line x1="{ML}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="#ddd"/><text x="{:.1}" y="{:.1}" font-size="11" text-anchor="end">{}</text>"##,
@@ -691,43 +962,63 @@ pub fn stacked_bars(
             tick(t)
         );
     }
-    let every = (labels.len() / 16).max(1);
+    let base_y = MT + ph;
     for (i, label) in labels.iter().enumerate() {
         let x = ML + bw * i as f64;
         let mut base = 0.0;
         for (k, l) in layers.iter().enumerate() {
             let v = l[i];
             if v > 0.0 {
+                let name = names.get(k).map_or("", String::as_str);
+                let what = if layers.len() > 1 {
+                    format!("{label}, {name}: {}", num(v))
+                } else {
+                    format!("{label}: {} {name}", num(v))
+                };
                 let _ = write!(
                     s,
-                    r#"<rect class="bar" x="{:.2}" y="{:.1}" width="{:.2}" height="{:.1}" fill="{}"><title>{}, {}: {}</title></rect>"#,
+                    r#"<rect class="bar" x="{:.2}" y="{:.1}" width="{:.2}" height="{:.1}" fill="{}"><title>{}</title></rect>"#,
                     x + bw * 0.1,
                     ty(base + v),
                     (bw * 0.8).max(0.5),
                     (ty(base) - ty(base + v)).max(0.0),
                     colours.get(k).copied().unwrap_or(OTHER),
-                    esc(label),
-                    esc(names.get(k).map_or("", String::as_str)),
-                    num(v)
+                    esc(&what)
                 );
             }
             base += v;
         }
         if i % every == 0 {
-            let _ = write!(
-                s,
-                r#"<text x="{:.1}" y="{:.1}" font-size="10" text-anchor="middle">{}</text>"#,
-                x + bw / 2.0,
-                H - MB + 14.0,
-                esc(label)
-            );
+            let cx = x + bw / 2.0;
+            if turned {
+                let ly = base_y + 10.0;
+                let _ = write!(
+                    s,
+                    r#"<text x="{cx:.1}" y="{ly:.1}" font-size="10" text-anchor="end" transform="rotate(-45 {cx:.1} {ly:.1})">{}</text>"#,
+                    esc(label)
+                );
+            } else {
+                let _ = write!(
+                    s,
+                    r#"<text x="{cx:.1}" y="{:.1}" font-size="10" text-anchor="middle">{}</text>"#,
+                    base_y + 13.0,
+                    esc(label)
+                );
+            }
         }
     }
     let _ = write!(
         s,
+        r#"<text x="{:.1}" y="{:.1}" font-size="12" text-anchor="middle">{}</text>"#,
+        ML + pw / 2.0,
+        base_y + lh + 14.0,
+        esc(x_label)
+    );
+    let _ = write!(
+        s,
         r#"<text x="14" y="{:.1}" font-size="12" text-anchor="middle" transform="rotate(-90 14 {:.1})">{}</text></svg>"#,
-        (MT + H - MB) / 2.0,
-        (MT + H - MB) / 2.0,
+        MT + ph / 2.0,
+        MT + ph / 2.0,
         esc(y_label)
     );
     s
@@ -748,7 +1039,9 @@ pub fn grouped_bars(
         .fold(0.0f64, f64::max)
         .max(1e-30)
         * 1.05;
-    let pw = W - ML - MR;
+    // One series needs no legend: the title and the axis say what it is.
+    let mr = if series.len() > 1 { MR } else { 20.0 };
+    let pw = W - ML - mr;
     let gw = pw / n as f64;
     let bw = gw * 0.8 / m as f64;
     let ty = |y: f64| MT + (1.0 - y / y1) * (H - MT - MB);
@@ -759,7 +1052,7 @@ pub fn grouped_bars(
             s,
             r##"<line x1="{ML}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="#ddd"/><text x="{:.1}" y="{:.1}" font-size="11" text-anchor="end">{}</text>"##,
             ty(t),
-            W - MR,
+            W - mr,
             ty(t),
             ML - 6.0,
             ty(t) + 4.0,
@@ -791,13 +1084,16 @@ pub fn grouped_bars(
                 num(y)
             );
         }
+        if series.len() < 2 {
+            continue;
+        }
         let ly = MT + 14.0 + 18.0 * k as f64;
         let _ = write!(
             s,
             r#"<rect x="{:.1}" y="{:.1}" width="12" height="12" fill="{colour}"/><text x="{:.1}" y="{:.1}" font-size="11">{}</text>"#,
-            W - MR + 12.0,
+            W - mr + 12.0,
             ly - 10.0,
-            W - MR + 30.0,
+            W - mr + 30.0,
             ly,
             esc(&truncate(&se.name, 22))
         );
@@ -852,6 +1148,97 @@ mod tests {
         assert_eq!(tick(250_000.0), "250000");
         assert_eq!(num(-2.5e6), "-2.5M");
         assert_eq!(num(0.0001), "1.00e-4");
+    }
+
+    #[test]
+    fn times_and_tables_read_in_a_fitted_unit() {
+        assert_eq!(sig(0.040005123, 4), "0.04001");
+        assert_eq!(sig(1741.2, 4), "1741");
+        assert_eq!(sig(400.055, 4), "400.1");
+        // A window's ends in its axis's unit, enough decimals to tell them apart.
+        assert_eq!(
+            time_range(1_048_650_000.0, 1_075_540_000.0),
+            ("1048.65".to_string(), "1075.54".to_string(), "us")
+        );
+        assert_eq!(
+            time_range(0.0, 1.85e9),
+            ("0".to_string(), "1850".to_string(), "us")
+        );
+        assert_eq!(time_in(1_075_540_000.0, 26_890_000.0), "1075.54 us");
+    }
+
+    fn chart(series: Vec<Series>) -> String {
+        let f = |x: f64| tick(x);
+        LineChart {
+            title: "t",
+            x_label: "x",
+            y_label: "y",
+            log_x: false,
+            categories: None,
+            x_fmt: &f,
+            series,
+        }
+        .svg()
+    }
+
+    #[test]
+    fn coinciding_series_stay_visible_and_are_named() {
+        let s = |name: &str, ys: &[f64]| Series {
+            name: name.into(),
+            points: ys.iter().enumerate().map(|(i, &y)| (i as f64, y)).collect(),
+        };
+        let f = |x: f64| tick(x);
+        let c = LineChart {
+            title: "t",
+            x_label: "x",
+            y_label: "y",
+            log_x: false,
+            categories: None,
+            x_fmt: &f,
+            series: vec![
+                s("a", &[1.0, 2.0, 3.0, 4.0]),
+                s("b", &[1.0, 2.0, 3.0, 4.0]),
+                s("c", &[1.0, 2.0, 3.5, 9.0]),
+                s("d", &[9.0, 8.0, 7.0, 6.0]),
+            ],
+        };
+        assert_eq!(
+            c.coincident(),
+            [
+                "a and b coincide",
+                "a and c coincide at 2 of 4 points",
+                "b and c coincide at 2 of 4 points"
+            ]
+        );
+        // Each line has its own dash pattern, and the legend shows it.
+        let svg = c.svg();
+        for d in &DASHES[1..4] {
+            assert_eq!(svg.matches(&format!("stroke-dasharray=\"{d}\"")).count(), 2);
+        }
+        // One series: no legend.
+        let one = chart(vec![s("only", &[1.0, 2.0])]);
+        assert!(!one.contains(">only</text>"));
+        assert!(chart(vec![s("a", &[1.0]), s("b", &[2.0])]).contains(">b</text>"));
+    }
+
+    #[test]
+    fn every_bar_label_is_written_whole() {
+        let labels: Vec<String> = (0..64)
+            .map(|i| format!("{}-{}", i * 1563, i * 1563 + 1562))
+            .collect();
+        let svg = stacked_bars(
+            "t",
+            "y",
+            "PEs",
+            &labels,
+            &["#000"],
+            &["n".into()],
+            &[vec![1.0; 64]],
+        );
+        // Turned 45 degrees, every other one (they would overlap at every one).
+        assert!(svg.contains("rotate(-45"));
+        assert!(svg.contains(">3126-4688</text>") && svg.contains(">0-1562</text>"));
+        assert!(!svg.contains(">0-</text>"));
     }
 
     #[test]

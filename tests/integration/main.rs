@@ -20,6 +20,7 @@ mod otf2;
 mod outputs;
 mod phases;
 mod repeated;
+mod report;
 mod runtime_costs;
 mod simgrid;
 mod sweep;
