@@ -1484,10 +1484,10 @@ fn replay_out_streamed(input: &Repeated, m: &MachineArgs, o: &OutputArgs) -> Res
     };
     if !o.quiet {
         eprintln!(
-            "replayed {} events, {} messages twice (the bindings, then the critical path's runs and the views) in {replay_s:.3} s: {:.2} M events/s",
+            "replayed {} events, {} messages twice (the bindings, then the critical path's runs and the views) in {replay_s:.3} s: {}",
             r.events,
             r.messages.total(),
-            2.0 * r.events as f64 / replay_s.max(1e-9) / 1e6
+            progress::rate(2.0 * r.events as f64, replay_s, "events")
         );
     }
     if o.json {
@@ -1691,11 +1691,11 @@ fn replay_and_report(input: Repeated, m: &MachineArgs, o: &OutputArgs) -> Result
     if !o.quiet {
         let loop_s = wall - plan_s;
         eprintln!(
-            "replayed {} events, {} messages in {wall:.3} s (plan {plan_s:.3} s, event loop {loop_s:.3} s: {:.2} M events/s, {:.2} M messages/s)",
+            "replayed {} events, {} messages in {wall:.3} s (plan {plan_s:.3} s, event loop {loop_s:.3} s: {}, {})",
             r.events,
             r.messages.total(),
-            r.events as f64 / loop_s / 1e6,
-            r.messages.total() as f64 / loop_s / 1e6
+            progress::rate(r.events as f64, loop_s, "events"),
+            progress::rate(r.messages.total() as f64, loop_s, "messages")
         );
     }
     let info = report::RunInfo {

@@ -110,6 +110,19 @@ impl Reporter {
     }
 }
 
+/// A rate for the summary lines: `1.42 M events/s`, `3.10 k events/s`, `12.0 events/s`, so
+/// that a slow run shows its rate instead of `0.00 M`.
+pub fn rate(count: f64, secs: f64, unit: &str) -> String {
+    let r = count / secs.max(1e-9);
+    if r >= 1e6 {
+        format!("{:.2} M {unit}/s", r / 1e6)
+    } else if r >= 1e3 {
+        format!("{:.2} k {unit}/s", r / 1e3)
+    } else {
+        format!("{r:.1} {unit}/s")
+    }
+}
+
 impl Progress for Reporter {
     fn stage(&mut self, name: &str, total: u64, unit: &'static str) {
         self.done();
@@ -161,6 +174,13 @@ impl Drop for Reporter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rates_keep_their_digits_when_slow() {
+        assert_eq!(rate(1_420_000.0, 1.0, "events"), "1.42 M events/s");
+        assert_eq!(rate(209_007.0, 178.188, "events"), "1.17 k events/s");
+        assert_eq!(rate(54.0, 10.0, "messages"), "5.4 messages/s");
+    }
 
     #[test]
     fn lines_say_how_far_and_how_long() {

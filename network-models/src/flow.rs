@@ -5,11 +5,18 @@
 //! becomes a flow of `S` bytes over the directed links of the topology's route
 //! ([`crate::Topology::next_hop`]). Each link has capacity `bw`; the active flows get the max-min
 //! fair allocation (progressive filling: the most loaded link fixes its flows at an equal
-//! share of what it has left, repeatedly, ties to the lowest link id). Allocations are
-//! recomputed when a flow starts or ends, over the links and flows connected to it only
-//! (a connected component of the flow-link graph); the others keep their rates. A message
-//! arrives when its last byte has crossed. Between two PEs of one node: `lat_intra +
-//! ceil(S / bw_intra)`, no sharing.
+//! share of what it has left, repeatedly, ties to the lowest link id). A message arrives when
+//! its last byte has crossed. Between two PEs of one node: `lat_intra + ceil(S / bw_intra)`, no
+//! sharing.
+//!
+//! **Solving.** Starts and ends only mark their links; one `SOLVE` event per time step (queued
+//! at the first change) re-solves the connected components of the flow-link graph that hold a
+//! marked link, once, however many flows started or ended at that instant. The others keep
+//! their rates. A wake-up that finds changes of its own time step not yet solved solves them
+//! first (as if each start had been solved when it happened). Within a component, progressive
+//! filling takes the bottleneck from an indexed heap of links (a scan below [`SCAN_LINKS`]
+//! links); the arithmetic and its order are those of a re-solve at every change, so arrivals
+//! are the same to the picosecond (tested against that re-solve, kept as the tests' oracle).
 //!
 //! Rates are `f64` (bytes per second) and remaining bytes too; completion times are rounded
 //! to whole picoseconds, so event times stay integers. The next completion comes from a
@@ -99,8 +106,10 @@ impl FlowParams {
     }
 }
 
-/// Event ids: a flow's start (`START | slot`), or a wake-up (generation, below `START`).
+/// Event ids: a flow's start (`START | slot`), the batched solve of a time step (`SOLVE`),
+/// or a wake-up (generation, below `SOLVE`).
 const START: u32 = 1 << 31;
+const SOLVE: u32 = START - 1;
 
 #[derive(Debug, Default, Clone)]
 struct Flow {
@@ -118,6 +127,108 @@ struct Flow {
     live: bool,
 }
 
+/// Components with at most this many links find each bottleneck by a scan (cheaper than the
+/// heap's pushes when there are few links).
+pub const SCAN_LINKS: usize = 64;
+
+/// An indexed binary min-heap of a component's links (by index into `comp_links`), ordered
+/// by share (`f64::total_cmp`) then index, i.e. then link id: one entry per link, moved in
+/// place when its share changes.
+#[derive(Debug, Default)]
+struct LinkHeap {
+    order: Vec<u32>,
+    /// Per link index, its place in `order` (`NOT_IN` when absent).
+    at: Vec<u32>,
+}
+
+const NOT_IN: u32 = u32::MAX;
+
+impl LinkHeap {
+    fn clear(&mut self, n: usize) {
+        self.order.clear();
+        self.at.clear();
+        self.at.resize(n, NOT_IN);
+    }
+    #[inline]
+    fn less(s: &[f64], a: u32, b: u32) -> bool {
+        match s[a as usize].total_cmp(&s[b as usize]) {
+            std::cmp::Ordering::Less => true,
+            std::cmp::Ordering::Greater => false,
+            std::cmp::Ordering::Equal => a < b,
+        }
+    }
+    fn push(&mut self, s: &[f64], i: u32) {
+        self.at[i as usize] = self.order.len() as u32;
+        self.order.push(i);
+        self.up(s, self.order.len() - 1);
+    }
+    /// The first link, removed.
+    fn pop(&mut self, s: &[f64]) -> Option<u32> {
+        let first = *self.order.first()?;
+        self.remove(s, first);
+        Some(first)
+    }
+    fn remove(&mut self, s: &[f64], i: u32) {
+        let p = self.at[i as usize];
+        if p == NOT_IN {
+            return;
+        }
+        self.at[i as usize] = NOT_IN;
+        let last = self.order.pop().expect("non-empty");
+        if last != i {
+            self.order[p as usize] = last;
+            self.at[last as usize] = p;
+            self.up(s, p as usize);
+            self.down(s, self.at[last as usize] as usize);
+        }
+    }
+    /// Link `i`'s share has changed.
+    fn update(&mut self, s: &[f64], i: u32) {
+        let p = self.at[i as usize];
+        if p != NOT_IN {
+            self.up(s, p as usize);
+            self.down(s, self.at[i as usize] as usize);
+        }
+    }
+    fn up(&mut self, s: &[f64], mut p: usize) {
+        let x = self.order[p];
+        while p > 0 {
+            let q = (p - 1) / 2;
+            let y = self.order[q];
+            if !Self::less(s, x, y) {
+                break;
+            }
+            self.order[p] = y;
+            self.at[y as usize] = p as u32;
+            p = q;
+        }
+        self.order[p] = x;
+        self.at[x as usize] = p as u32;
+    }
+    fn down(&mut self, s: &[f64], mut p: usize) {
+        let x = self.order[p];
+        let n = self.order.len();
+        loop {
+            let mut c = 2 * p + 1;
+            if c >= n {
+                break;
+            }
+            if c + 1 < n && Self::less(s, self.order[c + 1], self.order[c]) {
+                c += 1;
+            }
+            let y = self.order[c];
+            if !Self::less(s, y, x) {
+                break;
+            }
+            self.order[p] = y;
+            self.at[y as usize] = p as u32;
+            p = c;
+        }
+        self.order[p] = x;
+        self.at[x as usize] = p as u32;
+    }
+}
+
 /// The `flow` model at run time.
 #[derive(Debug)]
 pub struct FlowModel {
@@ -130,18 +241,40 @@ pub struct FlowModel {
     /// The generation of the one wake-up event that counts, and its time.
     generation: u32,
     wake_ps: u64,
-    // Scratch for recomputation.
+    /// Links of the flows that started or ended since the last solve (with repeats).
+    seeds: Vec<u64>,
+    /// A `SOLVE` event is queued for the current time.
+    solve_queued: bool,
+    // Scratch for solving.
     comp_links: Vec<u64>,
     comp_flows: Vec<u32>,
     stack: Vec<u64>,
     cap: Vec<f64>,
     unfixed: Vec<u32>,
     wsum: Vec<f64>,
-    seeds: Vec<u64>,
+    /// Per link, its index in `comp_links` (valid where `mark_link` is the current stamp).
+    pos: Vec<u32>,
+    /// The component's links with unfixed flows, by share then index.
+    heap: LinkHeap,
+    /// Per link of the component, its unfixed flows' share per unit of weight.
+    shares: Vec<f64>,
     mark_link: Vec<u32>,
     mark_flow: Vec<u32>,
     stamp: u32,
     messages: u64,
+    hop_bytes: u64,
+    stats: SolveStats,
+}
+
+/// Counters of the solver's work (for tests and tuning).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SolveStats {
+    /// Solves run.
+    pub solves: u64,
+    /// Flows whose rate was computed, summed over solves.
+    pub flows: u64,
+    /// Links considered, summed over solves.
+    pub links: u64,
 }
 
 impl FlowParams {
@@ -155,17 +288,23 @@ impl FlowParams {
             next: PriorityQueue::new(),
             generation: 0,
             wake_ps: u64::MAX,
+            seeds: Vec::new(),
+            solve_queued: false,
             comp_links: Vec::new(),
             comp_flows: Vec::new(),
             stack: Vec::new(),
             cap: Vec::new(),
             unfixed: Vec::new(),
             wsum: Vec::new(),
-            seeds: Vec::new(),
+            pos: Vec::new(),
+            heap: LinkHeap::default(),
+            shares: Vec::new(),
             mark_link: Vec::new(),
             mark_flow: Vec::new(),
             stamp: 0,
             messages: 0,
+            hop_bytes: 0,
+            stats: SolveStats::default(),
         }
     }
 }
@@ -175,10 +314,23 @@ impl FlowModel {
         self.p.net.bandwidth.bytes_per_s() as f64
     }
 
-    /// Brings every flow of the component of the links in `self.seeds` up to `now`,
+    /// The solver's work so far.
+    pub fn solve_stats(&self) -> SolveStats {
+        self.stats
+    }
+
+    /// Brings every flow of the components of the links in `self.seeds` up to `now`,
     /// recomputes their max-min rates and their predicted completions. Scratch buffers live in
     /// the model: no allocation once warm.
-    fn recompute(&mut self, now: u64) {
+    fn solve(&mut self, now: u64) {
+        let mut seeds = std::mem::take(&mut self.seeds);
+        seeds.sort_unstable();
+        seeds.dedup();
+        seeds.retain(|&l| !self.on_link[l as usize].is_empty());
+        self.seeds = seeds;
+        if self.seeds.is_empty() {
+            return;
+        }
         self.stamp = self.stamp.wrapping_add(1);
         if self.stamp == 0 {
             self.mark_link.iter_mut().for_each(|m| *m = 0);
@@ -196,6 +348,7 @@ impl FlowModel {
                 stack.push(l);
             }
         }
+        self.seeds.clear();
         while let Some(l) = stack.pop() {
             self.comp_links.push(l);
             for &f in &self.on_link[l as usize] {
@@ -214,6 +367,9 @@ impl FlowModel {
         self.stack = stack;
         self.comp_links.sort_unstable();
         self.comp_flows.sort_unstable();
+        self.stats.solves += 1;
+        self.stats.flows += self.comp_flows.len() as u64;
+        self.stats.links += self.comp_links.len() as u64;
         // Bytes sent since the last update, at the old rates.
         for &f in &self.comp_flows {
             let fl = &mut self.flows[f as usize];
@@ -231,26 +387,48 @@ impl FlowModel {
             std::mem::take(&mut self.unfixed),
             std::mem::take(&mut self.wsum),
         );
+        let mut heap = std::mem::take(&mut self.heap);
+        let mut shares = std::mem::take(&mut self.shares);
+        heap.clear(self.comp_links.len());
+        shares.clear();
         cap.clear();
         cap.resize(self.comp_links.len(), bw);
         unfixed.clear();
         wsum.clear();
-        for &l in &self.comp_links {
+        // Small components scan their links for the bottleneck; large ones keep a heap.
+        let use_heap = self.comp_links.len() > SCAN_LINKS;
+        for (i, &l) in self.comp_links.iter().enumerate() {
+            self.pos[l as usize] = i as u32;
             let on = &self.on_link[l as usize];
             unfixed.push(on.len() as u32);
-            wsum.push(on.iter().map(|&f| self.flows[f as usize].weight).sum());
+            let w: f64 = on.iter().map(|&f| self.flows[f as usize].weight).sum();
+            wsum.push(w);
+            shares.push(bw / w);
+        }
+        if use_heap {
+            for i in 0..self.comp_links.len() {
+                heap.push(&shares, i as u32);
+            }
         }
         loop {
-            let mut best: Option<(f64, usize)> = None;
-            for (i, &n) in unfixed.iter().enumerate() {
-                if n > 0 {
-                    let share = cap[i] / wsum[i];
-                    if best.is_none_or(|(b, _)| share < b) {
-                        best = Some((share, i));
+            // The unfixed link with the smallest share; ties to the lowest link id (the
+            // lowest index: `comp_links` is sorted).
+            let i = if use_heap {
+                let Some(i) = heap.pop(&shares) else {
+                    break;
+                };
+                i as usize
+            } else {
+                let mut best: Option<(f64, usize)> = None;
+                for (i, &n) in unfixed.iter().enumerate() {
+                    if n > 0 && best.is_none_or(|(b, _)| shares[i] < b) {
+                        best = Some((shares[i], i));
                     }
                 }
-            }
-            let Some((share, i)) = best else { break };
+                let Some((_, i)) = best else { break };
+                i
+            };
+            let share = shares[i];
             let l = self.comp_links[i];
             for k in 0..self.on_link[l as usize].len() {
                 let f = self.on_link[l as usize][k];
@@ -261,13 +439,18 @@ impl FlowModel {
                 let rate = share * w;
                 self.flows[f as usize].rate = rate;
                 for &l2 in &self.flows[f as usize].links {
-                    let j = self
-                        .comp_links
-                        .binary_search(&l2)
-                        .expect("in the component");
+                    let j = self.pos[l2 as usize] as usize;
                     cap[j] = (cap[j] - rate).max(0.0);
                     unfixed[j] -= 1;
                     wsum[j] = if unfixed[j] == 0 { 0.0 } else { wsum[j] - w };
+                    if unfixed[j] > 0 {
+                        shares[j] = cap[j] / wsum[j];
+                        if use_heap {
+                            heap.update(&shares, j as u32);
+                        }
+                    } else if use_heap && j != i {
+                        heap.remove(&shares, j as u32);
+                    }
                 }
             }
         }
@@ -290,6 +473,16 @@ impl FlowModel {
         self.cap = cap;
         self.unfixed = unfixed;
         self.wsum = wsum;
+        self.heap = heap;
+        self.shares = shares;
+    }
+
+    /// Queues the solve of the current time step (once).
+    fn queue_solve(&mut self, now: u64, io: &mut NetIo) {
+        if !self.solve_queued {
+            self.solve_queued = true;
+            io.events.push((SimTime::from_ps(now), SOLVE));
+        }
     }
 
     /// Makes sure the engine will wake the model at the earliest predicted completion.
@@ -297,7 +490,7 @@ impl FlowModel {
         if let Some((_, Reverse(t))) = self.next.peek()
             && *t != self.wake_ps
         {
-            self.generation = (self.generation + 1) % START;
+            self.generation = (self.generation + 1) % SOLVE;
             self.wake_ps = *t;
             io.events.push((SimTime::from_ps(*t), self.generation));
         }
@@ -308,6 +501,7 @@ impl FlowModel {
         if self.on_link.len() < need {
             self.on_link.resize_with(need, Vec::new);
             self.mark_link.resize(need, 0);
+            self.pos.resize(need, 0);
         }
     }
 }
@@ -343,49 +537,12 @@ impl NetworkModel for FlowModel {
                 (self.flows.len() - 1) as u32
             }
         };
-        let mut links = std::mem::take(&mut self.flows[slot as usize].links);
-        links.clear();
-        self.p.net.topology.for_each_link(a, b, |l| links.push(l.0));
-        let hops = links.len() as u64;
-        let net = &self.p.net;
-        let route_ps = net
-            .latency
-            .as_ps()
-            .saturating_add(hops.saturating_mul(net.per_hop.as_ps()));
-        let startup = scale_ppm(route_ps, self.p.lat_factor_ppm);
-        let bw = self.bw();
-        let weight = match self.p.sharing {
-            Sharing::MaxMin => 1.0,
-            // SimGrid: penalty = route latency + weight_S / bw per link; a route without
-            // latency keeps penalty 1.
-            Sharing::Cm02 | Sharing::Lv08 => {
-                if route_ps == 0 {
-                    1.0
-                } else {
-                    let penalty =
-                        route_ps as f64 / 1e12 + hops as f64 * self.p.weight_s_bytes as f64 / bw;
-                    1.0 / penalty
-                }
-            }
-        };
-        let cross_ps = if self.p.bw_factor_ppm == PPM {
-            Bandwidth::transfer_time(net.bandwidth, msg.bytes).as_ps()
-        } else {
-            (msg.bytes as f64 / (bw * self.p.bw_factor_ppm as f64 / PPM as f64) * 1e12).round()
-                as u64
-        };
-        let alone = startup.saturating_add(cross_ps);
-        self.flows[slot as usize] = Flow {
-            token,
-            links,
-            remaining: msg.bytes as f64,
-            rate: 0.0,
-            at_ps: 0,
-            depart_ps: now.as_ps(),
-            alone_ps: alone,
-            weight,
-            live: false,
-        };
+        let links = std::mem::take(&mut self.flows[slot as usize].links);
+        let (flow, startup) = self.p.new_flow(a, b, now, msg, token, links);
+        self.hop_bytes = self
+            .hop_bytes
+            .saturating_add((flow.links.len() as u64).saturating_mul(msg.bytes));
+        self.flows[slot as usize] = flow;
         io.events.push((
             now.saturating_add(SimDuration::from_ps(startup)),
             START | slot,
@@ -408,11 +565,16 @@ impl NetworkModel for FlowModel {
             }
             if self.flows[f as usize].links.is_empty() || self.flows[f as usize].remaining == 0.0 {
                 self.finish(f, t, io);
+                self.arm(io);
             } else {
-                self.seeds.clear();
                 self.seeds.extend_from_slice(&self.flows[f as usize].links);
-                self.recompute(t);
+                self.queue_solve(t, io);
             }
+            return;
+        }
+        if event == SOLVE {
+            self.solve_queued = false;
+            self.solve(t);
             self.arm(io);
             return;
         }
@@ -420,31 +582,31 @@ impl NetworkModel for FlowModel {
             return; // superseded
         }
         self.wake_ps = u64::MAX;
+        // Flows that started earlier in this time step share the links with those ending
+        // now, as if each start had been solved when it happened.
+        if !self.seeds.is_empty() {
+            self.solve(t);
+            if self.next.peek().is_none_or(|(_, Reverse(at))| *at > t) {
+                self.arm(io);
+                return;
+            }
+        }
         let mut seeds = std::mem::take(&mut self.seeds);
-        seeds.clear();
         while let Some((_, Reverse(at))) = self.next.peek() {
             if *at > t {
                 break;
             }
             let (f, _) = self.next.pop().expect("peeked");
-            for &l in &self.flows[f as usize].links {
-                seeds.push(l);
-            }
+            seeds.extend_from_slice(&self.flows[f as usize].links);
             self.finish(f, t, io);
         }
-        seeds.sort_unstable();
-        seeds.dedup();
-        seeds.retain(|&l| !self.on_link[l as usize].is_empty());
-        let any = !seeds.is_empty();
         self.seeds = seeds;
-        if any {
-            self.recompute(t);
-        }
-        self.arm(io);
+        self.queue_solve(t, io);
     }
     fn stats(&self) -> Option<NetStats> {
         Some(NetStats {
             messages: self.messages,
+            hop_bytes: self.hop_bytes,
             ..NetStats::default()
         })
     }
@@ -462,25 +624,280 @@ fn scale_ppm(ps: u64, ppm: u64) -> u64 {
 impl FlowModel {
     /// Flow `f` has delivered its last byte at `t`.
     fn finish(&mut self, f: u32, t: u64, io: &mut NetIo) {
-        let links = std::mem::take(&mut self.flows[f as usize].links);
-        for &l in &links {
-            let v = &mut self.on_link[l as usize];
-            if let Some(i) = v.iter().position(|&x| x == f) {
-                v.swap_remove(i);
+        end_flow(&mut self.on_link, &mut self.flows[f as usize], f, t, io);
+        self.next.remove(&f);
+        self.free.push(f);
+    }
+}
+
+impl FlowParams {
+    /// The flow of `msg` from node `a` to node `b` (`a != b`) leaving at `now`, its route
+    /// written into `links` (a buffer to reuse), and its start-up in ps.
+    fn new_flow(
+        &self,
+        a: u64,
+        b: u64,
+        now: SimTime,
+        msg: &MessageInfo,
+        token: u32,
+        mut links: Vec<u64>,
+    ) -> (Flow, u64) {
+        links.clear();
+        self.net.topology.for_each_link(a, b, |l| links.push(l.0));
+        let hops = links.len() as u64;
+        let net = &self.net;
+        let route_ps = net
+            .latency
+            .as_ps()
+            .saturating_add(hops.saturating_mul(net.per_hop.as_ps()));
+        let startup = scale_ppm(route_ps, self.lat_factor_ppm);
+        let bw = net.bandwidth.bytes_per_s() as f64;
+        let weight = match self.sharing {
+            Sharing::MaxMin => 1.0,
+            // SimGrid: penalty = route latency + weight_S / bw per link; a route without
+            // latency keeps penalty 1.
+            Sharing::Cm02 | Sharing::Lv08 => {
+                if route_ps == 0 {
+                    1.0
+                } else {
+                    let penalty =
+                        route_ps as f64 / 1e12 + hops as f64 * self.weight_s_bytes as f64 / bw;
+                    1.0 / penalty
+                }
+            }
+        };
+        let cross_ps = if self.bw_factor_ppm == PPM {
+            Bandwidth::transfer_time(net.bandwidth, msg.bytes).as_ps()
+        } else {
+            (msg.bytes as f64 / (bw * self.bw_factor_ppm as f64 / PPM as f64) * 1e12).round() as u64
+        };
+        let flow = Flow {
+            token,
+            links,
+            remaining: msg.bytes as f64,
+            rate: 0.0,
+            at_ps: 0,
+            depart_ps: now.as_ps(),
+            alone_ps: startup.saturating_add(cross_ps),
+            weight,
+            live: false,
+        };
+        (flow, startup)
+    }
+}
+
+/// Flow `f` (`fl`) has delivered its last byte at `t`: off its links, and its delivery
+/// reported.
+fn end_flow(on_link: &mut [Vec<u32>], fl: &mut Flow, f: u32, t: u64, io: &mut NetIo) {
+    for &l in &fl.links {
+        let v = &mut on_link[l as usize];
+        if let Some(i) = v.iter().position(|&x| x == f) {
+            v.swap_remove(i);
+        }
+    }
+    fl.live = false;
+    fl.remaining = 0.0;
+    let wire = t.saturating_sub(fl.depart_ps);
+    io.deliveries.push(Delivery {
+        at: SimTime::from_ps(t),
+        token: fl.token,
+        wire: SimDuration::from_ps(wire),
+        queueing: SimDuration::from_ps(wire.saturating_sub(fl.alone_ps)),
+    });
+}
+
+#[cfg(test)]
+mod reference;
+
+#[cfg(test)]
+mod tests {
+    use super::reference::OldFlowModel;
+    use super::*;
+    use crate::NetSpec;
+    use std::collections::BinaryHeap;
+
+    /// A message of a test run: leaves at `depart`, or `delay` after message `after` arrived.
+    #[derive(Clone, Copy, Debug)]
+    struct Msg {
+        src: u32,
+        dst: u32,
+        bytes: u64,
+        depart: u64,
+        after: Option<(u32, u64)>,
+    }
+
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+    enum Ev {
+        Depart(u32),
+        Net(u32),
+    }
+
+    /// Runs `msgs` through `model` as the replay does (events at equal times in the order they
+    /// were pushed); returns `(token, arrival, wire, queueing)` per message, by token.
+    fn drive(model: &mut dyn NetworkModel, msgs: &[Msg]) -> Vec<(u32, u64, u64, u64)> {
+        let mut q: BinaryHeap<Reverse<(u64, u64, Ev)>> = BinaryHeap::new();
+        let mut seq = 0u64;
+        let mut push = |q: &mut BinaryHeap<_>, t: u64, e: Ev| {
+            seq += 1;
+            q.push(Reverse((t, seq, e)));
+        };
+        for (i, m) in msgs.iter().enumerate() {
+            if m.after.is_none() {
+                push(&mut q, m.depart, Ev::Depart(i as u32));
             }
         }
-        let fl = &mut self.flows[f as usize];
-        fl.links = links;
-        fl.live = false;
-        fl.remaining = 0.0;
-        self.next.remove(&f);
-        let wire = t.saturating_sub(fl.depart_ps);
-        io.deliveries.push(Delivery {
-            at: SimTime::from_ps(t),
-            token: fl.token,
-            wire: SimDuration::from_ps(wire),
-            queueing: SimDuration::from_ps(wire.saturating_sub(fl.alone_ps)),
+        let mut io = NetIo::default();
+        let mut out = Vec::new();
+        while let Some(Reverse((t, _, e))) = q.pop() {
+            let now = SimTime::from_ps(t);
+            match e {
+                Ev::Depart(i) => {
+                    let m = msgs[i as usize];
+                    let info = MessageInfo {
+                        src_pe: m.src,
+                        dst_pe: m.dst,
+                        bytes: m.bytes,
+                    };
+                    model.start_message(now, &info, i, &mut io);
+                }
+                Ev::Net(id) => model.handle_event(now, id, &mut io),
+            }
+            for (at, id) in io.events.drain(..) {
+                assert!(at.as_ps() >= t, "an event in the past");
+                push(&mut q, at.as_ps(), Ev::Net(id));
+            }
+            for d in io.deliveries.drain(..) {
+                out.push((d.token, d.at.as_ps(), d.wire.as_ps(), d.queueing.as_ps()));
+                for (j, m) in msgs.iter().enumerate() {
+                    if let Some((a, delay)) = m.after
+                        && a == d.token
+                    {
+                        push(&mut q, d.at.as_ps() + delay, Ev::Depart(j as u32));
+                    }
+                }
+            }
+        }
+        out.sort_unstable();
+        assert_eq!(out.len(), msgs.len(), "every message arrives");
+        out
+    }
+
+    fn params(spec: &str) -> FlowParams {
+        match spec.parse::<NetSpec>().unwrap() {
+            NetSpec::Flow(p) => p,
+            other => panic!("not a flow spec: {other}"),
+        }
+    }
+
+    /// SplitMix64: a small deterministic generator for the random cases.
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = self.0;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            z ^ (z >> 31)
+        }
+        fn below(&mut self, n: u64) -> u64 {
+            self.next() % n
+        }
+    }
+
+    /// Random messages on `pes` PEs: sizes from a few round values (equal shares end
+    /// together) and odd ones, departures on a coarse grid (many start together), a third of
+    /// them chained to an earlier message's arrival (starts that meet ends).
+    fn random_msgs(rng: &mut Rng, pes: u32, n: usize) -> Vec<Msg> {
+        let sizes = [1000u64, 4096, 10_000, 65_536, 1_000_000];
+        (0..n)
+            .map(|i| {
+                let src = rng.below(pes as u64) as u32;
+                let mut dst = rng.below(pes as u64) as u32;
+                if dst == src {
+                    dst = (dst + 1) % pes;
+                }
+                let bytes = if rng.below(4) == 0 {
+                    1 + rng.below(200_000)
+                } else {
+                    sizes[rng.below(sizes.len() as u64) as usize]
+                };
+                let after = (i > 0 && rng.below(3) == 0)
+                    .then(|| (rng.below(i as u64) as u32, rng.below(3) * 500_000));
+                Msg {
+                    src,
+                    dst,
+                    bytes,
+                    depart: rng.below(8) * 2_000_000,
+                    after,
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn batched_solver_gives_the_full_resolves_arrivals_to_the_picosecond() {
+        let specs = [
+            ("flow:topo=mesh:4,bw=1GB/s", 4),
+            ("flow:topo=mesh:4,lat=1us,hop=1us,bw=1GB/s,sharing=cm02", 4),
+            ("flow:topo=torus:3x3,lat=1us,hop=100ns,bw=10GB/s", 9),
+            (
+                "flow:topo=torus:4x4,lat=1us,hop=100ns,bw=10GB/s,sharing=cm02",
+                16,
+            ),
+            (
+                "flow:topo=fattree:k=4,levels=2,up=2,lat=1us,hop=100ns,bw=100MB/s,sharing=lv08",
+                16,
+            ),
+            (
+                "flow:topo=fattree:k=4,levels=2,up=1,bw=3GB/s,sharing=cm02",
+                16,
+            ),
+            (
+                "flow:topo=fattree:k=3,levels=3,lat=1us,bw=10GB/s,sharing=cm02,weight_s=5000,bw_factor=0.9",
+                27,
+            ),
+            ("flow:topo=full:5,lat=2us,bw=1GB/s,ppn=2", 10),
+            (
+                "flow:topo=dragonfly:groups=5,routers=2,hosts=2,global=2,routing=valiant,lat=1us,hop=50ns,bw=10GB/s,sharing=cm02",
+                20,
+            ),
+            // Components of more than `SCAN_LINKS` links: the heap finds the bottlenecks.
+            (
+                "flow:topo=torus:8x8,lat=1us,hop=100ns,bw=10GB/s,sharing=cm02",
+                64,
+            ),
+            ("flow:topo=fattree:k=4,levels=3,up=2,bw=1GB/s", 64),
+        ];
+        let mut rng = Rng(32);
+        let mut cases = 0;
+        for (spec, pes) in specs {
+            for _ in 0..12 {
+                let n = 5 + rng.below(if pes == 64 { 600 } else { 120 }) as usize;
+                let msgs = random_msgs(&mut rng, pes, n);
+                let p = params(spec);
+                let want = drive(&mut OldFlowModel::new(p.clone()), &msgs);
+                let got = drive(&mut p.flow_model(), &msgs);
+                assert_eq!(got, want, "{spec}: {msgs:?}");
+                cases += 1;
+            }
+        }
+        assert_eq!(cases, 132);
+    }
+
+    #[test]
+    fn hop_bytes_count_every_link_crossed() {
+        // mesh:4 (a line): 0 -> 3 crosses 3 links, 1 -> 2 one; PEs of one node cross none.
+        let p = params("flow:topo=mesh:4,lat=1us,bw=1GB/s,ppn=2");
+        let mut m = p.flow_model();
+        let msgs = [(0, 7, 1000), (2, 4, 500), (0, 1, 300)].map(|(src, dst, bytes)| Msg {
+            src,
+            dst,
+            bytes,
+            depart: 0,
+            after: None,
         });
-        self.free.push(f);
+        drive(&mut m, &msgs);
+        let s = m.stats().unwrap();
+        assert_eq!((s.messages, s.hop_bytes), (2, 3 * 1000 + 500));
     }
 }
