@@ -127,6 +127,14 @@ pub(crate) fn analyze(a: AnalyzeArgs) -> Result<()> {
         crate::load_input(&a.trace, a.format, &a.import, &a.machine, a.quiet)?,
         &a.machine,
     )?;
+    {
+        let crate::Machine { spec, cfg, pes, .. } = crate::machine_for(input.body(), &a.machine)?;
+        crate::memory::settle(
+            &crate::memory::analyze_estimate(&input, &spec, &cfg, pes)?,
+            cfg.limits.max_memory_bytes,
+            a.quiet,
+        )?;
+    }
     let t0 = std::time::Instant::now();
     let opts = Options {
         resimulate: !a.no_resim,
@@ -148,7 +156,9 @@ pub(crate) fn analyze(a: AnalyzeArgs) -> Result<()> {
         };
         let an = analysis::analyze_report(&sc, &base_run, &opts)
             .with_context(|| format!("analysis of `{}`", trace.meta.name))?;
+        crate::memory::checkpoint("the analysis");
         let views = crate::views_out::of(trace, &base_run, &spec, bin_ps)?;
+        crate::memory::checkpoint("the views");
         (an, views, spec)
     } else {
         streamed(&input, &a.machine, &opts, bin_ps, a.quiet)?
@@ -217,7 +227,9 @@ fn streamed(
             )
         })
         .with_context(|| format!("replay of `{}`", body.meta.name))?;
+    crate::memory::checkpoint("the two replays");
     let views = sink.finish(&walked.report.pe_busy_ps)?;
+    crate::memory::checkpoint("the views");
     let sc = Scenario {
         trace: g,
         net: &spec,
@@ -233,6 +245,7 @@ fn streamed(
     )
     .with_context(|| format!("analysis of `{}`", body.meta.name))?;
     progress.done();
+    crate::memory::checkpoint("the re-simulations");
     Ok((an, views, spec))
 }
 

@@ -60,20 +60,6 @@ pub fn cubic_dims(n: u32) -> [u32; 3] {
     best
 }
 
-/// Peak resident memory of this process (`VmHWM`), in bytes, where Linux reports it.
-fn peak_rss() -> Option<u64> {
-    let s = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb * 1024)
-}
-
-/// Starts a new peak-memory measurement (Linux: `echo 5 > /proc/self/clear_refs`); false if
-/// the system does not allow it.
-fn reset_peak_rss() -> bool {
-    std::fs::write("/proc/self/clear_refs", "5").is_ok()
-}
-
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
@@ -105,7 +91,7 @@ pub fn run(a: BenchArgs) -> Result<()> {
             .with_context(|| format!("cannot write {}", path.display()))?;
         let write_s = t0.elapsed().as_secs_f64();
         drop(trace);
-        let measured_peak = reset_peak_rss();
+        let measured_peak = crate::memory::reset_peak_rss();
         let cfg = ReplayConfig {
             queue: a.queue,
             ..ReplayConfig::default()
@@ -126,7 +112,11 @@ pub fn run(a: BenchArgs) -> Result<()> {
             lp.push(t0.elapsed().as_secs_f64());
             last = Some(r);
         }
-        let peak = if measured_peak { peak_rss() } else { None };
+        let peak = if measured_peak {
+            crate::memory::peak_rss()
+        } else {
+            None
+        };
         std::fs::remove_file(&path).ok();
         let r = last.expect("repeat >= 1");
         let (load_s, plan_s, loop_s) = (median(load), median(plan), median(lp));

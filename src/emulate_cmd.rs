@@ -33,6 +33,20 @@ pub(crate) fn parse_kv(s: &str) -> Result<(String, String), String> {
 /// Bytes of emulator and network-model state per virtual PE (measured ~56 on `pingpong` with
 /// 10 M PEs; rounded up for models with per-PE state).
 const EMULATED_PE_BYTES: u64 = 96;
+/// Bytes per recorded block while emulating (the trace's columns, sends and recorded times
+/// as they grow, the emulator's queues): 128-134 measured on stencil3d with 2.3 M and 18 M
+/// blocks.
+const EMULATED_BLOCK_BYTES: u64 = 130;
+/// What an emulation needs whatever its size: 16 MiB measured on a 290,000-block stencil3d.
+const EMULATION_FIXED_BYTES: u64 = 16 << 20;
+
+/// The memory of an emulation on `pes` virtual PEs that has recorded `blocks` blocks.
+fn emulation_bytes(pes: u32, blocks: u64) -> u64 {
+    replay::footprint::PROCESS_BYTES
+        .saturating_add(EMULATION_FIXED_BYTES)
+        .saturating_add((pes as u64).saturating_mul(EMULATED_PE_BYTES))
+        .saturating_add(blocks.saturating_mul(EMULATED_BLOCK_BYTES))
+}
 
 #[derive(Args)]
 pub(crate) struct EmulateArgs {
@@ -139,12 +153,23 @@ pub(crate) fn emulate(mut a: EmulateArgs) -> Result<()> {
         },
         a.net
     );
+    // The memory limit bounds the blocks recorded: the emulation stops with an error once
+    // its estimate (per virtual PE and per block recorded) would pass it.
+    let limit = a
+        .max_memory
+        .unwrap_or_else(crate::limits::default_memory_limit);
+    let budget_blocks = limit.saturating_sub(emulation_bytes(a.pes, 0)) / EMULATED_BLOCK_BYTES;
+    let by_memory = a.max_blocks == 0 || a.max_blocks > budget_blocks;
     let cfg = EmulateConfig {
         pes: a.pes,
         map: a.map,
         timing: a.timing,
         priority: a.priority,
-        max_blocks: a.max_blocks,
+        max_blocks: if by_memory {
+            budget_blocks.max(1)
+        } else {
+            a.max_blocks
+        },
         generator,
         net_spec: a.net.to_string(),
         cpu_scale: a.cpu_scale,
@@ -171,11 +196,32 @@ pub(crate) fn emulate(mut a: EmulateArgs) -> Result<()> {
             }
         }
     };
-    let e = scenarios::programs::emulate(&a.program, &a.sets, &cfg, net.as_mut(), &mut progress)
-        .with_context(|| format!("emulating {}", a.program))?;
+    let e = match scenarios::programs::emulate(
+        &a.program,
+        &a.sets,
+        &cfg,
+        net.as_mut(),
+        &mut progress,
+    ) {
+        Err(emulator::EmuError::BlockLimit { blocks, .. }) if by_memory => {
+            return Err(crate::BadInput(format!(
+                "emulating {}: stopped after {blocks} blocks, which need about {}, the memory limit of {} (raise it with --max-memory, or emulate fewer iterations or a smaller problem)",
+                a.program,
+                human_bytes(emulation_bytes(a.pes, blocks)),
+                human_bytes(limit)
+            ))
+            .into());
+        }
+        r => r.with_context(|| format!("emulating {}", a.program))?,
+    };
+    crate::memory::note(emulation_bytes(a.pes, e.trace.num_blocks() as u64));
     if show {
         eprint!("\r{:60}\r", "");
     }
+    crate::memory::checkpoint(&format!(
+        "emulating ({} B of trace on the heap)",
+        e.trace.heap_bytes()
+    ));
     let wall = t0.elapsed();
     let mut e = e;
     let mut cost_notes = Vec::new();
@@ -185,6 +231,7 @@ pub(crate) fn emulate(mut a: EmulateArgs) -> Result<()> {
     let t = &e.trace;
     trace::write_trace_file(t, &a.out, Format::from_path(&a.out))
         .with_context(|| format!("writing {}", a.out.display()))?;
+    crate::memory::checkpoint("writing the trace");
     if !a.quiet {
         eprintln!(
             "emulated {} on {} virtual PEs ({} timing, net {}): {} objects, {} blocks, {} messages ({} remote)",

@@ -586,13 +586,16 @@ fn constant_time_html(dir: &Path) -> Result<String> {
 
 struct Rec {
     block: u32,
-    entry: String,
+    /// Index into the timeline's entry names.
+    entry: u32,
     pe: u32,
     start: u64,
     end: u64,
 }
 
-fn read_timeline(path: &Path) -> Result<Vec<Rec>> {
+/// The rows of `timeline.csv` and the entry names they index (interned: a row costs 32
+/// bytes, not a string).
+fn read_timeline(path: &Path) -> Result<(Vec<Rec>, Vec<String>)> {
     let mut r =
         csv::Reader::from_path(path).with_context(|| format!("cannot read {}", path.display()))?;
     let h = r.headers()?.clone();
@@ -613,20 +616,31 @@ fn read_timeline(path: &Path) -> Result<Vec<Rec>> {
             .with_context(|| format!("{}: `{v}` is not a time in seconds", path.display()))
     };
     let mut v = Vec::new();
+    let mut names: Vec<String> = Vec::new();
+    let mut known: std::collections::HashMap<String, u32> = Default::default();
     for (line, rec) in r.records().enumerate() {
         let rec = rec?;
         let bad = |what: &str| format!("{} line {}: {what}", path.display(), line + 2);
+        let entry = match known.get(&rec[e]) {
+            Some(&i) => i,
+            None => {
+                let i = names.len() as u32;
+                names.push(rec[e].to_string());
+                known.insert(rec[e].to_string(), i);
+                i
+            }
+        };
         v.push(Rec {
             block: rec[bl]
                 .parse()
                 .with_context(|| bad("block is not a number"))?,
-            entry: rec[e].to_string(),
+            entry,
             pe: rec[p].parse().with_context(|| bad("pe is not a number"))?,
             start: ps(&rec[s])?,
             end: ps(&rec[en])?,
         });
     }
-    Ok(v)
+    Ok((v, names))
 }
 
 /// The rows of an optional CSV file of `dir` as header-keyed maps (empty when absent).
@@ -1285,7 +1299,7 @@ fn replay_section(dir: &Path, rel: &str) -> Result<Option<Section>> {
     }
     let s: Value = serde_json::from_str(&std::fs::read_to_string(&spath)?)
         .with_context(|| format!("{}: not JSON", spath.display()))?;
-    let tl = read_timeline(&dir.join("timeline.csv"))?;
+    let (tl, tl_names) = read_timeline(&dir.join("timeline.csv"))?;
     let pes = s["pes"].as_u64().unwrap_or(1).max(1);
     // Per-PE arrays follow; a replay's PE count is a u32, and more than 2^26 PEs would not
     // fit a report anyway.
@@ -1346,13 +1360,20 @@ fn replay_section(dir: &Path, rel: &str) -> Result<Option<Section>> {
         );
         Ok(())
     })?;
+    // The timeline's entry names in the section's numbering.
+    let of_name: Vec<usize> = tl_names
+        .iter()
+        .map(|n| {
+            *index.entry(n.clone()).or_insert_with(|| {
+                entries.push(n.clone());
+                totals.push(0);
+                entries.len() - 1
+            })
+        })
+        .collect();
     let mut eidx = Vec::with_capacity(tl.len());
     for r in &tl {
-        let i = *index.entry(r.entry.clone()).or_insert_with(|| {
-            entries.push(r.entry.clone());
-            totals.push(0);
-            entries.len() - 1
-        });
+        let i = of_name[r.entry as usize];
         if !from_csv {
             totals[i] += r.end - r.start;
         }
@@ -1476,11 +1497,16 @@ fn replay_section(dir: &Path, rel: &str) -> Result<Option<Section>> {
         .iter()
         .filter_map(|r| field(r, "block"))
         .collect();
-    let reps: Vec<u32> = read_csv(dir, "clusters.csv")?
-        .iter()
-        .filter(|r| r.get("role").is_some_and(|x| x != "member"))
-        .filter_map(|r| field(r, "pe"))
-        .collect();
+    // clusters.csv has a row per PE: streamed.
+    let mut reps: Vec<u32> = Vec::new();
+    csv_rows(dir, "clusters.csv", &["pe", "role"], |v| {
+        if v[1] != "member"
+            && let Ok(pe) = v[0].parse()
+        {
+            reps.push(pe);
+        }
+        Ok(())
+    })?;
     for (z, l) in zs.iter().zip(letters) {
         let mut shown: Vec<u32> = if pes as usize <= WINDOW_ROWS {
             (0..pes).collect()
@@ -1507,7 +1533,7 @@ fn replay_section(dir: &Path, rel: &str) -> Result<Option<Section>> {
                         colour_of(e),
                         format!(
                             "{} (block {}) on PE {}: {} - {}",
-                            r.entry,
+                            tl_names[r.entry as usize],
                             r.block,
                             r.pe,
                             fmt_time(r.start as f64),
@@ -2213,24 +2239,30 @@ fn extrema_html(dir: &Path, pes: u32) -> Result<String> {
 
 /// The k-means clusters (clusters.csv).
 fn clusters_html(dir: &Path) -> Result<String> {
-    let rows = read_csv(dir, "clusters.csv")?;
-    if rows.is_empty() {
-        return Ok(String::new());
-    }
+    // A row per PE: streamed, one entry per cluster kept.
     let mut by: std::collections::BTreeMap<u32, (u32, Option<u32>, Vec<u32>, f64)> =
         Default::default();
-    for r in &rows {
-        let (Some(c), Some(pe)) = (field::<u32>(r, "cluster"), field::<u32>(r, "pe")) else {
-            continue;
-        };
-        let e = by.entry(c).or_insert((0, None, Vec::new(), 0.0));
-        e.0 += 1;
-        e.3 = e.3.max(field(r, "distance_ps").unwrap_or(0.0));
-        match r.get("role").map(String::as_str) {
-            Some("exemplar") => e.1 = Some(pe),
-            Some("outlier") => e.2.push(pe),
-            _ => {}
-        }
+    csv_rows(
+        dir,
+        "clusters.csv",
+        &["cluster", "pe", "distance_ps", "role"],
+        |v| {
+            let (Ok(c), Ok(pe)) = (v[0].parse::<u32>(), v[1].parse::<u32>()) else {
+                return Ok(());
+            };
+            let e = by.entry(c).or_insert((0, None, Vec::new(), 0.0));
+            e.0 += 1;
+            e.3 = e.3.max(v[2].parse().unwrap_or(0.0));
+            match v[3] {
+                "exemplar" => e.1 = Some(pe),
+                "outlier" => e.2.push(pe),
+                _ => {}
+            }
+            Ok(())
+        },
+    )?;
+    if by.is_empty() {
+        return Ok(String::new());
     }
     let mut h = format!(
         "<h3>Clusters of PEs</h3><p>k-means on each PE's busy time per entry method (Lee 2009): {} cluster(s). Each exemplar stands for its cluster; outliers are the members farthest from their centroid. Data: clusters.csv.</p><table><tr><th>cluster</th><th>PEs</th><th>exemplar</th><th>outliers</th><th>farthest from centroid</th></tr>",

@@ -153,7 +153,23 @@ pub(crate) fn lb(a: LbArgs) -> Result<()> {
         Some(LbFormat::Trace(f)) => Some(f),
         None => None,
     };
-    let trace = crate::load_flat(&a.trace, format, &a.import, &a.machine, a.quiet)?;
+    let input = crate::whatif_trace(
+        crate::load_input(&a.trace, format, &a.import, &a.machine, a.quiet)?,
+        &a.machine,
+    )?;
+    {
+        let crate::Machine { spec, cfg, .. } = crate::machine_for(input.body(), &a.machine)?;
+        crate::memory::settle(
+            &crate::memory::lb_estimate(&input, &spec, &cfg)?,
+            cfg.limits.max_memory_bytes,
+            a.quiet,
+        )?;
+    }
+    let trace = if input.is_flat() {
+        input.into_body()
+    } else {
+        input.expand()
+    };
     let spec = net_for(&trace, &a.machine)?;
     let cpu = cpu_scale_for(&trace, &a.machine)?;
     let base_cfg = machine_config(&a.machine, &trace, cpu, false)?;

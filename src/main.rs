@@ -11,6 +11,7 @@ mod fuzz_cmd;
 mod html_report;
 mod lb_cmd;
 mod limits;
+mod memory;
 mod model_cmd;
 mod opsim_cmd;
 mod outputs;
@@ -619,7 +620,9 @@ fn quiet_on_closed_stdout() {
 fn main() -> ExitCode {
     quiet_on_closed_stdout();
     let cli = Cli::parse();
-    match dispatch(cli) {
+    let result = dispatch(cli);
+    memory::log_at_exit();
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {}", render(&e));
@@ -749,6 +752,10 @@ pub(crate) fn load_input(
         }
     };
     progress.done();
+    memory::checkpoint(&format!(
+        "loading the trace ({} B on the heap)",
+        trace.heap_bytes()
+    ));
     if !quiet {
         eprintln!(
             "loaded {} ({} blocks{}) in {:.3} s",
@@ -1340,31 +1347,47 @@ fn replay_out_streamed(input: &Repeated, m: &MachineArgs, o: &OutputArgs) -> Res
         analysis::select::PeChoice::Auto => all_bytes <= o.trace_budget,
         _ => false,
     };
-    if every || all_projections {
-        // Every run kept, and the kept blocks as a flat trace.
-        let total = input.num_blocks();
-        let need = total.saturating_mul(
-            replay::footprint::PER_TIMELINE_BYTES + replay::footprint::PER_EXPANDED_BLOCK_BYTES,
-        );
+    {
+        // The kept PEs: all, or the representatives, the path's and the listed ones.
+        let kept_pes = if every || all_projections {
+            pes as u64
+        } else {
+            let listed = match &o.trace_pes {
+                analysis::select::PeChoice::List(v) => v.len(),
+                _ => 0,
+            };
+            (views_out::REPRESENTATIVES + MAX_PATH_PES + listed).min(pes as usize) as u64
+        };
+        let shown_pes = if every {
+            pes as u64
+        } else {
+            kept_pes.min((views_out::REPRESENTATIVES + MAX_PATH_PES) as u64)
+        };
+        let est =
+            memory::replay_out_estimate(input, &spec, &cfg, (pes, kept_pes, shown_pes), o.report)?;
         if let Some(limit) = cfg.limits.max_memory_bytes
-            && need > limit
+            && est.bytes() > limit
+            && kept_pes == pes as u64
+            && kept_pes > (views_out::REPRESENTATIVES + MAX_PATH_PES) as u64
         {
-            bail!(
-                "writing every PE's blocks (for {}) needs about {} for {total} blocks, above the memory limit of {}; --trace-pes representatives keeps the representative PEs' only{}",
+            return Err(BadInput(format!(
+                "writing every PE's blocks (for {}) needs {}, above the memory limit of {}: --trace-pes representatives keeps the representative PEs' only{}, or raise the limit with --max-memory",
                 if every {
                     "trace.json and timeline.csv"
                 } else {
                     "projections/"
                 },
-                replay::footprint::human_bytes(need),
+                est.describe(),
                 replay::footprint::human_bytes(limit),
                 if all_projections && pes > outputs::MAX_PROJECTIONS_PES {
                     " (and without --force, projections/ too)"
                 } else {
                     ""
                 }
-            );
+            ))
+            .into());
         }
+        memory::settle(&est, cfg.limits.max_memory_bytes, o.quiet)?;
     }
     let t0 = Instant::now();
     let mut progress = progress::Reporter::new(o.quiet);
@@ -1418,6 +1441,18 @@ fn replay_out_streamed(input: &Repeated, m: &MachineArgs, o: &OutputArgs) -> Res
                     }
                     Some(k)
                 };
+                // The kept PEs' blocks: every iteration places its blocks the same way.
+                let expected = match &keep {
+                    None => input.num_blocks() as usize,
+                    Some(k) => {
+                        body.columns()
+                            .object
+                            .iter()
+                            .filter(|&&o| k[map[o as usize] as usize])
+                            .count()
+                            * input.reps() as usize
+                    }
+                };
                 // Messages into the kept PEs from the others (the logs name their senders).
                 let senders = keep
                     .as_ref()
@@ -1432,12 +1467,16 @@ fn replay_out_streamed(input: &Repeated, m: &MachineArgs, o: &OutputArgs) -> Res
                         &spec,
                         views_out::options(bin_ps),
                     )?,
-                    analysis::allviews::Both(analysis::allviews::KeepPes::new(keep), senders),
+                    analysis::allviews::Both(
+                        analysis::allviews::KeepPes::new(keep, expected),
+                        senders,
+                    ),
                 ))
             },
         )
         .with_context(|| format!("replay of `{}`", body.meta.name))?;
     let replay_s = t0.elapsed().as_secs_f64();
+    memory::checkpoint("the two replays");
     let r = walked.report;
     let views = views_sink.finish(&r.pe_busy_ps)?;
     let info = report::RunInfo {
@@ -1470,6 +1509,7 @@ fn replay_out_streamed(input: &Repeated, m: &MachineArgs, o: &OutputArgs) -> Res
         )
         .context("analysis for the report")?;
         progress.done();
+        memory::checkpoint("the analysis");
         if !o.quiet {
             eprintln!(
                 "analysed (critical path, {} re-simulations) in {:.2} s",
@@ -1503,6 +1543,7 @@ fn replay_out_streamed(input: &Repeated, m: &MachineArgs, o: &OutputArgs) -> Res
     ids.sort_unstable();
     ids.dedup();
     let sub = input.subset(&ids);
+    memory::checkpoint("the kept blocks' trace");
     for x in &mut runs {
         x.block = ids.binary_search(&x.block).map_or(u32::MAX, |i| i as u32);
     }
@@ -1566,11 +1607,13 @@ fn finish_out(
     t0: Instant,
 ) -> Result<()> {
     views_out::write(views, staged.path(), trace)?;
+    memory::checkpoint("outputs: the views");
     if let Some(an) = analysed {
         let args: Vec<String> = std::env::args().skip(2).collect();
         let base = analyze_cmd::strip(&args, REPLAY_OUTPUT_FLAGS);
         analyze_cmd::write_outputs(staged.path(), an, trace, &spec.to_string(), &base)?;
         html_report::write_titled(staged.path(), None, dir)?;
+        memory::checkpoint("outputs: the report");
     }
     files::finish_dir(staged)?;
     if !o.quiet {
@@ -1638,17 +1681,22 @@ fn replay_and_report(input: Repeated, m: &MachineArgs, o: &OutputArgs) -> Result
     }
     // Outputs that describe every block need every block.
     let per_block = o.timeline.is_some() || o.out.is_some();
-    let input = if per_block && !input.is_flat() {
-        Repeated::flat(input.expand())
-    } else {
-        input
-    };
     let spec = net_for(input.body(), m)?;
     let cpu_scale = cpu_scale_for(input.body(), m)?;
     let cfg = machine_config(m, input.body(), cpu_scale, per_block)?;
     let pes = cfg.pes.unwrap_or(input.body().meta.recorded_pes);
     let objects = input.body().objects.len();
     limits::check_pes(pes as u64, objects as u64, m.force)?;
+    memory::settle(
+        &memory::replay_estimate(&input, &spec, &cfg, per_block, o.out.is_some() && o.report)?,
+        cfg.limits.max_memory_bytes,
+        o.quiet,
+    )?;
+    let input = if per_block && !input.is_flat() {
+        Repeated::flat(input.expand())
+    } else {
+        input
+    };
     if !o.quiet
         && let Ok(mut on) = cfg.mapping.resolve(input.body(), pes)
     {
@@ -1674,6 +1722,7 @@ fn replay_and_report(input: Repeated, m: &MachineArgs, o: &OutputArgs) -> Result
     let result =
         prepared.and_then(|p| p.run_with(net.as_mut(), &mut progress).map(|r| (r, plan_s)));
     progress.done();
+    memory::checkpoint("the replay");
     let wall = t0.elapsed().as_secs_f64();
     let (r, plan_s) = match result {
         Ok(r) => r,
@@ -1729,6 +1778,7 @@ fn replay_and_report(input: Repeated, m: &MachineArgs, o: &OutputArgs) -> Result
         let t0 = Instant::now();
         let staged = files::begin_dir(dir, m.force)?;
         let views = views_out::of(trace, &r, &spec, o.bin.map_or(0, |d| d.as_ps()))?;
+        memory::checkpoint("the views");
         let reps = views.clusters.representatives();
         // The analysis (critical path, re-simulated diagnoses) for the report's "why"; the
         // PEs of the critical path join the representatives in the per-block files, so the
@@ -1743,6 +1793,7 @@ fn replay_and_report(input: Repeated, m: &MachineArgs, o: &OutputArgs) -> Result
             };
             let an = analysis::analyze_report(&sc, &r, &analysis::Options::default())
                 .context("analysis for the report")?;
+            memory::checkpoint("the analysis");
             if !o.quiet {
                 eprintln!(
                     "analysed (critical path, {} re-simulations) in {:.2} s",

@@ -104,6 +104,7 @@ pub fn write_all(dir: &Path, info: &RunInfo, r: &ReplayReport, o: Options) -> Re
         o.partial.as_ref().map(|p| p.all_bytes),
     );
     notes.extend(sel.notes.iter().map(|n| format!("note: {n}")));
+    crate::memory::checkpoint("outputs: the selection");
     let ids = o.partial.as_ref().map(|p| p.block_ids);
     write_timeline(&dir.join("timeline.csv"), t, tl, &sel, ids)?;
     report::write_links(&dir.join("links.csv"), r)?;
@@ -118,6 +119,7 @@ pub fn write_all(dir: &Path, info: &RunInfo, r: &ReplayReport, o: Options) -> Re
     };
     write_entries_csv(&dir.join("entries.csv"), t, r, &stats)?;
     write_iterations_csv(&dir.join("iterations.csv"), r)?;
+    crate::memory::checkpoint("outputs: the CSVs");
     let deliveries = Deliveries::of(t);
     write_chrome(
         &dir.join("trace.json"),
@@ -128,6 +130,7 @@ pub fn write_all(dir: &Path, info: &RunInfo, r: &ReplayReport, o: Options) -> Re
         o.compress,
         (&sel, ids),
     )?;
+    crate::memory::checkpoint("outputs: trace.json");
     // Above the limit, Lee's data reduction: the logs of the representative PEs only
     // (clusters.csv says which cluster each stands for).
     let all = r.pes <= MAX_PROJECTIONS_PES || o.force;
@@ -150,6 +153,7 @@ pub fn write_all(dir: &Path, info: &RunInfo, r: &ReplayReport, o: Options) -> Re
             outside: o.partial.as_ref().map(|p| (p.block_ids, p.senders)),
         },
     )?;
+    crate::memory::checkpoint("outputs: projections/");
     if !all {
         notes.push(format!(
             "note: projections/ holds the logs of {} representative PEs only (see clusters.csv): all {} PEs would make {} log files (limit {MAX_PROJECTIONS_PES}; --force writes them)",

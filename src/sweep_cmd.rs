@@ -239,14 +239,72 @@ fn machine(p: &Point, trace: &Trace) -> Result<(ReplayConfig, Ratio)> {
     ))
 }
 
-pub(crate) fn run_point(p: &Point, trace: &Trace) -> Result<Row> {
-    let spec = match (&p.net, &trace.meta.net) {
+/// What a sweep needs beside its workloads and replays (worker threads and their allocator
+/// heaps, the study's points and results): 20 MiB measured on a two-point study of a
+/// 2,000-rank halo.
+const RUNNER_BYTES: u64 = 20 << 20;
+
+/// The network a point replays on: its own, else its trace's recorded one, else ideal.
+fn point_net(p: &Point, trace: &Trace) -> Result<NetSpec> {
+    Ok(match (&p.net, &trace.meta.net) {
         (Some(n), _) => n.clone(),
         (None, Some(rec)) => rec
             .parse::<NetSpec>()
             .context("the trace's recorded network")?,
         (None, None) => NetSpec::Ideal,
-    };
+    })
+}
+
+/// A sweep's memory: its loaded workloads, then `jobs` of its largest point's replay at
+/// once (each point replays its workload once; an LB point also builds the database).
+fn estimate(
+    traces: &[Arc<Trace>],
+    keys: &[String],
+    points: &[Point],
+    jobs: usize,
+) -> Result<replay::footprint::Estimate> {
+    let mut largest: Option<(u64, replay::footprint::Footprint)> = None;
+    for p in points {
+        let Some(k) = keys.iter().position(|k| *k == p.workload_key) else {
+            continue;
+        };
+        let t = &traces[k];
+        let (cfg, _) = machine(p, t)?;
+        let net = point_net(p, t)?.build();
+        let f = replay::footprint::Footprint::of(t.as_ref(), net.as_ref(), &cfg)?;
+        let lb = if p.lb.is_some() {
+            crate::memory::lb_database_bytes(t.objects.len() as u64, t.num_sends() as u64)
+        } else {
+            0
+        };
+        let b = f.bytes().saturating_add(lb);
+        if largest.as_ref().is_none_or(|(x, _)| b > *x) {
+            largest = Some((b, f));
+        }
+    }
+    // After the footprints: they compute each trace's consumer index, part of its memory.
+    let mut est = replay::footprint::Estimate::new()
+        .keep(
+            format!("{} workload(s)", traces.len()),
+            traces.iter().map(|t| t.heap_bytes()).sum(),
+        )
+        .keep("the study runner", RUNNER_BYTES);
+    if let Some((b, f)) = largest {
+        let one = f.bytes();
+        est = est.stage(
+            format!("{} point(s) at once", jobs.min(points.len())),
+            vec![(
+                "their replays".into(),
+                b.max(one)
+                    .saturating_mul(jobs.min(points.len()).max(1) as u64),
+            )],
+        );
+    }
+    Ok(est)
+}
+
+pub(crate) fn run_point(p: &Point, trace: &Trace) -> Result<Row> {
+    let spec = point_net(p, trace)?;
     let (cfg, cpu) = machine(p, trace)?;
     let pes = cfg.pes.unwrap_or(trace.meta.recorded_pes);
     let mut lb_cells: Vec<(String, Cell)> = Vec::new();
@@ -505,6 +563,12 @@ fn run(a: &SweepArgs) -> Result<()> {
             .map(|&i| load_workload(&study, &points[i]).map(Arc::new))
             .collect::<Result<Vec<_>>>()
     })?;
+    crate::memory::checkpoint("loading the workloads");
+    crate::memory::settle(
+        &estimate(&traces, &keys, &points, jobs)?,
+        Some(crate::limits::default_memory_limit()),
+        a.quiet,
+    )?;
     let bar = if a.quiet || !std::io::stderr().is_terminal() {
         ProgressBar::with_draw_target(Some(points.len() as u64), ProgressDrawTarget::hidden())
     } else {

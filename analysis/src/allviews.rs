@@ -112,11 +112,13 @@ pub struct KeepPes {
 }
 
 impl KeepPes {
-    /// Keeps the runs of the PEs marked in `keep` (`None`: every PE).
-    pub fn new(keep: Option<Vec<bool>>) -> KeepPes {
+    /// Keeps the runs of the PEs marked in `keep` (`None`: every PE), with room for
+    /// `expected` runs (the blocks of those PEs: no doubling of the vector, which would need
+    /// up to three times its size while it grows).
+    pub fn new(keep: Option<Vec<bool>>, expected: usize) -> KeepPes {
         KeepPes {
             keep: keep.unwrap_or_default(),
-            runs: Vec::new(),
+            runs: Vec::with_capacity(expected),
         }
     }
 }

@@ -559,6 +559,7 @@ pub fn diagnose_with(
                 &mut named,
             )
         });
+        sim_core::memory::checkpoint(&format!("what-if {} of {n} ({remedy})", i + 1));
         match r {
             Ok(r) => {
                 let w = r.makespan.as_ps();

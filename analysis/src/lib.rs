@@ -45,6 +45,7 @@ pub mod cluster;
 mod critical;
 mod diagnose;
 pub mod feed;
+pub mod footprint;
 pub mod phases;
 pub mod profile;
 pub mod select;

@@ -64,6 +64,7 @@ pub fn replay_and_walk<F: TimelineSink, S: TimelineSink>(
     once.timeline = false;
     once.bindings = true;
     let mut report = run(g, spec, &once, progress, first)?;
+    sim_core::memory::checkpoint("first replay (bindings)");
     let bindings = report
         .bindings
         .take()
@@ -72,6 +73,7 @@ pub fn replay_and_walk<F: TimelineSink, S: TimelineSink>(
     let last = bindings.last();
     let mut bound: Vec<(u32, Binding)> = path.iter().map(|&b| (b, bindings.get(b))).collect();
     drop(bindings);
+    sim_core::memory::checkpoint("the critical path's blocks");
     bound.sort_unstable_by_key(|x| x.0);
     path.sort_unstable();
     let mut twice = cfg.clone();
@@ -93,6 +95,7 @@ pub fn replay_and_walk<F: TimelineSink, S: TimelineSink>(
             b: &mut user,
         },
     )?;
+    sim_core::memory::checkpoint("second replay (path runs, views)");
     if again.makespan != report.makespan || again.events != report.events {
         return Err(AnalysisError::Internal(format!(
             "the second replay differs from the first (makespan {} vs {} ps)",

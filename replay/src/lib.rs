@@ -395,6 +395,28 @@ pub enum Input<'a> {
     Repeated(&'a Repeated),
 }
 
+impl<'a> Input<'a> {
+    /// The body and, for a repeated trace that is not flat, the repeated trace.
+    fn parts(self) -> (&'a Trace, Option<&'a Repeated>) {
+        match self {
+            Input::Flat(t) => (t, None),
+            Input::Repeated(r) if r.is_flat() => (r.body(), None),
+            Input::Repeated(r) => (r.body(), Some(r)),
+        }
+    }
+
+    /// Whether the replay needs every block planned (a repeated trace is then expanded):
+    /// remapping, recorded delays or orders, object order.
+    fn needs_every_block(self, net: &dyn NetworkModel, cfg: &ReplayConfig) -> bool {
+        let (body, _) = self.parts();
+        cfg.remap.is_some()
+            || cfg.recorded_order
+            || cfg.recorded_delays
+            || net.uses_recorded_delays()
+            || cfg.object_order.unwrap_or(body.meta.sequential_objects)
+    }
+}
+
 impl<'a> From<&'a Trace> for Input<'a> {
     fn from(t: &'a Trace) -> Self {
         Input::Flat(t)
@@ -450,45 +472,12 @@ impl Prepared {
         cfg: &ReplayConfig,
         progress: &mut dyn sim_core::Progress,
     ) -> Result<Prepared, ReplayError> {
-        let (body, rep) = match trace.into() {
-            Input::Flat(t) => (t, None),
-            Input::Repeated(r) if r.is_flat() => (r.body(), None),
-            Input::Repeated(r) => (r.body(), Some(r)),
-        };
+        let input = trace.into();
+        footprint::Footprint::of(input, net, cfg)?.check(cfg.limits.max_memory_bytes)?;
+        let (body, rep) = input.parts();
         let pes = cfg.pes.unwrap_or(body.meta.recorded_pes);
-        let needs_every_block = cfg.remap.is_some()
-            || cfg.recorded_order
-            || cfg.recorded_delays
-            || net.uses_recorded_delays()
-            || cfg.object_order.unwrap_or(body.meta.sequential_objects);
-        let total_blocks = rep.map_or(body.num_blocks() as u64, |r| r.num_blocks());
+        let needs_every_block = input.needs_every_block(net, cfg);
         let bindings = cfg.timeline || cfg.bindings;
-        if bindings && total_blocks > u32::MAX as u64 {
-            return Err(ReplayError::Config(format!(
-                "{total_blocks} blocks: a timeline or the bindings address at most {} blocks",
-                u32::MAX
-            )));
-        }
-        let expanded = rep.is_some() && needs_every_block;
-        let reps = rep.map_or(1, |r| r.reps() as u64);
-        let body_deliveries = body.consumers().blocks.len() as u64;
-        footprint::Footprint {
-            pes: pes as u64,
-            planned_blocks: if expanded {
-                total_blocks
-            } else {
-                body.num_blocks() as u64
-            },
-            planned_deliveries: if expanded {
-                body_deliveries.saturating_mul(reps)
-            } else {
-                body_deliveries
-            },
-            expanded_blocks: if expanded { total_blocks } else { 0 },
-            timeline_blocks: if cfg.timeline { total_blocks } else { 0 },
-            bound_blocks: if bindings { total_blocks } else { 0 },
-        }
-        .check(cfg.limits.max_memory_bytes)?;
         net.check_pes(pes)
             .map_err(|e| ReplayError::Config(format!("network model: {e}")))?;
         let largest = body.all_sends().iter().map(|s| s.bytes).max().unwrap_or(0);
@@ -500,6 +489,7 @@ impl Prepared {
             }
             _ => plan::Plan::build(body, rep, cfg, net, progress)?,
         };
+        sim_core::memory::checkpoint("planning");
         Ok(Prepared {
             plan,
             queue: cfg.queue,

@@ -11,6 +11,7 @@ mod hardening;
 mod importers;
 mod lb;
 mod loggopsim;
+mod memory;
 mod models;
 mod mpi_protocol;
 mod mpi_suite;

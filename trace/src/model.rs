@@ -396,6 +396,63 @@ impl Trace {
         Ok(t)
     }
 
+    /// Bytes this trace holds on the heap (column capacities, names, groups and the consumer
+    /// index once computed): what keeping it in memory costs, for memory estimates.
+    pub fn heap_bytes(&self) -> u64 {
+        fn vec<T>(v: &Vec<T>) -> u64 {
+            (v.capacity() * std::mem::size_of::<T>()) as u64
+        }
+        let c = &self.cols;
+        let cols = vec(&c.object)
+            + vec(&c.entry)
+            + vec(&c.duration_ps)
+            + vec(&c.trigger)
+            + vec(&c.iteration)
+            + vec(&c.priority)
+            + vec(&c.flags)
+            + vec(&c.recorded_start)
+            + vec(&c.recorded_arrival);
+        let consumers = self
+            .consumers
+            .get()
+            .map_or(0, |k| vec(&k.start) + vec(&k.blocks) + vec(&k.trigger_send));
+        self.without_blocks_ref_bytes()
+            + cols
+            + vec(&self.deps_end)
+            + vec(&self.sends_end)
+            + vec(&self.deps)
+            + vec(&self.sends)
+            + consumers
+    }
+
+    /// Bytes of the header alone on the heap (metadata, entries, objects, groups).
+    pub(crate) fn without_blocks_ref_bytes(&self) -> u64 {
+        fn vec<T>(v: &Vec<T>) -> u64 {
+            (v.capacity() * std::mem::size_of::<T>()) as u64
+        }
+        let m = &self.meta;
+        let meta = (m.name.capacity()
+            + m.generator.capacity()
+            + m.description.capacity()
+            + m.net.as_ref().map_or(0, String::capacity)
+            + m.cpu_scale.as_ref().map_or(0, String::capacity)) as u64;
+        let names = vec(&self.entries)
+            + self
+                .entries
+                .iter()
+                .map(|e| e.name.capacity() as u64)
+                .sum::<u64>()
+            + vec(&self.objects)
+            + self
+                .objects
+                .iter()
+                .map(|o| o.name.capacity() as u64)
+                .sum::<u64>()
+            + vec(&self.groups)
+            + self.groups.iter().map(|g| vec(&g.members)).sum::<u64>();
+        meta + names
+    }
+
     /// The header alone (metadata, entries, objects, groups), every block dropped: what a
     /// report needs once a replay is planned.
     pub fn without_blocks(self) -> Trace {
@@ -420,6 +477,19 @@ impl Trace {
         self.sends_end.reserve_exact(blocks);
         self.deps.reserve_exact(deps);
         self.sends.reserve_exact(sends);
+    }
+
+    /// Reserves `blocks` more of each optional column `like` has (iterations, priorities,
+    /// flags, recorded times), for a trace built from copies of `like`'s blocks.
+    pub(crate) fn reserve_optional_like(&mut self, like: &Trace, blocks: usize) {
+        let (c, l) = (&mut self.cols, &like.cols);
+        let n = |v: usize| if v > 0 { blocks } else { 0 };
+        c.iteration.reserve_exact(n(l.iteration.len()));
+        c.priority.reserve_exact(n(l.priority.len()));
+        c.flags.reserve_exact(n(l.flags.len()));
+        c.recorded_start.reserve_exact(n(l.recorded_start.len()));
+        c.recorded_arrival
+            .reserve_exact(n(l.recorded_arrival.len()));
     }
 
     /// Replaces every message label (of sends and triggers) `m` by `f(m)`; `f` must keep

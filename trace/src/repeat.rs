@@ -107,6 +107,53 @@ impl Repeated {
         self
     }
 
+    /// Bytes [`Repeated::expand`]'s trace will hold on the heap (its columns sized once),
+    /// known before expanding.
+    pub fn expanded_heap_bytes(&self) -> u64 {
+        if self.is_flat() {
+            return self.body.heap_bytes();
+        }
+        let b = &self.body;
+        let reps = self.reps as u64;
+        let cols = b.columns();
+        let per_block = [
+            cols.object.len() * 4,
+            cols.entry.len() * 4,
+            cols.duration_ps.len() * 8,
+            cols.trigger.len() * 8,
+            cols.iteration.len() * 4,
+            cols.priority.len() * 4,
+            cols.flags.len(),
+            cols.recorded_start.len() * 8,
+            cols.recorded_arrival.len() * 8,
+            b.num_blocks() * 8, // deps_end, sends_end
+        ]
+        .iter()
+        .sum::<usize>() as u64;
+        let deps =
+            ((b.all_deps().len() + self.carried.len()) * std::mem::size_of::<BlockId>()) as u64;
+        let sends = (b.num_sends() * std::mem::size_of::<crate::Send>()) as u64;
+        // The consumer index the expansion computes when it is planned.
+        let k = b.consumers();
+        let consumers = ((k.start.len() + k.blocks.len() + k.trigger_send.len()) * 4) as u64;
+        let header = b.without_blocks_ref_bytes();
+        header + (per_block + deps + sends + consumers).saturating_mul(reps)
+    }
+
+    /// Bytes this trace holds on the heap: its body ([`Trace::heap_bytes`]), carried
+    /// dependencies and per-iteration durations.
+    pub fn heap_bytes(&self) -> u64 {
+        fn vec<T>(v: &Vec<T>) -> u64 {
+            (v.capacity() * std::mem::size_of::<T>()) as u64
+        }
+        self.body.heap_bytes()
+            + vec(&self.carried_end)
+            + vec(&self.carried)
+            + vec(&self.varying.blocks)
+            + vec(&self.varying.durations_ps)
+            + vec(&self.varying.end_anchored)
+    }
+
     /// The iteration every repetition runs.
     pub fn body(&self) -> &Trace {
         &self.body
@@ -126,6 +173,10 @@ impl Repeated {
     /// Blocks of the expansion (`K * B`).
     pub fn num_blocks(&self) -> u64 {
         self.reps as u64 * self.body.num_blocks() as u64
+    }
+    /// Dependencies on earlier iterations, over the body's blocks.
+    pub fn num_carried(&self) -> usize {
+        self.carried.len()
     }
     /// Sends of the expansion.
     pub fn num_sends(&self) -> u64 {
@@ -353,6 +404,14 @@ impl Repeated {
         t.entries = b.entries.clone();
         t.objects = b.objects.clone();
         t.groups = b.groups.clone();
+        // Sized once: no doubling (twice the memory at worst) while the copies are pushed.
+        let reps = self.reps as usize;
+        t.reserve(
+            b.num_blocks() * reps,
+            (b.all_deps().len() + self.carried.len()) * reps,
+            b.num_sends() * reps,
+        );
+        t.reserve_optional_like(b, b.num_blocks() * reps);
         let mut scratch = (Vec::new(), Vec::new());
         for k in 0..self.reps {
             for i in 0..n {
@@ -407,6 +466,14 @@ impl Repeated {
         t.objects = b.objects.clone();
         t.groups = b.groups.clone();
         let local = |g: u32| blocks.binary_search(&g).ok().map(|x| BlockId(x as u32));
+        // Sized once (dependencies and sends in proportion to the blocks kept).
+        let share = |x: usize| (x as u128 * blocks.len() as u128 / (n as u128).max(1)) as usize;
+        t.reserve(
+            blocks.len(),
+            share(b.all_deps().len() + self.carried.len()),
+            share(b.num_sends()),
+        );
+        t.reserve_optional_like(b, blocks.len());
         let mut scratch = (Vec::new(), Vec::new());
         for &g in blocks.iter().filter(|&&g| (g as u64) < total) {
             let (k, i) = g.checked_div(n).map_or((0, 0), |k| (k, g % n));
