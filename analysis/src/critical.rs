@@ -454,24 +454,26 @@ fn walk(
             AnalysisError::Internal(format!("the critical path needs block {b}'s run"))
         })
     };
-    let model = spec.build();
     let recorded = matches!(spec, NetSpec::Recorded) || cfg.recorded_delays;
-    let mut lone: HashMap<(u32, u32, u64), (u64, u64)> = HashMap::new();
-    let mut lone_parts = |src: u32, dst: u32, bytes: u64| -> (u64, u64) {
+    // A lone message's parts: the sender's CPU before it leaves (on a fresh model: its send
+    // overhead, LogGOPS's o + (s-1)O, without waiting for a busy NIC), its zero-byte wire
+    // time, and what its bytes add.
+    let mut lone: HashMap<(u32, u32, u64), (u64, u64, u64)> = HashMap::new();
+    let mut lone_parts = |src: u32, dst: u32, bytes: u64| -> (u64, u64, u64) {
         *lone.entry((src, dst, bytes)).or_insert_with(|| {
-            let at = |bytes| {
-                lone_wire_time(
-                    spec,
-                    &MessageInfo {
-                        src_pe: src,
-                        dst_pe: dst,
-                        bytes,
-                    },
-                )
-                .map_or(0, |d| d.as_ps())
+            let info = |bytes| MessageInfo {
+                src_pe: src,
+                dst_pe: dst,
+                bytes,
             };
+            let at = |bytes| lone_wire_time(spec, &info(bytes)).map_or(0, |d| d.as_ps());
             let lat = at(0);
-            (lat, at(bytes).saturating_sub(lat))
+            let cpu = spec
+                .build()
+                .sender(&info(bytes), sim_core::SimTime::ZERO)
+                .cpu
+                .as_ps();
+            (cpu, lat, at(bytes).saturating_sub(lat))
         })
     };
     let Some(last) = last else {
@@ -566,13 +568,7 @@ fn walk(
                     let (overhead, latency, serialization) = if recorded {
                         (0, take(u64::MAX), 0)
                     } else if remote {
-                        let info = MessageInfo {
-                            src_pe: sr.pe,
-                            dst_pe: r.pe,
-                            bytes,
-                        };
-                        let (lat, ser) = lone_parts(sr.pe, r.pe, bytes);
-                        let oh = model.send_overhead(&info).as_ps();
+                        let (oh, lat, ser) = lone_parts(sr.pe, r.pe, bytes);
                         (take(oh), take(lat), take(ser))
                     } else {
                         (take(u64::MAX), 0, 0)
