@@ -30,8 +30,10 @@ const DEPART: u64 = 3; // (k, slot) whose message leaves (per-message plans, ord
 const NET: u64 = 4; // the network model's own event id (event-driven models)
 const RELEASE: u64 = 5; // (0, block) released at its recorded start
 const RUN_NET: u64 = 6; // (k, network block) that is ready: it happens now
-/// Progress is reported every 2^18 events.
-const PROGRESS_MASK: u64 = (1 << 18) - 1;
+/// Progress is reported every 2^14 events: often enough that a slow model (a few thousand
+/// events per second) shows its first line within seconds, rarely enough to cost nothing
+/// (the reporter reads the clock once per call).
+const PROGRESS_MASK: u64 = (1 << 14) - 1;
 /// Iterations the event encoding can address.
 pub(crate) const MAX_REPS: u32 = 1 << 29;
 

@@ -62,7 +62,7 @@
 //! plan is sized by one iteration and the waiting state by the iterations in flight, so a
 //! 1M-rank, 10-iteration halo (70 M blocks) replays in about 1.3 GB. Results equal those of
 //! the expanded trace. [`Prepared::run_with`] reports progress through
-//! [`sim_core::Progress`] every 2^18 events.
+//! [`sim_core::Progress`] every 2^14 events.
 //!
 //! ## Observing a run
 //!
