@@ -2321,9 +2321,9 @@ fn comm_html(dir: &Path, pes: u32) -> Result<String> {
             }
         }
         let who = if size == 1 {
-            "PE".to_string()
+            "PEs".to_string()
         } else {
-            format!("group of {size} PEs")
+            format!("groups of {size} PEs")
         };
         let _ = write!(
             h,
@@ -2358,7 +2358,7 @@ fn comm_html(dir: &Path, pes: u32) -> Result<String> {
         };
         h.push_str(
             &svg::Grid {
-                title: &format!("Bytes by {who} pair (max {})", fmt_bytes(max)),
+                title: &format!("Bytes between {who} (max {})", fmt_bytes(max)),
                 cells: &cells,
                 label: &|r, c| format!("{} -> {}", range(r), range(c)),
                 value: &|u| fmt_bytes((u * m).round() as u64),

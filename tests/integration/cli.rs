@@ -713,7 +713,7 @@ fn demo_writes_a_report_with_charts_and_chromium_renders_it() {
     assert!(html.contains("class=\"mark\""), "zoom windows marked");
     assert!(html.contains("class=\"chart window\""));
     assert!(html.contains("Rover's metrics over time"));
-    assert!(html.contains("Bytes by PE pair"));
+    assert!(html.contains("Bytes between PEs"));
     assert!(html.contains("Message sizes between PEs"));
     assert!(html.contains("Snapshots (Rover's machine plot over time)"));
     assert!(
