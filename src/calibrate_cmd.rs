@@ -201,8 +201,7 @@ pub(crate) fn calibrate(a: CalibrateArgs) -> Result<()> {
             a.out.display()
         );
     }
-    let text = std::fs::read_to_string(&a.study)
-        .with_context(|| format!("cannot read {}", a.study.display()))?;
+    let text = crate::files::read_text(&a.study, crate::files::SMALL_TEXT_BYTES)?;
     // Validate the study as it is.
     Study::from_file(&a.study)?;
     let base: toml::Table =

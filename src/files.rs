@@ -63,3 +63,16 @@ pub fn finish_dir(d: OutputDir) -> Result<()> {
 pub fn is_bad_output(e: &safe_output::OutputError) -> bool {
     !matches!(e, safe_output::OutputError::Io { .. })
 }
+
+/// Reads a whole text file of at most `max_bytes` (registered as an input, so that no output
+/// of this run can overwrite it): for study, network, cost, model and report files, which
+/// are small, so a `/dev/zero` or a wrong path stops at once.
+pub fn read_text(path: &std::path::Path, max_bytes: u64) -> anyhow::Result<String> {
+    Ok(sim_core::inputs::read_to_string(path, max_bytes)?)
+}
+
+/// The bound for small text inputs: studies, network files, cost models, report JSON.
+pub const SMALL_TEXT_BYTES: u64 = 64 << 20;
+
+/// The bound for the files a report or a merge reads back (results, summaries, analyses).
+pub const REPORT_FILE_BYTES: u64 = 1 << 30;

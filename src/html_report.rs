@@ -180,10 +180,16 @@ fn sweep_section(dir: &Path) -> Result<Option<Section>> {
     if !mpath.exists() || !rpath.exists() {
         return Ok(None);
     }
-    let m: Value = serde_json::from_str(&std::fs::read_to_string(&mpath)?)
-        .with_context(|| format!("{}: not JSON", mpath.display()))?;
-    let rows: Value = serde_json::from_str(&std::fs::read_to_string(&rpath)?)
-        .with_context(|| format!("{}: not JSON", rpath.display()))?;
+    let m: Value = serde_json::from_str(&crate::files::read_text(
+        &mpath,
+        crate::files::REPORT_FILE_BYTES,
+    )?)
+    .with_context(|| format!("{}: not JSON", mpath.display()))?;
+    let rows: Value = serde_json::from_str(&crate::files::read_text(
+        &rpath,
+        crate::files::REPORT_FILE_BYTES,
+    )?)
+    .with_context(|| format!("{}: not JSON", rpath.display()))?;
     let rows = rows.as_array().context("results.json is not a list")?;
     let study = m["study"].as_str().unwrap_or("study");
     let mut h = String::new();
@@ -217,7 +223,8 @@ fn sweep_section(dir: &Path) -> Result<Option<Section>> {
         })
         .unwrap_or_default();
     // serde_json keeps keys sorted; restore the column order of the CSV (axis order).
-    let csv = std::fs::read_to_string(dir.join("results.csv")).unwrap_or_default();
+    let csv = crate::files::read_text(&dir.join("results.csv"), crate::files::REPORT_FILE_BYTES)
+        .unwrap_or_default();
     let header = csv_header(dir, "results.csv");
     let mut axes_ordered: Vec<String> = header
         .iter()
@@ -472,7 +479,9 @@ fn scaling_html(dir: &Path) -> Result<String> {
     }
     let op = read_csv(dir, "optimum.csv")?;
     if let Some(first) = op.first() {
-        let csv = std::fs::read_to_string(dir.join("optimum.csv")).unwrap_or_default();
+        let csv =
+            crate::files::read_text(&dir.join("optimum.csv"), crate::files::REPORT_FILE_BYTES)
+                .unwrap_or_default();
         let header: Vec<&str> = csv.lines().next().unwrap_or("").split(',').collect();
         let best = header
             .iter()
@@ -502,7 +511,8 @@ fn scaling_html(dir: &Path) -> Result<String> {
 
 /// The column names of a CSV file of `dir` (empty when it cannot be read).
 fn csv_header(dir: &Path, name: &str) -> Vec<String> {
-    let csv = std::fs::read_to_string(dir.join(name)).unwrap_or_default();
+    let csv = crate::files::read_text(&dir.join(name), crate::files::REPORT_FILE_BYTES)
+        .unwrap_or_default();
     csv.lines()
         .next()
         .unwrap_or("")
@@ -1025,8 +1035,11 @@ fn analysis_html(dir: &Path) -> Result<Option<String>> {
     if !p.exists() {
         return Ok(None);
     }
-    let a: Value = serde_json::from_str(&std::fs::read_to_string(&p)?)
-        .with_context(|| format!("{}: not JSON", p.display()))?;
+    let a: Value = serde_json::from_str(&crate::files::read_text(
+        &p,
+        crate::files::REPORT_FILE_BYTES,
+    )?)
+    .with_context(|| format!("{}: not JSON", p.display()))?;
     let cp = &a["critical_path"];
     let n = &cp["network"];
     let m = a["makespan_ps"].as_u64().unwrap_or(0).max(1) as f64;
@@ -1169,7 +1182,10 @@ impl Zoom {
 /// to show its neighbourhood. Without findings: the start and the end of the run.
 fn zooms(dir: &Path, makespan: u64) -> Result<Vec<Zoom>> {
     let steps = read_csv(dir, "critical_path.csv")?;
-    let a: Value = match std::fs::read_to_string(dir.join("analysis.json")) {
+    let a: Value = match crate::files::read_text(
+        &dir.join("analysis.json"),
+        crate::files::REPORT_FILE_BYTES,
+    ) {
         Ok(t) => serde_json::from_str(&t).unwrap_or(Value::Null),
         Err(_) => Value::Null,
     };
@@ -1297,8 +1313,11 @@ fn replay_section(dir: &Path, rel: &str) -> Result<Option<Section>> {
     if !spath.exists() || !dir.join("timeline.csv").exists() {
         return Ok(None);
     }
-    let s: Value = serde_json::from_str(&std::fs::read_to_string(&spath)?)
-        .with_context(|| format!("{}: not JSON", spath.display()))?;
+    let s: Value = serde_json::from_str(&crate::files::read_text(
+        &spath,
+        crate::files::REPORT_FILE_BYTES,
+    )?)
+    .with_context(|| format!("{}: not JSON", spath.display()))?;
     let (tl, tl_names) = read_timeline(&dir.join("timeline.csv"))?;
     let pes = s["pes"].as_u64().unwrap_or(1).max(1);
     // Per-PE arrays follow; a replay's PE count is a u32, and more than 2^26 PEs would not
@@ -1336,7 +1355,9 @@ fn replay_section(dir: &Path, rel: &str) -> Result<Option<Section>> {
         s["remote_messages"]
     );
     // What the outputs left out (notes.txt, from `replay --out`).
-    if let Ok(text) = std::fs::read_to_string(dir.join("notes.txt")) {
+    if let Ok(text) =
+        crate::files::read_text(&dir.join("notes.txt"), crate::files::REPORT_FILE_BYTES)
+    {
         for line in text.lines().filter(|l| !l.trim().is_empty()).take(20) {
             let _ = write!(h, "<p class=\"note\">{}</p>", esc(line));
         }

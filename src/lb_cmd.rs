@@ -165,11 +165,7 @@ pub(crate) fn lb(a: LbArgs) -> Result<()> {
             a.quiet,
         )?;
     }
-    let trace = if input.is_flat() {
-        input.into_body()
-    } else {
-        input.expand()
-    };
+    let trace = crate::memory::expand(input, a.machine.max_memory, Vec::new(), a.quiet)?;
     let spec = net_for(&trace, &a.machine)?;
     let cpu = cpu_scale_for(&trace, &a.machine)?;
     let base_cfg = machine_config(&a.machine, &trace, cpu, false)?;
@@ -532,8 +528,7 @@ fn lb_dump(a: &LbArgs) -> Result<()> {
             "--at does not apply to an LB dump: the dump is one LB step's database (choose the step by the file, NAME.<step>)"
         );
     }
-    let bytes =
-        std::fs::read(&a.trace).with_context(|| format!("cannot read {}", a.trace.display()))?;
+    let bytes = sim_core::inputs::read(&a.trace, 1 << 30)?;
     let name = a.trace.display().to_string();
     let dump = lb_strategies::parse_lbdump(&bytes, &name)?;
     let pes = match a.machine.pes {

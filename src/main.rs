@@ -559,24 +559,45 @@ impl std::fmt::Display for BadInput {
 
 impl std::error::Error for BadInput {}
 
-/// Exit status 2 for bad input (a trace, file, flag or size the command cannot use), 1 for
-/// a run that failed (a replay that cannot finish, a run limit, an I/O failure on output).
+/// A run that could not finish although its input was accepted (exit status 1).
+#[derive(Debug)]
+pub struct RunFailed(pub String);
+
+impl std::fmt::Display for RunFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for RunFailed {}
+
+/// Exit status 1 for a run that failed (a replay that cannot finish, a run limit reached:
+/// [`RunFailed`], `ReplayError::Stuck`/`Sched`) or a failure of the machine (a full or
+/// read-only disk, an I/O error: [`machine_failure`]); 2 for everything else: whatever a
+/// command refuses is bad input by default, so a new check needs no registration to exit 2.
 fn exit_status(e: &anyhow::Error) -> u8 {
-    let bad = e.chain().any(|c| {
-        c.is::<BadInput>()
-            || c.is::<trace::TraceError>()
-            || c.is::<importers::ImportError>()
-            || c.is::<scenarios::study::StudyError>()
-            || c.downcast_ref::<lb_strategies::LbError>()
-                .is_some_and(|e| !matches!(e, lb_strategies::LbError::Io { .. }))
-            || c.downcast_ref::<safe_output::OutputError>()
-                .is_some_and(files::is_bad_output)
+    let failed = e.chain().any(|c| {
+        c.is::<RunFailed>()
             || matches!(
                 c.downcast_ref::<ReplayError>(),
-                Some(ReplayError::TooLarge { .. }) | Some(ReplayError::Config(_))
+                Some(ReplayError::Stuck(_)) | Some(ReplayError::Sched(_))
             )
+            || c.downcast_ref::<safe_output::OutputError>()
+                .is_some_and(|o| !files::is_bad_output(o))
+            || c.downcast_ref::<std::io::Error>()
+                .is_some_and(machine_failure)
     });
-    if bad { 2 } else { 1 }
+    if failed { 1 } else { 2 }
+}
+
+/// An I/O error that is the machine's, not the input's: no space, quota, read-only file
+/// system, a device error, a write that wrote nothing.
+fn machine_failure(e: &std::io::Error) -> bool {
+    use std::io::ErrorKind as K;
+    matches!(
+        e.kind(),
+        K::StorageFull | K::QuotaExceeded | K::ReadOnlyFilesystem | K::WriteZero | K::OutOfMemory
+    ) || matches!(e.raw_os_error(), Some(5) | Some(28) | Some(30) | Some(122))
 }
 
 /// The error and its causes on one line, each cause once: a cause whose text the message
@@ -585,7 +606,9 @@ fn exit_status(e: &anyhow::Error) -> u8 {
 fn render(e: &anyhow::Error) -> String {
     let mut out = String::new();
     for c in e.chain() {
-        let t = c.to_string();
+        // A cause quoting its input (a TOML parser's line, a JSON value) is cut: an error
+        // never floods the terminal with a megabyte line.
+        let t = sim_core::inputs::cut(&c.to_string(), MAX_CAUSE_BYTES);
         if out.ends_with(&t) || out.contains(&format!("{t}: ")) {
             continue;
         }
@@ -596,6 +619,9 @@ fn render(e: &anyhow::Error) -> String {
     }
     out
 }
+
+/// The most bytes of one cause an error message prints.
+const MAX_CAUSE_BYTES: usize = 1000;
 
 /// A reader that stops early (`whatif inspect t.trace | head`) closes the pipe: end quietly
 /// with the shell's SIGPIPE status instead of a panic message (the standard library reports a
@@ -778,11 +804,7 @@ fn load_flat(
     quiet: bool,
 ) -> Result<Trace> {
     let input = whatif_trace(load_input(path, format, import, m, quiet)?, m)?;
-    Ok(if input.is_flat() {
-        input.into_body()
-    } else {
-        input.expand()
-    })
+    memory::expand(input, m.max_memory, Vec::new(), quiet)
 }
 
 /// The trace with `--speedup` and `--critical-path-priority` applied (expanded to every block
@@ -791,7 +813,7 @@ pub(crate) fn whatif_trace(input: Repeated, m: &MachineArgs) -> Result<Repeated>
     if m.speedup.is_empty() && !m.critical_path_priority {
         return Ok(input);
     }
-    let mut t = input.expand();
+    let mut t = memory::expand(input, m.max_memory, Vec::new(), true)?;
     for s in &m.speedup {
         analysis::transform::speed_up(&mut t, s)?;
     }
@@ -858,7 +880,13 @@ fn import_cmd(a: ImportArgs) -> Result<()> {
 fn export_cmd(a: ExportArgs) -> Result<()> {
     limits::refuse_overwrite(std::slice::from_ref(&a.trace), &[("--out", &a.out)])?;
     files::check_outputs(&[("--out", &a.out)], &[], false)?;
-    let t = trace::read_trace_file(&a.trace)?;
+    // The GOAL text is built in memory: about 64 bytes per operation.
+    let r = trace::read_repeated_file(&a.trace)?;
+    let text_bytes = r
+        .num_blocks()
+        .saturating_add(r.num_sends())
+        .saturating_mul(64);
+    let t = memory::expand(r, None, vec![("the GOAL text".into(), text_bytes)], false)?;
     let text = match a.format {
         ExportFormat::Goal => importers::goal::export(&t)?,
     };
@@ -1176,7 +1204,17 @@ impl MachineArgs {
             MapArg::File(p) => Some(p.clone()),
             MapArg::Builtin(_) => None,
         };
-        map.into_iter().chain(self.net_file.clone()).collect()
+        // Noise traces: `trace:file=PATH[,...]`.
+        let noise = self.noise.iter().filter_map(|spec| {
+            spec.strip_prefix("trace:")?
+                .split(',')
+                .find_map(|kv| kv.strip_prefix("file="))
+                .map(PathBuf::from)
+        });
+        map.into_iter()
+            .chain(self.net_file.clone())
+            .chain(noise)
+            .collect()
     }
 }
 
@@ -1248,8 +1286,8 @@ fn parse_noise(s: &str) -> Result<String, String> {
 
 /// Reads a network model from a TOML file (`[net]` table or top-level keys).
 fn net_from_file(path: &std::path::Path) -> Result<NetSpec> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read network file {}", path.display()))?;
+    let text = files::read_text(path, files::SMALL_TEXT_BYTES)
+        .with_context(|| format!("network file {}", path.display()))?;
     let mut doc: toml::Table =
         toml::from_str(&text).with_context(|| format!("{}: not valid TOML", path.display()))?;
     let table = match doc.remove("net") {
@@ -1733,7 +1771,9 @@ fn replay_and_report(input: Repeated, m: &MachineArgs, o: &OutputArgs) -> Result
                 "reproduce with: whatif {}",
                 std::env::args().skip(1).collect::<Vec<_>>().join(" ")
             );
-            bail!("replay of `{}` did not complete", trace.meta.name);
+            return Err(
+                RunFailed(format!("replay of `{}` did not complete", trace.meta.name)).into(),
+            );
         }
         Err(e) => return Err(e.into()),
     };

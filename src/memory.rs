@@ -318,3 +318,29 @@ pub fn lb_database_bytes(objects: u64, sends: u64) -> u64 {
         .saturating_mul(PER_LB_OBJECT_BYTES)
         .saturating_add(sends.saturating_mul(PER_LB_SEND_BYTES))
 }
+
+/// The trace with every block (`r` expanded when it repeats), once its estimate (the expansion
+/// plus `extra` parts) is within `limit` (default: 3/4 of this computer's memory).
+pub fn expand(
+    r: Repeated,
+    limit: Option<u64>,
+    extra: Vec<replay::footprint::Part>,
+    quiet: bool,
+) -> anyhow::Result<trace::Trace> {
+    if r.is_flat() {
+        return Ok(r.into_body());
+    }
+    let mut est = Estimate::new().keep("the trace", r.heap_bytes());
+    est = est.stage(
+        format!("its expansion to {} blocks", r.num_blocks()),
+        std::iter::once(("every block".to_string(), r.expanded_heap_bytes()))
+            .chain(extra)
+            .collect(),
+    );
+    settle(
+        &est,
+        Some(limit.unwrap_or_else(crate::limits::default_memory_limit)),
+        quiet,
+    )?;
+    Ok(r.expand())
+}

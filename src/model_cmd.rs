@@ -68,7 +68,7 @@ pub(crate) struct ModelArgs {
     #[arg(long)]
     metric: Option<String>,
     /// Parameter values to predict at, comma-separated (e.g. 1024,4096).
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_delimiter = ',', value_parser = finite)]
     predict: Vec<f64>,
     /// Print JSON instead of the human summary.
     #[arg(long)]
@@ -270,8 +270,7 @@ fn costs_json(param: &str, fits: &[(&Series, Model)]) -> serde_json::Value {
 
 /// Per-entry cost models read back: entry name -> model.
 pub(crate) fn read_costs(path: &std::path::Path) -> Result<(String, Vec<(String, Model)>)> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let text = crate::files::read_text(path, crate::files::SMALL_TEXT_BYTES)?;
     let v: serde_json::Value =
         serde_json::from_str(&text).with_context(|| format!("{}: not JSON", path.display()))?;
     let param = v["param"].as_str().unwrap_or("x").to_string();
@@ -344,8 +343,7 @@ pub(crate) fn model(a: ModelArgs) -> Result<()> {
                 models::extrap::MAX_BYTES
             );
         }
-        let text = std::fs::read_to_string(&input)
-            .with_context(|| format!("cannot read {}", input.display()))?;
+        let text = crate::files::read_text(&input, models::extrap::MAX_BYTES)?;
         models::extrap::parse(&text).with_context(|| format!("{}", input.display()))?
     };
     finish(&a, exp)
@@ -450,4 +448,13 @@ fn finish(a: &ModelArgs, exp: Experiment) -> Result<()> {
     }
     print!("{o}");
     Ok(())
+}
+
+/// A finite number (not NaN or infinite), for `--predict`.
+fn finite(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(x) if x.is_finite() => Ok(x),
+        Ok(_) => Err(format!("`{s}` is not a finite number")),
+        Err(e) => Err(format!("`{s}`: {e}")),
+    }
 }

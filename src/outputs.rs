@@ -156,9 +156,8 @@ pub fn write_all(dir: &Path, info: &RunInfo, r: &ReplayReport, o: Options) -> Re
     crate::memory::checkpoint("outputs: projections/");
     if !all {
         notes.push(format!(
-            "note: projections/ holds the logs of {} representative PE{} only (see clusters.csv): all {} PEs would make {} log files (limit {MAX_PROJECTIONS_PES}; --force writes them)",
+            "note: projections/ holds the logs of the representative PEs only ({}, see clusters.csv): all {} PEs would make {} log files (limit {MAX_PROJECTIONS_PES}; --force writes them)",
             o.representatives.len(),
-            if o.representatives.len() == 1 { "" } else { "s" },
             r.pes,
             r.pes
         ));

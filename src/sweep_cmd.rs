@@ -669,10 +669,10 @@ pub(crate) fn merge(a: MergeArgs) -> Result<()> {
     let mut seen = BTreeSet::new();
     for dir in &a.shards {
         let mpath = dir.join("manifest.json");
-        let m: serde_json::Value = serde_json::from_str(
-            &std::fs::read_to_string(&mpath)
-                .with_context(|| format!("cannot read {}", mpath.display()))?,
-        )
+        let m: serde_json::Value = serde_json::from_str(&crate::files::read_text(
+            &mpath,
+            crate::files::REPORT_FILE_BYTES,
+        )?)
         .with_context(|| format!("{}: not JSON", mpath.display()))?;
         let text = |k: &str| m[k].as_str().map(String::from);
         let id = Manifest {
@@ -706,8 +706,7 @@ pub(crate) fn merge(a: MergeArgs) -> Result<()> {
             _ => {}
         }
         let cpath = dir.join("results.csv");
-        let csv = std::fs::read_to_string(&cpath)
-            .with_context(|| format!("cannot read {}", cpath.display()))?;
+        let csv = crate::files::read_text(&cpath, crate::files::REPORT_FILE_BYTES)?;
         let mut lines = csv.lines();
         let h = lines.next().unwrap_or_default().to_string();
         match &header {
@@ -719,8 +718,7 @@ pub(crate) fn merge(a: MergeArgs) -> Result<()> {
         }
         let jpath = dir.join("results.json");
         let json = json_lines(
-            &std::fs::read_to_string(&jpath)
-                .with_context(|| format!("cannot read {}", jpath.display()))?,
+            &crate::files::read_text(&jpath, crate::files::REPORT_FILE_BYTES)?,
             &jpath,
         )?;
         let csv_rows: Vec<&str> = lines.collect();

@@ -112,15 +112,26 @@ fn secs_to_ps(x: f64, what: &str, file: &str, offset: u64) -> Result<u64, Import
 pub fn read_set(
     input: &Path,
 ) -> Result<(BgSummary, Vec<BgTimeline>, Vec<BgFileCounts>), ImportError> {
+    read_set_limited(input, u64::MAX)
+}
+
+/// [`read_set`], refusing a log set whose files (read whole, parsed into timelines of about
+/// twice their size) would need more than `max_memory_bytes`.
+pub fn read_set_limited(
+    input: &Path,
+    max_memory_bytes: u64,
+) -> Result<(BgSummary, Vec<BgTimeline>, Vec<BgFileCounts>), ImportError> {
+    let mut budget = crate::error::ReadBudget::new(max_memory_bytes, 3);
     let sum_path = summary_path(input);
     let sum_name = sum_path.display().to_string();
-    let s = parse_summary(&read_file(&sum_path)?, &sum_name)?;
+    let s = parse_summary(&budget.read(&sum_path)?, &sum_name)?;
     let mut found: Vec<BgTimeline> = Vec::new();
     let mut counts = Vec::new();
     for (k, path) in pe_file_paths(&sum_path, &s).enumerate() {
         let k = k as u32;
         let name = path.display().to_string();
-        let bytes = read_file(&path)
+        let bytes = budget
+            .read(&path)
             .map_err(|e| missing_pe_file(e, &sum_path.display().to_string(), &s, k as usize))?;
         let tls = parse_pe_file(&bytes, &name, k, &s)?;
         let mut c = BgFileCounts {
@@ -157,7 +168,12 @@ pub fn read_set(
 
 /// Imports a BigSim log set (the folder, or its summary file `bgTrace`).
 pub fn import(input: &Path) -> Result<Imported, ImportError> {
-    let (s, tls, counts) = read_set(input)?;
+    import_limited(input, u64::MAX)
+}
+
+/// [`import`] within `max_memory_bytes` for the files read whole ([`read_set_limited`]).
+pub fn import_limited(input: &Path, max_memory_bytes: u64) -> Result<Imported, ImportError> {
+    let (s, tls, counts) = read_set_limited(input, max_memory_bytes)?;
     let name = summary_path(input).display().to_string();
     let file_of = |pe: u32| counts[(pe % s.emulating_pes) as usize].file.clone();
     let mut b = TraceBuilder::new(TraceMeta {

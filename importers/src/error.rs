@@ -2,12 +2,23 @@
 
 use std::path::PathBuf;
 
+/// The most bytes of input an error quotes (the rest is counted, not printed).
+const MAX_QUOTED_BYTES: usize = 200;
+
+/// `s` cut to at most [`MAX_QUOTED_BYTES`] (a line of a foreign file can be megabytes long).
+fn cut(s: &str) -> String {
+    sim_core::inputs::cut(s, MAX_QUOTED_BYTES)
+}
+
 /// A problem reading a foreign trace.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ImportError {
     /// A binary file holds something other than what the format requires at `offset`.
-    #[error("{file}: byte offset {offset}: expected {expected}; found {found}")]
+    #[error(
+        "{file}: byte offset {offset}: expected {expected}; found {}",
+        cut(found)
+    )]
     Binary {
         /// The file.
         file: String,
@@ -19,7 +30,7 @@ pub enum ImportError {
         found: String,
     },
     /// A line of a text format does not parse.
-    #[error("{file}:{line}: expected {expected}; found {found}")]
+    #[error("{file}:{line}: expected {expected}; found {}", cut(found))]
     Syntax {
         /// The file.
         file: String,
@@ -31,7 +42,7 @@ pub enum ImportError {
         found: String,
     },
     /// The file is well formed but uses something this importer does not support.
-    #[error("{file}: not supported: {what}")]
+    #[error("{file}: not supported: {}", cut(what))]
     Unsupported {
         /// The file.
         file: String,
@@ -40,7 +51,7 @@ pub enum ImportError {
     },
     /// The records parse but do not fit together (a receive with no matching send, a
     /// dependency on a missing record, ...).
-    #[error("{file}: {what}")]
+    #[error("{file}: {}", cut(what))]
     Inconsistent {
         /// The file (and line, when one record is to blame).
         file: String,
@@ -72,6 +83,17 @@ pub enum ImportError {
         sends: u64,
         /// Estimated bytes.
         need_bytes: u64,
+        /// The limit.
+        limit_bytes: u64,
+    },
+    /// The files an import reads whole would pass the memory limit
+    /// ([`crate::ImportOptions::max_memory_bytes`]).
+    #[error(
+        "{file}: reading it with the files before it would need more than the memory limit of {limit_bytes} bytes (--max-memory)"
+    )]
+    MemoryLimit {
+        /// The file that would pass the limit.
+        file: String,
         /// The limit.
         limit_bytes: u64,
     },
@@ -107,11 +129,27 @@ impl ImportError {
     }
 }
 
-/// Reads a whole file, mapping the OS error.
+/// Largest file an importer reads whole (a per-PE log, a summary, a compressed input).
+pub const MAX_WHOLE_FILE_BYTES: u64 = 8 << 30;
+
+/// Reads a whole file (at most [`MAX_WHOLE_FILE_BYTES`]), mapping the OS error.
 pub(crate) fn read_file(path: &std::path::Path) -> Result<Vec<u8>, ImportError> {
-    std::fs::read(path).map_err(|source| ImportError::Io {
-        path: path.to_path_buf(),
-        source,
+    read_file_limited(path, MAX_WHOLE_FILE_BYTES)
+}
+
+/// Reads a whole file of at most `limit` bytes (registered as an input).
+pub(crate) fn read_file_limited(
+    path: &std::path::Path,
+    limit: u64,
+) -> Result<Vec<u8>, ImportError> {
+    use sim_core::inputs::ReadError;
+    sim_core::inputs::read(path, limit).map_err(|e| match e {
+        ReadError::Io { path, source } => ImportError::Io { path, source },
+        ReadError::TooLarge { max_bytes, .. } => ImportError::inconsistent(
+            &path.display().to_string(),
+            format!("larger than {max_bytes} bytes, the most this input may hold here"),
+        ),
+        other => ImportError::inconsistent(&path.display().to_string(), other.to_string()),
     })
 }
 
@@ -139,13 +177,9 @@ pub(crate) fn read_text(path: &std::path::Path) -> Result<String, ImportError> {
 /// Largest text a gzip-compressed input may expand to (a bound against decompression bombs).
 pub const MAX_GZIP_TEXT_BYTES: u64 = 8 << 30;
 
-/// Reads a gzip-compressed text file (all members, as `zcat` does), at most
-/// [`MAX_GZIP_TEXT_BYTES`] once expanded. Corrupt data is reported with the offset in the
-/// compressed file where decoding stopped.
-pub(crate) fn read_gzip_text(path: &std::path::Path) -> Result<String, ImportError> {
-    read_gzip_text_limited(path, MAX_GZIP_TEXT_BYTES)
-}
-
+/// Reads a gzip-compressed text file (all members, as `zcat` does), at most `limit` bytes
+/// once expanded. Corrupt data is reported with the offset in the compressed file where
+/// decoding stopped.
 pub(crate) fn read_gzip_text_limited(
     path: &std::path::Path,
     limit: u64,
@@ -198,5 +232,82 @@ impl std::io::Read for Counted<'_> {
         let n = self.inner.read(buf)?;
         self.read += n as u64;
         Ok(n)
+    }
+}
+
+/// What an import may read whole, from [`crate::ImportOptions::max_memory_bytes`]: each
+/// file's bytes count `factor` times (what is kept of it while the trace is built: its text,
+/// its parsed records), and the total stays within the limit.
+#[derive(Debug)]
+pub(crate) struct ReadBudget {
+    left: u64,
+    limit: u64,
+    factor: u64,
+}
+
+impl ReadBudget {
+    pub(crate) fn new(limit: u64, factor: u64) -> ReadBudget {
+        ReadBudget {
+            left: limit,
+            limit,
+            factor: factor.max(1),
+        }
+    }
+
+    fn cap(&self) -> u64 {
+        (self.left / self.factor).min(MAX_WHOLE_FILE_BYTES)
+    }
+
+    fn over(&self, path: &std::path::Path) -> ImportError {
+        ImportError::MemoryLimit {
+            file: path.display().to_string(),
+            limit_bytes: self.limit,
+        }
+    }
+
+    fn spend(&mut self, bytes: usize) {
+        self.left = self
+            .left
+            .saturating_sub((bytes as u64).saturating_mul(self.factor));
+    }
+
+    /// A whole file, counted against the budget.
+    pub(crate) fn read(&mut self, path: &std::path::Path) -> Result<Vec<u8>, ImportError> {
+        let cap = self.cap();
+        let b = match read_file_limited(path, cap) {
+            Err(ImportError::Inconsistent { .. }) if cap < MAX_WHOLE_FILE_BYTES => {
+                return Err(self.over(path));
+            }
+            r => r?,
+        };
+        self.spend(b.len());
+        Ok(b)
+    }
+
+    /// A whole text file (UTF-8), counted against the budget.
+    pub(crate) fn read_text(&mut self, path: &std::path::Path) -> Result<String, ImportError> {
+        let bytes = self.read(path)?;
+        String::from_utf8(bytes).map_err(|e| ImportError::Binary {
+            file: path.display().to_string(),
+            offset: e.utf8_error().valid_up_to() as u64,
+            expected: "UTF-8 text".into(),
+            found: "a byte sequence that is not UTF-8".into(),
+        })
+    }
+
+    /// A gzip-compressed text file, its expansion counted against the budget (a
+    /// decompression bomb stops at the budget, not at [`MAX_GZIP_TEXT_BYTES`]).
+    pub(crate) fn read_gzip_text(&mut self, path: &std::path::Path) -> Result<String, ImportError> {
+        let cap = self.cap().min(MAX_GZIP_TEXT_BYTES);
+        match read_gzip_text_limited(path, cap) {
+            Err(ImportError::Inconsistent { .. }) if cap < MAX_GZIP_TEXT_BYTES => {
+                Err(self.over(path))
+            }
+            Ok(t) => {
+                self.spend(t.len());
+                Ok(t)
+            }
+            Err(e) => Err(e),
+        }
     }
 }

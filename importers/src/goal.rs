@@ -138,6 +138,9 @@ impl Labels {
     }
 }
 
+/// The longest `calc` (ns): 2^62 ps, so that sums of calcs stay countable in picoseconds.
+const MAX_CALC_NS: u64 = (1 << 62) / 1000;
+
 /// The kind of a GOAL operation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OpKind {
@@ -822,6 +825,12 @@ fn op_kind(
     match t.first().copied() {
         Some(b"calc") => {
             let ns = p.num(t.get(1).copied(), "a calc duration (ns)")?;
+            if ns > MAX_CALC_NS {
+                return Err(p.err(
+                    format!("a calc duration of at most {MAX_CALC_NS} ns (53 days: simulated time is counted in picoseconds)"),
+                    format!("{ns}"),
+                ));
+            }
             opt(2, ignored)?;
             Ok(op(CALC, 0, ns, 0))
         }
@@ -861,6 +870,18 @@ pub fn import_with(
     parallel: bool,
     progress: &mut dyn sim_core::Progress,
 ) -> Result<Imported, ImportError> {
+    import_limited(path, eager_limit, parallel, u64::MAX, progress)
+}
+
+/// [`import_with`], refusing (after parsing, before building) a schedule whose trace would
+/// need more than `max_memory_bytes` ([`crate::BUILD_BYTES_PER_BLOCK`] per operation).
+pub fn import_limited(
+    path: &Path,
+    eager_limit: u64,
+    parallel: bool,
+    max_memory_bytes: u64,
+    progress: &mut dyn sim_core::Progress,
+) -> Result<Imported, ImportError> {
     let file = path.display().to_string();
     let Schedule {
         ops,
@@ -868,6 +889,15 @@ pub fn import_with(
         edges: raw_edges,
         cpu_nic_ignored,
     } = parse(path, &file, parallel, progress)?;
+    crate::check_size(
+        &file,
+        ops.len() as u64,
+        ops.len() as u64,
+        &crate::ImportOptions {
+            max_memory_bytes,
+            ..Default::default()
+        },
+    )?;
     let n = base.len() - 1;
     let total = ops.len();
     let rank_of = |g: usize| -> usize { base.partition_point(|&b| b as usize <= g) - 1 };

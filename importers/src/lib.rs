@@ -232,10 +232,16 @@ pub fn import_with(
     progress: &mut dyn sim_core::Progress,
 ) -> Result<Imported, ImportError> {
     match format {
-        Format::BgTrace => bgtrace::import(input),
-        Format::Goal => goal::import_with(input, opts.eager_limit, opts.parallel, progress),
+        Format::BgTrace => bgtrace::import_limited(input, opts.max_memory_bytes),
+        Format::Goal => goal::import_limited(
+            input,
+            opts.eager_limit,
+            opts.parallel,
+            opts.max_memory_bytes,
+            progress,
+        ),
         Format::SimGrid => simgrid::import_with_progress(input, opts, progress),
-        Format::Projections => projections::import(input),
+        Format::Projections => projections::import_limited(input, opts.max_memory_bytes),
         #[cfg(feature = "otf2")]
         Format::Otf2 => otf2::import(input, opts),
         #[cfg(not(feature = "otf2"))]

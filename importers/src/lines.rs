@@ -28,6 +28,7 @@ pub(crate) struct Lines<R: Read> {
 impl Lines<std::fs::File> {
     /// Opens `path`.
     pub(crate) fn open(path: &Path) -> Result<Self, ImportError> {
+        sim_core::inputs::register(path);
         let f = std::fs::File::open(path).map_err(|source| ImportError::Io {
             path: path.to_path_buf(),
             source,
@@ -49,6 +50,7 @@ impl Lines<std::io::Take<std::fs::File>> {
             path: path.to_path_buf(),
             source,
         };
+        sim_core::inputs::register(path);
         let mut f = std::fs::File::open(path).map_err(io)?;
         f.seek(SeekFrom::Start(start)).map_err(io)?;
         let mut l = Lines::new(f.take(end - start), path.display().to_string());

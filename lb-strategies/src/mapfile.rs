@@ -54,6 +54,7 @@ fn bad(file: &str, line: u64, expected: impl Into<String>) -> LbError {
 /// Reads a placement file (see the module docs).
 pub fn read_map(path: &Path) -> Result<PlacementFile, LbError> {
     let file = path.display().to_string();
+    sim_core::inputs::register(path);
     let f = std::fs::File::open(path).map_err(|source| LbError::Read {
         what: file.clone(),
         source,

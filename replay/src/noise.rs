@@ -168,17 +168,14 @@ impl NoiseTrace {
 
     /// Reads a noise-trace file (at most 1 GiB).
     pub fn read(path: &str, random_phase: bool) -> Result<NoiseTrace, String> {
-        use std::io::Read;
         const MAX_BYTES: u64 = 1 << 30;
-        let f = std::fs::File::open(path)
-            .map_err(|e| format!("cannot read noise trace {path}: {e}"))?;
-        let mut text = String::new();
-        f.take(MAX_BYTES + 1)
-            .read_to_string(&mut text)
-            .map_err(|e| format!("cannot read noise trace {path}: {e}"))?;
-        if text.len() as u64 > MAX_BYTES {
-            return Err(format!("noise trace {path} is larger than 1 GiB"));
-        }
+        use sim_core::inputs::ReadError;
+        let text = sim_core::inputs::read_to_string(std::path::Path::new(path), MAX_BYTES)
+            .map_err(|e| match e {
+                ReadError::Io { source, .. } => format!("cannot read noise trace {path}: {source}"),
+                ReadError::TooLarge { .. } => format!("noise trace {path} is larger than 1 GiB"),
+                other => format!("noise trace: {other}"),
+            })?;
         Self::parse(path, &text, random_phase)
     }
 
@@ -390,7 +387,9 @@ impl Noise {
         if m == 0 {
             return 0;
         }
-        mix64(self.seed ^ mix64((pe as u64) << 32 ^ n)) % (m + 1)
+        let h = mix64(self.seed ^ mix64((pe as u64) << 32 ^ n));
+        // U[0, m]; for m = 2^64 - 1 every value is in range.
+        m.checked_add(1).map_or(h, |span| h % span)
     }
 
     /// The log-normal factor of the `n`-th working block of PE `pe` (1 without `cv`).

@@ -14,6 +14,10 @@
 //!   non-empty folder of other files needs `force`, and then receives the files in place
 //!   (nothing of it is deleted; the marker is still written last).
 //!
+//! - No output overwrites or deletes an input the process registered
+//!   (`sim_core::inputs::register`): [`check_file`], [`AtomicFile::create`] and [`check_dir`]
+//!   refuse with [`OutputError::OverwritesInput`].
+//!
 //! Temporary names start with `.` and contain `.whatif-tmp.` or `.whatif-staging.` and the
 //! process id, so they never collide with outputs and are easy to clean up.
 
@@ -49,6 +53,17 @@ pub enum OutputError {
     NotADir {
         /// The path.
         path: PathBuf,
+    },
+    /// The output would overwrite, or (replacing a folder) delete, one of the run's inputs
+    /// (`sim_core::inputs`).
+    #[error(
+        "{path}: writing there would overwrite or delete the input {input}; choose another output path"
+    )]
+    OverwritesInput {
+        /// The output path.
+        path: PathBuf,
+        /// The input.
+        input: PathBuf,
     },
     /// The folder an output file would go into does not exist.
     #[error("cannot write {path}: its folder {parent} does not exist")]
@@ -98,6 +113,12 @@ fn check_parent(dest: &Path) -> Result<(), OutputError> {
 /// so a typo in a path does not cost a whole run).
 pub fn check_file(dest: &Path) -> Result<(), OutputError> {
     check_parent(dest)?;
+    if let Some(input) = sim_core::inputs::overwritten_by(dest) {
+        return Err(OutputError::OverwritesInput {
+            path: dest.to_path_buf(),
+            input,
+        });
+    }
     if dest.is_dir() {
         return Err(OutputError::Io {
             path: dest.to_path_buf(),
@@ -192,6 +213,16 @@ pub fn check_dir(dest: &Path, force: bool) -> Result<DirState, OutputError> {
     if state == DirState::Foreign && !force {
         return Err(OutputError::Foreign {
             path: dest.to_path_buf(),
+        });
+    }
+    // A previous output is replaced, its files deleted (a forced foreign folder keeps its
+    // files; the outputs written into it are checked one by one).
+    if state == DirState::Previous
+        && let Some(input) = sim_core::inputs::inside(dest)
+    {
+        return Err(OutputError::OverwritesInput {
+            path: dest.to_path_buf(),
+            input,
         });
     }
     check_parent(dest)?;

@@ -527,14 +527,22 @@ pub fn canonical_key(k: &str) -> String {
     }
 }
 
+/// The largest study file read (a study is a page of TOML).
+pub const MAX_STUDY_BYTES: u64 = 16 << 20;
+
 const TOP_KEYS: &[&str] = &["workload", "machine", "net", "lb", "report", "seed"];
 
 impl Study {
     /// Reads and validates a study file.
     pub fn from_file(path: &Path) -> Result<Study, StudyError> {
-        let text = std::fs::read_to_string(path).map_err(|e| StudyError::Read {
-            path: path.display().to_string(),
-            source: e,
+        let text = sim_core::inputs::read_to_string(path, MAX_STUDY_BYTES).map_err(|e| {
+            StudyError::Read {
+                path: path.display().to_string(),
+                source: match e {
+                    sim_core::inputs::ReadError::Io { source, .. } => source,
+                    other => std::io::Error::other(other.to_string()),
+                },
+            }
         })?;
         let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
         Study::from_text(&text, &path.display().to_string(), &dir)

@@ -69,7 +69,8 @@ impl Compute {
         }
         let x = below(&mut self.rng, 2 * self.jitter_ppm + 1) as i128 - self.jitter_ppm as i128;
         let c = self.base.as_ps() as i128;
-        SimDuration::from_ps((c + c * x / 1_000_000).max(0) as u64)
+        // Clamped, not wrapped, near 2^64 ps.
+        SimDuration::from_ps((c + c * x / 1_000_000).clamp(0, u64::MAX as i128) as u64)
     }
 }
 

@@ -18,6 +18,7 @@
 //!
 //! The crate has no knowledge of traces, networks or processors; `replay` drives it.
 
+pub mod inputs;
 pub mod memory;
 pub mod progress;
 pub mod queue;

@@ -8,6 +8,7 @@ mod determinism;
 mod emulator;
 mod engine;
 mod hardening;
+mod hardening33;
 mod importers;
 mod lb;
 mod loggopsim;

@@ -103,6 +103,7 @@ pub fn read_repeated_file_with(
     path: &Path,
     progress: &mut dyn sim_core::Progress,
 ) -> Result<Repeated, TraceError> {
+    sim_core::inputs::register(path);
     let file = File::open(path).map_err(|e| io_err(path, e))?;
     let len = file.metadata().map_err(|e| io_err(path, e))?.len();
     let mut r = BufReader::with_capacity(1 << 16, file);

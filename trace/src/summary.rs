@@ -262,13 +262,14 @@ impl fmt::Display for TraceSummary {
             )?,
         }
         writeln!(f, "entry methods {}", self.entries)?;
+        // Names longer than the column are cut (an entry name can be any length).
         let w = self
             .entry_table
             .iter()
-            .map(|e| e.name.len())
+            .map(|e| e.name.chars().count())
             .max()
             .unwrap_or(4)
-            .max(4);
+            .clamp(4, MAX_NAME_COLUMN);
         writeln!(
             f,
             "  {:>4}  {:<w$}  {:>10}  {:>10}  {:>14}",
@@ -279,7 +280,7 @@ impl fmt::Display for TraceSummary {
                 f,
                 "  {:>4}  {:<w$}  {:>10}  {:>10}  {:>14}",
                 e.id,
-                e.name,
+                shorten(&e.name, MAX_NAME_COLUMN),
                 e.blocks,
                 e.messages_in,
                 SimDuration::from_ps(e.total_ps).to_string()
@@ -287,4 +288,17 @@ impl fmt::Display for TraceSummary {
         }
         Ok(())
     }
+}
+
+/// The widest entry-name column `inspect` prints.
+const MAX_NAME_COLUMN: usize = 60;
+
+/// `s` cut to at most `max` characters, ending in `...` when cut.
+fn shorten(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    let mut t: String = s.chars().take(max.saturating_sub(3)).collect();
+    t.push_str("...");
+    t
 }

@@ -78,12 +78,12 @@ fn log_paths(sts_path: &Path, pes: u32) -> impl Iterator<Item = PathBuf> {
     })
 }
 
-/// A log's text, decompressed when it is a `.gz`.
-fn read_log(path: &Path) -> Result<String, ImportError> {
+/// A log's text, decompressed when it is a `.gz`, counted against the import's budget.
+fn read_log(path: &Path, budget: &mut crate::error::ReadBudget) -> Result<String, ImportError> {
     if path.extension().is_some_and(|e| e == "gz") {
-        crate::error::read_gzip_text(path)
+        budget.read_gzip_text(path)
     } else {
-        read_text(path)
+        budget.read_text(path)
     }
 }
 
@@ -117,8 +117,15 @@ fn missing_log(e: ImportError, sts: &str, pes: u32, pe: u32) -> ImportError {
 
 /// Imports a Projections log set given its `.sts` file.
 pub fn import(sts_path: &Path) -> Result<Imported, ImportError> {
+    import_limited(sts_path, u64::MAX)
+}
+
+/// [`import`], refusing a log set whose text (each log read whole, then parsed into records
+/// of about its size) would need more than `max_memory_bytes`.
+pub fn import_limited(sts_path: &Path, max_memory_bytes: u64) -> Result<Imported, ImportError> {
+    let mut budget = crate::error::ReadBudget::new(max_memory_bytes, 2);
     let sts_name = sts_path.display().to_string();
-    let sts = parse_sts(&read_text(sts_path)?, &sts_name)?;
+    let sts = parse_sts(&budget.read_text(sts_path)?, &sts_name)?;
     let stem = sts_path
         .file_stem()
         .map(|n| n.to_string_lossy().into_owned())
@@ -126,7 +133,8 @@ pub fn import(sts_path: &Path) -> Result<Imported, ImportError> {
     let mut logs = log::Logs::default();
     for (pe, path) in log_paths(sts_path, sts.pes).enumerate() {
         let pe = pe as u32;
-        let text = read_log(&path).map_err(|e| missing_log(e, &sts_name, sts.pes, pe))?;
+        let text =
+            read_log(&path, &mut budget).map_err(|e| missing_log(e, &sts_name, sts.pes, pe))?;
         logs.read(&sts, pe, path.display().to_string(), &text)?;
     }
     // Creation offsets may exceed a block's end when END was missing; stretch the block.
