@@ -9,9 +9,34 @@ use std::path::{Path, PathBuf};
 /// the extra PEs stay idle, cost memory and output, and change no prediction.
 pub const IDLE_PES_CHECK_ABOVE: u64 = 1 << 20;
 
-/// Three quarters of this computer's memory (`MemTotal` in `/proc/meminfo`), or 8 GiB where
-/// that cannot be read.
+/// Three quarters of the memory this process may use: the least of this computer's
+/// (`MemTotal` in `/proc/meminfo`), its control group's (`/sys/fs/cgroup/memory.max`) and its
+/// address-space limit (`ulimit -v`, from `/proc/self/limits`); 8 GiB where none can be read.
 pub fn default_memory_limit() -> u64 {
+    let cgroup = std::fs::read_to_string("/sys/fs/cgroup/memory.max")
+        .ok()
+        .and_then(|t| t.trim().parse::<u64>().ok());
+    let address_space = std::fs::read_to_string("/proc/self/limits")
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find(|l| l.starts_with("Max address space"))
+                .and_then(|l| l.split_whitespace().nth(3))
+                .and_then(|soft| soft.parse::<u64>().ok())
+        });
+    [
+        machine_memory_limit(),
+        cgroup.map(|b| b / 4 * 3),
+        address_space.map(|b| b / 4 * 3),
+    ]
+    .into_iter()
+    .flatten()
+    .min()
+    .unwrap_or(8 << 30)
+}
+
+/// Three quarters of this computer's memory (`MemTotal`), if it can be read.
+fn machine_memory_limit() -> Option<u64> {
     let total = std::fs::read_to_string("/proc/meminfo")
         .ok()
         .and_then(|t| {
@@ -21,10 +46,7 @@ pub fn default_memory_limit() -> u64 {
                 .and_then(|v| v.trim().parse::<u64>().ok())
         })
         .map(|kib| kib.saturating_mul(1024));
-    match total {
-        Some(b) if b > 0 => b / 4 * 3,
-        _ => 8 << 30,
-    }
+    total.filter(|&b| b > 0).map(|b| b / 4 * 3)
 }
 
 /// Refuses a machine of more than [`IDLE_PES_CHECK_ABOVE`] PEs with more PEs than the trace

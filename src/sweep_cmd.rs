@@ -170,6 +170,9 @@ pub(crate) fn load_workload(study: &Study, p: &Point) -> Result<Trace> {
             measured,
             net,
         } => {
+            // The emulated machine's state, before anything is allocated for it.
+            crate::emulate_cmd::check_emulated_pes(*pes, None, "a smaller [workload] pes")
+                .with_context(|| format!("study {}", study.name))?;
             let cfg = emulator::EmulateConfig {
                 pes: *pes,
                 timing: if *measured {

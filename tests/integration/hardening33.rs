@@ -304,3 +304,25 @@ fn bad_input_exits_2() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Under `ulimit -v`, the default memory limit is three quarters of the address space allowed,
+/// so a run too large for it is refused with the figures instead of aborting in an allocation.
+#[test]
+fn the_default_memory_limit_follows_ulimit() {
+    let dir = tmpdir("h33-ulimit");
+    let r = dir.join("r.trace");
+    gen_trace(&r, &["ring", "--ranks", "8", "--iters", "3"]);
+    let o = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "ulimit -v 2000000 && exec {} replay {} --pes 20000000 --force",
+            env!("CARGO_BIN_EXE_whatif"),
+            s(&r)
+        ))
+        .output()
+        .unwrap();
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    assert!(e.contains("memory limit of 1.4 GiB"), "{e}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
