@@ -87,13 +87,16 @@ fn parse_measured(m: &str) -> Result<Measured> {
     let (settings, time) = m
         .rsplit_once(':')
         .with_context(|| format!("--measured `{m}`: expected KEY=VALUE[,...]:SECONDS"))?;
-    let seconds = match parse_duration(time) {
-        Ok(d) if time.chars().any(|c| c.is_ascii_alphabetic()) => d.as_ps() as f64 / 1e12,
-        _ => time
-            .parse::<f64>()
+    let seconds = if time.chars().any(|c| c.is_ascii_alphabetic()) {
+        let d = parse_duration(time).map_err(|e| anyhow::anyhow!("--measured `{m}`: {e}"))?;
+        d.as_ps() as f64 / 1e12
+    } else {
+        time.parse::<f64>()
             .ok()
             .filter(|s| s.is_finite() && *s > 0.0)
-            .with_context(|| format!("--measured `{m}`: `{time}` is not a positive time"))?,
+            .with_context(|| {
+                format!("--measured `{m}`: `{time}` is not a positive number of seconds")
+            })?
     };
     let settings = settings
         .split(',')

@@ -643,8 +643,26 @@ fn quiet_on_closed_stdout() {
     }));
 }
 
+/// On SIGINT or SIGTERM: remove the run's temporary files and staging folders (outputs
+/// already in place, and the previous outputs, stay), say so, and exit with 130.
+fn stop_cleanly_on_interrupt() {
+    let _ = ctrlc::set_handler(|| {
+        let n = safe_output::remove_temporaries();
+        eprintln!(
+            "\ninterrupted: stopped{}; outputs already written and earlier outputs are untouched",
+            if n > 0 {
+                format!(", {n} unfinished output(s) removed")
+            } else {
+                String::new()
+            }
+        );
+        std::process::exit(130);
+    });
+}
+
 fn main() -> ExitCode {
     quiet_on_closed_stdout();
+    stop_cleanly_on_interrupt();
     let cli = Cli::parse();
     let result = dispatch(cli);
     memory::log_at_exit();
@@ -760,7 +778,7 @@ pub(crate) fn load_input(
     let t0 = Instant::now();
     let mut progress = progress::Reporter::new(quiet);
     let trace = match format {
-        None => trace::read_repeated_file_with(path, &mut progress)?,
+        None => trace::read_repeated_file_with(path, &mut progress).map_err(|e| hinted(e, path))?,
         Some(f) => {
             let imp = importers::import_with(
                 f,
@@ -792,6 +810,46 @@ pub(crate) fn load_input(
         );
     }
     Ok(trace)
+}
+
+/// A whatif trace file, with [`format_hint`] on the error when it is not one.
+pub(crate) fn read_whatif_trace(path: &std::path::Path) -> Result<Repeated> {
+    trace::read_repeated_file(path).map_err(|e| hinted(e, path))
+}
+
+/// `e` with the `--format` hint for `path`, if any.
+fn hinted(e: trace::TraceError, path: &std::path::Path) -> anyhow::Error {
+    match format_hint(path) {
+        Some(hint) => anyhow::Error::new(e).context(hint),
+        None => e.into(),
+    }
+}
+
+/// What to do when a path read as a whatif trace is not one: the `--format` its name or
+/// kind suggests (`None` when nothing does).
+fn format_hint(path: &std::path::Path) -> Option<String> {
+    let name = path.file_name()?.to_string_lossy().to_lowercase();
+    let is = |ext: &str| name.ends_with(ext);
+    let format = if path.is_dir() {
+        return Some(format!(
+            "{} is a folder: a BigSim log set is read with --format bgtrace (or `whatif import bgtrace`)",
+            path.display()
+        ));
+    } else if is(".goal") || is(".goal.gz") {
+        "goal"
+    } else if is(".sts") || is(".log") || is(".log.gz") {
+        "projections"
+    } else if is(".otf2") {
+        "otf2"
+    } else if is(".txt") || is(".ti") {
+        "simgrid"
+    } else {
+        return None;
+    };
+    Some(format!(
+        "{} is not a whatif trace; if it is a {format} file, add --format {format}",
+        path.display()
+    ))
 }
 
 /// [`load_input`] then [`whatif_trace`], as one flat trace (for commands that need every
@@ -881,7 +939,7 @@ fn export_cmd(a: ExportArgs) -> Result<()> {
     limits::refuse_overwrite(std::slice::from_ref(&a.trace), &[("--out", &a.out)])?;
     files::check_outputs(&[("--out", &a.out)], &[], false)?;
     // The GOAL text is built in memory: about 64 bytes per operation.
-    let r = trace::read_repeated_file(&a.trace)?;
+    let r = read_whatif_trace(&a.trace)?;
     let text_bytes = r
         .num_blocks()
         .saturating_add(r.num_sends())
@@ -1066,7 +1124,7 @@ fn inspect(a: InspectArgs) -> Result<()> {
             &[("--objects", out.as_path())],
         )?;
     }
-    let t = trace::read_repeated_file(&a.trace)?;
+    let t = read_whatif_trace(&a.trace)?;
     if let Some(out) = &a.objects {
         safe_output::write_atomic(out, &lb_strategies::mapfile::recorded_csv(t.body()))?;
     }

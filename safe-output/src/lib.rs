@@ -65,6 +65,14 @@ pub enum OutputError {
         /// The input.
         input: PathBuf,
     },
+    /// The output folder is the current folder or holds it, which cannot be replaced.
+    #[error(
+        "{path} is the current folder or holds it: an output folder is replaced as a whole when it is finished, which the current folder cannot be; choose another folder (e.g. {path}/out)"
+    )]
+    HoldsCurrentDir {
+        /// The folder.
+        path: PathBuf,
+    },
     /// The folder an output file would go into does not exist.
     #[error("cannot write {path}: its folder {parent} does not exist")]
     NoParent {
@@ -80,6 +88,35 @@ fn io_err(path: &Path) -> impl FnOnce(io::Error) -> OutputError + '_ {
         path: path.to_path_buf(),
         source,
     }
+}
+
+/// The temporary files and staging folders this process has open, for
+/// [`remove_temporaries`] (an interrupted run removes them before it exits).
+static LIVE: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+fn live(p: &Path, open: bool) {
+    let mut v = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+    if open {
+        v.push(p.to_path_buf());
+    } else if let Some(i) = v.iter().position(|x| x == p) {
+        v.swap_remove(i);
+    }
+}
+
+/// Removes every temporary file and staging folder this process has open (what an
+/// interrupted run calls before it exits: destructors do not run on `exit`); returns how many
+/// it removed. Outputs already in place and the previous outputs are untouched.
+pub fn remove_temporaries() -> usize {
+    let v = std::mem::take(&mut *LIVE.lock().unwrap_or_else(|e| e.into_inner()));
+    v.iter()
+        .filter(|p| {
+            if p.is_dir() {
+                fs::remove_dir_all(p).is_ok()
+            } else {
+                fs::remove_file(p).is_ok()
+            }
+        })
+        .count()
 }
 
 /// `dir/.name.whatif-<kind>.<pid>` for `dest = dir/name`.
@@ -140,8 +177,10 @@ impl AtomicFile {
     /// Starts writing `dest` (its folder must exist).
     pub fn create(dest: &Path) -> Result<AtomicFile, OutputError> {
         check_file(dest)?;
+        clean_stale(dest);
         let tmp = sibling(dest, "tmp");
         let f = File::create(&tmp).map_err(io_err(dest))?;
+        live(&tmp, true);
         Ok(AtomicFile {
             dest: dest.to_path_buf(),
             tmp,
@@ -163,7 +202,9 @@ impl AtomicFile {
         })?;
         f.sync_all().map_err(io_err(&self.dest))?;
         drop(f);
-        fs::rename(&self.tmp, &self.dest).map_err(io_err(&self.dest))
+        fs::rename(&self.tmp, &self.dest).map_err(io_err(&self.dest))?;
+        live(&self.tmp, false);
+        Ok(())
     }
 }
 
@@ -183,6 +224,7 @@ impl Drop for AtomicFile {
     fn drop(&mut self) {
         if self.w.take().is_some() {
             let _ = fs::remove_file(&self.tmp);
+            live(&self.tmp, false);
         }
     }
 }
@@ -212,6 +254,14 @@ pub fn check_dir(dest: &Path, force: bool) -> Result<DirState, OutputError> {
     let state = dir_state(dest)?;
     if state == DirState::Foreign && !force {
         return Err(OutputError::Foreign {
+            path: dest.to_path_buf(),
+        });
+    }
+    if state != DirState::Foreign
+        && let Ok(cwd) = std::env::current_dir()
+        && sim_core::inputs::resolve(&cwd).starts_with(sim_core::inputs::resolve(dest))
+    {
+        return Err(OutputError::HoldsCurrentDir {
             path: dest.to_path_buf(),
         });
     }
@@ -284,6 +334,11 @@ fn clean_stale(dest: &Path) {
             continue;
         }
         let p = e.path();
+        // A run killed between its two final renames left the previous output aside and no
+        // output in place: put the previous one back.
+        if kind == "old" && !dest.exists() && fs::rename(&p, dest).is_ok() {
+            continue;
+        }
         let _ = if p.is_dir() {
             fs::remove_dir_all(&p)
         } else {
@@ -325,6 +380,7 @@ impl OutputDir {
             fs::remove_dir_all(&work).map_err(io_err(&work))?;
         }
         fs::create_dir_all(&work).map_err(io_err(&work))?;
+        live(&work, true);
         Ok(OutputDir {
             dest: dest.to_path_buf(),
             work,
@@ -364,6 +420,7 @@ impl OutputDir {
                 }
             };
             fs::rename(&self.work, &self.dest).map_err(io_err(&self.dest))?;
+            live(&self.work, false);
             if had_old {
                 fs::remove_dir_all(&old).map_err(io_err(&old))?;
             }
@@ -377,6 +434,7 @@ impl Drop for OutputDir {
     fn drop(&mut self) {
         if self.staged && !self.finished {
             let _ = fs::remove_dir_all(&self.work);
+            live(&self.work, false);
         }
     }
 }

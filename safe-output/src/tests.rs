@@ -137,3 +137,26 @@ fn leftovers_of_dead_processes_are_removed() {
         assert_eq!(names(&d), want);
     }
 }
+
+#[test]
+fn a_dead_runs_temporary_file_goes_and_its_set_aside_output_comes_back() {
+    let d = scratch("stale-tmp");
+    // A killed single-file write left its temporary file: the next write of that file removes it.
+    let f = d.join("tl.csv");
+    fs::write(d.join(".tl.csv.whatif-tmp.0"), "half").unwrap();
+    write_atomic(&f, b"whole").unwrap();
+    if Path::new("/proc/self").exists() {
+        assert_eq!(names(&d), ["tl.csv"]);
+    }
+    // A run killed between its two final renames: the previous output aside, none in place.
+    let out = d.join("out");
+    let old = d.join(".out.whatif-old.0");
+    fs::create_dir_all(&old).unwrap();
+    fs::write(old.join(MARKER), "{}").unwrap();
+    fs::write(old.join("a.csv"), "previous").unwrap();
+    let o = OutputDir::begin(&out, false).unwrap();
+    drop(o);
+    if Path::new("/proc/self").exists() {
+        assert_eq!(fs::read_to_string(out.join("a.csv")).unwrap(), "previous");
+    }
+}

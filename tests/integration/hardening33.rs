@@ -326,3 +326,89 @@ fn the_default_memory_limit_follows_ulimit() {
     assert!(e.contains("memory limit of 1.4 GiB"), "{e}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// SIGINT stops a run with a message and exit status 130, removing its staging folder; the
+/// previous output stays whole.
+#[test]
+fn an_interrupted_run_cleans_up_and_says_so() {
+    let dir = tmpdir("h33-sigint");
+    let t = dir.join("h.trace");
+    gen_trace(
+        &t,
+        &[
+            "halo3d",
+            "--dims",
+            "30x30x40",
+            "--iters",
+            "10",
+            "--compute",
+            "100us",
+        ],
+    );
+    let small = dir.join("r.trace");
+    gen_trace(&small, &["ring", "--ranks", "8", "--iters", "3"]);
+    let out = dir.join("out");
+    let o = run(&["replay", &s(&small), "--out", &s(&out), "-q"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let before = std::fs::read(out.join("summary.json")).unwrap();
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_whatif"))
+        .args(["replay", &s(&t), "--out", &s(&out), "--trace-pes", "all"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Once its staging folder exists, interrupt it.
+    let t0 = Instant::now();
+    let staging = |d: &Path| {
+        std::fs::read_dir(d)
+            .unwrap()
+            .flatten()
+            .any(|e| e.file_name().to_string_lossy().contains(".whatif-staging."))
+    };
+    while !staging(&dir) && t0.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(staging(&dir), "the run started its output");
+    let k = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(k.success());
+    let o = child.wait_with_output().unwrap();
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(130), "{e}");
+    assert!(e.contains("interrupted"), "{e}");
+    assert!(!staging(&dir), "the staging folder is removed");
+    assert_eq!(std::fs::read(out.join("summary.json")).unwrap(), before);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Messages that say what to do: a foreign file read as a whatif trace names the --format, a
+/// folder names bgtrace, `--out` of the current folder is refused before the run.
+#[test]
+fn messages_say_what_to_do() {
+    let dir = tmpdir("h33-messages");
+    let goal = dir.join("x.goal");
+    std::fs::write(&goal, "num_ranks 1\nrank 0 {\nl1: calc 1\n}\n").unwrap();
+    refused(&["replay", &s(&goal)], &["--format goal"]);
+    let sts = dir.join("x.sts");
+    std::fs::write(&sts, "PROJECTIONS_ID\n").unwrap();
+    refused(&["inspect", &s(&sts)], &["--format projections"]);
+    refused(&["replay", &s(&dir)], &["is a folder", "--format bgtrace"]);
+    let r = dir.join("r.trace");
+    gen_trace(&r, &["ring", "--ranks", "8", "--iters", "3"]);
+    let empty = dir.join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_whatif"))
+        .args(["replay", &s(&r), "--out", "."])
+        .current_dir(&empty)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("current folder"), "{}", stderr(&o));
+    assert!(
+        !stderr(&o).contains("replayed"),
+        "refused before the replay"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
