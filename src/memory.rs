@@ -60,8 +60,9 @@ pub fn settle(
     quiet: bool,
 ) -> anyhow::Result<()> {
     note(est.bytes());
+    let refused = limit.is_some_and(|l| est.bytes() > l);
     if std::env::var_os("WHATIF_MEMORY_TRACE").is_some()
-        || (!quiet && est.bytes() >= SHOW_ABOVE_BYTES)
+        || (!quiet && !refused && est.bytes() >= SHOW_ABOVE_BYTES)
     {
         eprintln!(
             "memory: {}{}",

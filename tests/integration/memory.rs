@@ -86,6 +86,20 @@ fn memory_estimates_are_within_a_quarter_of_the_measured_peak() {
         let out = dir.join(format!("out{dims}"));
         let sv = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         run(
+            format!("gen halo {dims}"),
+            sv(&[
+                "gen",
+                "halo3d",
+                "--dims",
+                dims,
+                "--iters",
+                "10",
+                "--out",
+                &p(&dir.join(format!("g{dims}.trace"))),
+                "-q",
+            ]),
+        );
+        run(
             format!("replay halo {dims}"),
             sv(&["replay", &p(&t), "--net", net, "-q"]),
         );
