@@ -44,8 +44,9 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::str::FromStr;
 
-/// The most packets one message may have: all of a message's packets are queued when it
-/// departs (about 64 bytes each), so this bounds one message to about 256 MiB.
+/// The most packets one message may have: all of a message's packets pass its first resource
+/// at once, and each one that goes on is held until it arrives (a 24-byte record and a 16-byte
+/// event), so this bounds one message to about 160 MiB.
 pub const MAX_PACKETS_PER_MESSAGE: u64 = 1 << 22;
 
 /// How a router forwards a packet.
@@ -107,10 +108,15 @@ pub struct ContentionParams {
 impl ContentionParams {
     /// The model, with every link idle.
     pub fn model(self) -> Contention {
+        let ports = self.topology.ports();
         Contention {
-            ports: self.topology.ports(),
+            ports,
+            per_node: (ports + if self.nic_bandwidth.is_some() { 2 } else { 0 }).max(1),
+            full_ser: self.ser(self.packet_bytes.max(1)),
             p: self,
             res: Vec::new(),
+            more: Vec::new(),
+            free_more: Vec::new(),
             packets: Slab::default(),
             msgs: Slab::default(),
             memo: [(u64::MAX, 0, 0); MEMO],
@@ -216,30 +222,39 @@ const STAGE_NET: u8 = 1;
 const STAGE_EJECT: u8 = 2;
 /// `Msg::via` of a route without a waypoint.
 const NO_WAYPOINT: u64 = u64::MAX;
+/// Event ids: a message's packets entering its first resource (`INJECT | message slot`), or
+/// one packet reaching its next resource (the packet's slot, below `INJECT`).
+const INJECT: u32 = 1 << 31;
+/// "None" for `u32` handles.
+const NIL: u32 = u32::MAX;
 
+/// A packet past its first resource (24 bytes). Its size is the model's packet size, or the
+/// message's remainder for its last packet.
 #[derive(Clone, Copy, Debug)]
 struct Packet {
+    node: u64,
+    tail_ps: u64,
     msg: u32,
     stage: u8,
     /// Whether the packet has passed its message's waypoint (or it has none).
     past_waypoint: bool,
-    node: u64,
-    tail_ps: u64,
-    bytes: u64,
-    ser_link: u64,
-    ser_nic: u64,
+    /// The message's last packet.
+    last: bool,
 }
 
+/// A message in flight (64 bytes).
 #[derive(Clone, Copy, Debug)]
 struct Msg {
-    token: u32,
-    left: u64,
-    dst: u64,
-    /// [`Topology::waypoint`] of the route, `NO_WAYPOINT` for none.
-    via: u64,
     sent_ps: u64,
     done_ps: u64,
     bytes: u64,
+    src: u64,
+    dst: u64,
+    /// [`Topology::waypoint`] of the route, `NO_WAYPOINT` for none.
+    via: u64,
+    token: u32,
+    /// Packets not delivered yet (all of them until the message enters the network).
+    left: u32,
     hops: u32,
 }
 
@@ -268,35 +283,115 @@ impl<T> Slab<T> {
             }
             None => {
                 self.items.push(x);
-                (self.items.len() - 1) as u32
+                let i = self.items.len() - 1;
+                assert!(
+                    i < INJECT as usize,
+                    "more than 2^31 packets or messages in flight"
+                );
+                i as u32
             }
         }
     }
 }
 
-/// One link or NIC: when it is next free, what it carried, who waits for it.
-#[derive(Clone, Debug, Default)]
+/// Start times `first + i * step` for `i < count`: packets queued at a resource back to back
+/// (a message's packets behind one another) are one run.
+#[derive(Clone, Copy, Debug, Default)]
+struct Run {
+    first: u64,
+    step: u32,
+    count: u32,
+}
+
+impl Run {
+    /// How many of the run's times are at or before `now` (a prefix: the times increase).
+    #[inline]
+    fn started_by(&self, now: u64) -> u32 {
+        if self.count == 0 || self.first > now {
+            0
+        } else if self.count == 1 || self.step == 0 {
+            self.count
+        } else {
+            ((now - self.first) / self.step as u64 + 1).min(self.count as u64) as u32
+        }
+    }
+    /// Appends `x` (at least the last time) if it continues the run.
+    #[inline]
+    fn extend(&mut self, x: u64) -> bool {
+        if self.count == 1 {
+            match u32::try_from(x - self.first) {
+                Ok(step) => {
+                    self.step = step;
+                    self.count = 2;
+                    true
+                }
+                Err(_) => false,
+            }
+        } else if self.count < u32::MAX && x == self.first + self.count as u64 * self.step as u64 {
+            self.count += 1;
+            true
+        } else {
+            false
+        }
+    }
+}
+
+/// The runs of a resource beyond its first (see [`Res::more`]).
+#[derive(Debug, Default)]
+struct MoreRuns {
+    runs: VecDeque<Run>,
+    /// Times in `runs`.
+    len: u64,
+}
+
+/// One link or NIC (64 bytes): when it is next free, what it carried, who waits for it.
+#[derive(Clone, Copy, Debug)]
 struct Res {
     free_ps: u64,
     bytes: u64,
     packets: u64,
     busy_ps: u64,
-    max_queue: u64,
     max_wait_ps: u64,
-    /// Start times of packets queued and not yet started (increasing).
-    waiting: VecDeque<u64>,
+    /// Start times of the packets queued and not yet started (increasing), as runs: the
+    /// oldest here (empty when nothing waits), the others in `Contention::more[more]` (or
+    /// `NIL`).
+    run: Run,
+    more: u32,
+    max_queue: u32,
 }
 
-/// The contention model at run time. Resources are numbered per node: `node * (ports + 2) +
-/// port` for links, `+ ports` for the injection NIC, `+ ports + 1` for the ejection NIC, and
-/// allocated as nodes are first touched.
+impl Default for Res {
+    fn default() -> Self {
+        Res {
+            free_ps: 0,
+            bytes: 0,
+            packets: 0,
+            busy_ps: 0,
+            max_wait_ps: 0,
+            run: Run::default(),
+            more: NIL,
+            max_queue: 0,
+        }
+    }
+}
+
+/// The contention model at run time. Resources are numbered per vertex: `vertex * per_node +
+/// port` for links, `+ ports` for the injection NIC and `+ ports + 1` for the ejection NIC
+/// (when `nic_bw` is set; `per_node` is `ports`, or `ports + 2` with NICs), and allocated as
+/// vertices are first touched.
 #[derive(Debug)]
 pub struct Contention {
     p: ContentionParams,
     ports: u64,
+    per_node: u64,
     res: Vec<Res>,
+    /// Lists of further waiting runs of resources, reused (`free_more`).
+    more: Vec<MoreRuns>,
+    free_more: Vec<u32>,
     packets: Slab<Packet>,
     msgs: Slab<Msg>,
+    /// Serialisation of a full packet on a link and on a NIC.
+    full_ser: (u64, u64),
     /// `(bytes, hops, uncontended wire)` of recent message shapes.
     memo: [(u64, u32, u64); MEMO],
     memo_next: usize,
@@ -307,6 +402,15 @@ pub struct Contention {
     packet_hops: u64,
 }
 
+/// Bytes the contention model keeps per resource (link or NIC) of the vertices it touches.
+pub const RESOURCE_BYTES: u64 = std::mem::size_of::<Res>() as u64;
+/// Bytes per message in flight in the contention model: its record, its slot's reuse entry
+/// and its injection event in the replay's queue (84), and the allocator's share (the slabs
+/// grow by doubling; 176 measured on 3-D halos of 2,000 to 10^6 ranks).
+pub const MESSAGE_BYTES: u64 = 176;
+/// Bytes per packet past its first resource: its record and its event.
+pub const PACKET_BYTES: u64 = std::mem::size_of::<Packet>() as u64 + 4 + 16;
+
 impl Contention {
     /// The parameters.
     pub fn params(&self) -> &ContentionParams {
@@ -314,14 +418,25 @@ impl Contention {
     }
 
     fn res_index(&self, node: u64, port: u64) -> usize {
-        (node * (self.ports + 2) + port) as usize
+        (node * self.per_node + port) as usize
     }
 
     fn res_mut(&mut self, i: usize) -> &mut Res {
         if i >= self.res.len() {
-            let per_node = self.ports as usize + 2;
-            self.res
-                .resize_with((i / per_node + 1) * per_node, Res::default);
+            let per_node = self.per_node as usize;
+            let need = (i / per_node + 1) * per_node;
+            if self.res.capacity() < need {
+                // Every vertex's resources at once when that is moderate (no doubling, no
+                // copy), else as needed.
+                let all = self.p.topology.vertices().saturating_mul(self.per_node);
+                let want = if all.saturating_mul(RESOURCE_BYTES) <= 4 << 30 {
+                    (all as usize).max(need)
+                } else {
+                    need
+                };
+                self.res.reserve_exact(want - self.res.len());
+            }
+            self.res.resize(need, Res::default());
         }
         &mut self.res[i]
     }
@@ -354,6 +469,337 @@ impl Contention {
             queueing: SimDuration::from_ps(wire.saturating_sub(alone)),
         });
     }
+
+    /// Drops the waiting packets of resource `idx` that have started by `now`.
+    #[inline]
+    fn expire(&mut self, idx: usize, now: u64) {
+        let r = &mut self.res[idx];
+        loop {
+            let n = r.run.started_by(now);
+            if n < r.run.count {
+                r.run.first += n as u64 * r.run.step as u64;
+                r.run.count -= n;
+                return;
+            }
+            r.run.count = 0;
+            if r.more == NIL {
+                return;
+            }
+            let m = &mut self.more[r.more as usize];
+            let run = m.runs.pop_front().expect("a list of runs is never empty");
+            m.len -= run.count as u64;
+            r.run = run;
+            if m.runs.is_empty() {
+                self.free_more.push(r.more);
+                r.more = NIL;
+            }
+        }
+    }
+
+    /// Queues a packet that starts on resource `idx` at `x` (no earlier than those waiting);
+    /// returns the number waiting.
+    #[inline]
+    fn push_waiting(&mut self, idx: usize, x: u64) -> u64 {
+        let r = &mut self.res[idx];
+        let fresh = Run {
+            first: x,
+            step: 0,
+            count: 1,
+        };
+        if r.run.count == 0 {
+            r.run = fresh;
+            return 1;
+        }
+        if r.more == NIL {
+            if r.run.extend(x) {
+                return r.run.count as u64;
+            }
+            let h = match self.free_more.pop() {
+                Some(h) => h,
+                None => {
+                    self.more.push(MoreRuns::default());
+                    (self.more.len() - 1) as u32
+                }
+            };
+            r.more = h;
+            let m = &mut self.more[h as usize];
+            m.runs.push_back(fresh);
+            m.len = 1;
+            return r.run.count as u64 + 1;
+        }
+        let m = &mut self.more[r.more as usize];
+        if !m.runs.back_mut().expect("non-empty").extend(x) {
+            m.runs.push_back(fresh);
+        }
+        m.len += 1;
+        r.run.count as u64 + m.len
+    }
+
+    /// Queues `n` packets that start on resource `idx` at `x, x + s, ..., x + (n-1) * s`;
+    /// returns the number waiting. The same as `n` calls of [`Contention::push_waiting`].
+    fn push_progression(&mut self, idx: usize, x: u64, s: u64, n: u32) -> u64 {
+        let mut len = 0;
+        // After three single pushes the last run holds the last two with step `s`.
+        for i in 0..n.min(3) {
+            len = self.push_waiting(idx, x.saturating_add(i as u64 * s));
+        }
+        if n <= 3 {
+            return len;
+        }
+        let rest = n - 3;
+        let r = &mut self.res[idx];
+        let run = if r.more == NIL {
+            &mut r.run
+        } else {
+            self.more[r.more as usize]
+                .runs
+                .back_mut()
+                .expect("non-empty")
+        };
+        if run.count >= 3
+            && run.step as u64 == s
+            && run.first + (run.count as u64 - 1) * s == x.saturating_add(2 * s)
+            && run.count.checked_add(rest).is_some()
+            && x.checked_add((n as u64 - 1) * s).is_some()
+        {
+            run.count += rest;
+            if r.more != NIL {
+                self.more[r.more as usize].len += rest as u64;
+            }
+            return len + rest as u64;
+        }
+        for i in 3..n {
+            len = self.push_waiting(idx, x.saturating_add(i as u64 * s));
+        }
+        len
+    }
+
+    /// `k` packets of one message reach resource `idx` (allocated) at `now`, their tails too:
+    /// `k - 1` of `full` bytes served in `s` and a last one of `last_bytes` in `s_last`. They
+    /// are served back to back after those queued before them, exactly as `k` calls of
+    /// [`Contention::serve`] would; returns the first one's start (packet `j` starts `j * s`
+    /// later).
+    #[allow(clippy::too_many_arguments)]
+    fn serve_train(
+        &mut self,
+        idx: usize,
+        now: u64,
+        k: u32,
+        s: u64,
+        s_last: u64,
+        full: u64,
+        last_bytes: u64,
+    ) -> u64 {
+        let r = &mut self.res[idx];
+        let n = (k - 1) as u64;
+        let start0 = now.max(r.free_ps);
+        let last_start = start0.saturating_add(n.saturating_mul(s));
+        r.free_ps = last_start.saturating_add(s_last);
+        r.bytes += n * full + last_bytes;
+        r.packets += k as u64;
+        r.busy_ps += n * s + s_last;
+        r.max_wait_ps = r.max_wait_ps.max(last_start - now);
+        self.expire(idx, now);
+        // Packet `j` waits if it starts after `now`: all of them if the first does, else all
+        // but the first if they take time.
+        let (first, count) = if start0 > now {
+            (start0, k)
+        } else if s > 0 {
+            (start0.saturating_add(s), k - 1)
+        } else {
+            (0, 0)
+        };
+        if count > 0 {
+            let queued = self.push_progression(idx, first, s, count);
+            let r = &mut self.res[idx];
+            r.max_queue = r.max_queue.max(queued.min(u32::MAX as u64) as u32);
+        }
+        start0
+    }
+
+    /// The output port and next vertex of a packet at `node` in the network (not at its
+    /// NICs), heading for `target`.
+    #[inline]
+    fn route_step(&self, node: u64, target: u64) -> (u64, u64) {
+        let (link, next) = self
+            .p
+            .topology
+            .next_hop(node, target)
+            .expect("a packet in the network is never at its destination or waypoint");
+        (link.0 % self.ports.max(1), next)
+    }
+
+    /// Where packet `pk` is (a resource) and what follows it there: `(resource index, whether
+    /// it is a NIC, latency after it, next stage, next vertex, whether the packet arrives
+    /// there)`; marks the waypoint passed. `step`: its [`Contention::route_step`] if known.
+    #[inline]
+    fn place(
+        &self,
+        pk: &mut Packet,
+        dst: u64,
+        via: u64,
+        step: Option<(u64, u64)>,
+    ) -> (usize, bool, u64, u8, u64, bool) {
+        let nic = self.p.nic_bandwidth.is_some();
+        match pk.stage {
+            STAGE_INJECT => (
+                self.res_index(pk.node, self.ports),
+                true,
+                0,
+                STAGE_NET,
+                pk.node,
+                false,
+            ),
+            STAGE_EJECT => (
+                self.res_index(pk.node, self.ports + 1),
+                true,
+                0,
+                STAGE_EJECT,
+                pk.node,
+                true,
+            ),
+            _ => {
+                let (port, next) = step.unwrap_or_else(|| {
+                    self.route_step(pk.node, if pk.past_waypoint { dst } else { via })
+                });
+                if next == via {
+                    pk.past_waypoint = true;
+                }
+                let arrived = next == dst;
+                (
+                    self.res_index(pk.node, port),
+                    false,
+                    self.p.per_hop.as_ps(),
+                    if arrived && nic {
+                        STAGE_EJECT
+                    } else {
+                        STAGE_NET
+                    },
+                    next,
+                    arrived && !nic,
+                )
+            }
+        }
+    }
+
+    /// A packet of `bytes` bytes reaches resource `idx` (allocated) at `now`, its tail at
+    /// `tail`: it is served after those before it; the resource's statistics and queue are
+    /// updated.
+    #[inline]
+    fn serve(&mut self, idx: usize, now: u64, tail: u64, ser: u64, hop: u64, bytes: u64) -> Step {
+        let r = &mut self.res[idx];
+        let st = self.p.step(now, tail, r.free_ps, ser, hop);
+        r.free_ps = st.end;
+        r.bytes += bytes;
+        r.packets += 1;
+        r.busy_ps += ser;
+        r.max_wait_ps = r.max_wait_ps.max(st.start - st.ready);
+        let waits = st.start > st.ready;
+        self.expire(idx, now);
+        if waits {
+            let queued = self.push_waiting(idx, st.start);
+            let r = &mut self.res[idx];
+            r.max_queue = r.max_queue.max(queued.min(u32::MAX as u64) as u32);
+        }
+        st
+    }
+
+    /// Packet `pk` (stored in `slot`) reaches its next resource at `now`: it is queued there,
+    /// then delivered or sent on.
+    fn advance(&mut self, mut pk: Packet, slot: u32, now: u64, io: &mut NetIo) {
+        let (dst, via, msg_bytes) = {
+            let m = &self.msgs.items[pk.msg as usize];
+            (m.dst, m.via, m.bytes)
+        };
+        let (bytes, (ser_link, ser_nic)) = if pk.last {
+            let last = self.p.split(msg_bytes).2;
+            (last, self.p.ser(last))
+        } else {
+            (self.p.packet_bytes.max(1), self.full_ser)
+        };
+        let (idx, is_nic, hop, next_stage, next_node, last) = self.place(&mut pk, dst, via, None);
+        if !is_nic {
+            self.packet_hops += 1;
+        }
+        let ser = if is_nic { ser_nic } else { ser_link };
+        self.res_mut(idx);
+        let st = self.serve(idx, now, pk.tail_ps, ser, hop, bytes);
+        if last {
+            self.packets.free.push(slot);
+            self.deliver(pk.msg, st.tail, io);
+            return;
+        }
+        pk.stage = next_stage;
+        pk.node = next_node;
+        pk.tail_ps = st.tail;
+        self.packets.items[slot as usize] = pk;
+        io.events.push((SimTime::from_ps(st.next), slot));
+    }
+
+    /// Message `mi`'s packets reach its first resource at `now`, one after another (as the
+    /// per-packet events they replace would, consecutive in the event order): each is served
+    /// there, then delivered or sent on.
+    fn inject(&mut self, mi: u32, now: u64, io: &mut NetIo) {
+        let m = self.msgs.items[mi as usize];
+        let (k, full, last_bytes) = self.p.split(m.bytes);
+        let k = k as u32;
+        let last_ser = self.p.ser(last_bytes);
+        let nic = self.p.nic_bandwidth.is_some();
+        let (stage, step) = if nic {
+            (STAGE_INJECT, None)
+        } else {
+            // Every packet takes the first link of the route.
+            let target = if m.via == NO_WAYPOINT { m.dst } else { m.via };
+            (STAGE_NET, Some(self.route_step(m.src, target)))
+        };
+        let mut pk = Packet {
+            node: m.src,
+            tail_ps: now,
+            msg: mi,
+            stage,
+            past_waypoint: m.via == NO_WAYPOINT,
+            last: false,
+        };
+        let (idx, is_nic, hop, next_stage, next_node, arrives) =
+            self.place(&mut pk, m.dst, m.via, step);
+        if !is_nic {
+            self.packet_hops += k as u64;
+        }
+        self.res_mut(idx);
+        let (ser_full, ser_last) = if is_nic {
+            (self.full_ser.1, last_ser.1)
+        } else {
+            (self.full_ser.0, last_ser.0)
+        };
+        let full_ser = if k == 1 { ser_last } else { ser_full };
+        let start0 = self.serve_train(idx, now, k, full_ser, ser_last, full, last_bytes);
+        let saf = self.p.switching == Switching::StoreAndForward;
+        if arrives {
+            // Every packet has arrived: the message is delivered with its last one.
+            let end = start0
+                .saturating_add((k - 1) as u64 * full_ser)
+                .saturating_add(ser_last);
+            let msg = &mut self.msgs.items[mi as usize];
+            msg.left = 1;
+            self.deliver(mi, end.saturating_add(hop), io);
+            return;
+        }
+        for j in 0..k {
+            let last = j + 1 == k;
+            let start = start0.saturating_add(j as u64 * full_ser);
+            let end = start.saturating_add(if last { ser_last } else { full_ser });
+            let tail = end.saturating_add(hop);
+            let next = if saf { tail } else { start.saturating_add(hop) };
+            let slot = self.packets.insert(Packet {
+                node: next_node,
+                tail_ps: tail,
+                stage: next_stage,
+                last,
+                ..pk
+            });
+            io.events.push((SimTime::from_ps(next), slot));
+        }
+    }
 }
 
 impl NetworkModel for Contention {
@@ -366,6 +812,30 @@ impl NetworkModel for Contention {
     }
     fn check_pes(&self, pes: u32) -> Result<(), String> {
         check_fit(&self.p.topology, self.p.pes_per_node, pes)
+    }
+
+    /// The resources of the vertices the PEs are on (of every vertex of an indirect network:
+    /// routes cross the switches, numbered after the hosts), each message in flight, and its
+    /// packets where routes have more than one resource (NICs, switches; a direct network's
+    /// messages are counted as one hop: nearest neighbours).
+    fn state_bytes(&self, pes: u32, in_flight: u64, mean_bytes: u64) -> u64 {
+        let t = &self.p.topology;
+        let hosts = (pes as u64)
+            .div_ceil(self.p.pes_per_node.max(1) as u64)
+            .min(t.nodes());
+        let indirect = t.vertices() > t.nodes();
+        let vertices = if indirect { t.vertices() } else { hosts };
+        let multi = indirect || self.p.nic_bandwidth.is_some();
+        let per_msg = MESSAGE_BYTES
+            + if multi {
+                self.p.split(mean_bytes).0.saturating_mul(PACKET_BYTES)
+            } else {
+                0
+            };
+        vertices
+            .saturating_mul(self.per_node)
+            .saturating_mul(RESOURCE_BYTES)
+            .saturating_add(in_flight.saturating_mul(per_msg))
     }
 
     fn check_message(&self, bytes: u64) -> Result<(), String> {
@@ -395,132 +865,39 @@ impl NetworkModel for Contention {
         self.hop_bytes = self
             .hop_bytes
             .saturating_add((hops as u64).saturating_mul(msg.bytes));
-        let (k, full, last) = self.p.split(msg.bytes);
+        let k = self.p.split(msg.bytes).0;
         self.packets_total += k;
         let via = self.p.topology.waypoint(a, b);
         let m = Msg {
-            token,
-            left: k,
-            dst: b,
-            via: via.unwrap_or(NO_WAYPOINT),
             sent_ps: now.as_ps(),
             done_ps: 0,
             bytes: msg.bytes,
+            src: a,
+            dst: b,
+            via: via.unwrap_or(NO_WAYPOINT),
+            token,
+            left: k as u32,
             hops,
         };
         let mi = self.msgs.insert(m);
         let t0 = now.as_ps().saturating_add(self.p.latency.as_ps());
-        let stage = if self.p.nic_bandwidth.is_some() {
-            STAGE_INJECT
-        } else {
-            STAGE_NET
-        };
-        let (full_link, full_nic) = self.p.ser(full);
-        for j in 0..k {
-            let bytes = if j + 1 == k { last } else { full };
-            let (ser_link, ser_nic) = if bytes == full {
-                (full_link, full_nic)
-            } else {
-                self.p.ser(bytes)
-            };
-            let pk = Packet {
-                msg: mi,
-                stage,
-                past_waypoint: via.is_none(),
-                node: a,
-                tail_ps: t0,
-                bytes,
-                ser_link,
-                ser_nic,
-            };
-            let pi = self.packets.insert(pk);
-            io.events.push((SimTime::from_ps(t0), pi));
-        }
+        // All the packets reach the first resource at `t0`, one after another, before
+        // anything else at that instant: one event takes them through it.
+        io.events.push((SimTime::from_ps(t0), INJECT | mi));
     }
 
     fn handle_event(&mut self, now: SimTime, event: u32, io: &mut NetIo) {
         let now = now.as_ps();
-        let mut pk = self.packets.items[event as usize];
-        let (dst, via) = {
-            let m = &self.msgs.items[pk.msg as usize];
-            (m.dst, m.via)
-        };
-        let nic = self.p.nic_bandwidth.is_some();
-        // The resource this packet is at, and where it goes after it.
-        let (idx, ser, hop, next_stage, next_node, last) = match pk.stage {
-            STAGE_INJECT => (
-                self.res_index(pk.node, self.ports),
-                pk.ser_nic,
-                0,
-                STAGE_NET,
-                pk.node,
-                false,
-            ),
-            STAGE_EJECT => (
-                self.res_index(pk.node, self.ports + 1),
-                pk.ser_nic,
-                0,
-                STAGE_EJECT,
-                pk.node,
-                true,
-            ),
-            _ => {
-                let target = if pk.past_waypoint { dst } else { via };
-                let (link, next) = self
-                    .p
-                    .topology
-                    .next_hop(pk.node, target)
-                    .expect("a packet in the network is never at its destination or waypoint");
-                if next == via {
-                    pk.past_waypoint = true;
-                }
-                self.packet_hops += 1;
-                let port = link.0 % self.ports.max(1);
-                let arrived = next == dst;
-                (
-                    self.res_index(pk.node, port),
-                    pk.ser_link,
-                    self.p.per_hop.as_ps(),
-                    if arrived && nic {
-                        STAGE_EJECT
-                    } else {
-                        STAGE_NET
-                    },
-                    next,
-                    arrived && !nic,
-                )
-            }
-        };
-        let free = self.res_mut(idx).free_ps;
-        let st = self.p.step(now, pk.tail_ps, free, ser, hop);
-        let r = &mut self.res[idx];
-        r.free_ps = st.end;
-        r.bytes += pk.bytes;
-        r.packets += 1;
-        r.busy_ps += ser;
-        r.max_wait_ps = r.max_wait_ps.max(st.start - st.ready);
-        while r.waiting.front().is_some_and(|&s| s <= now) {
-            r.waiting.pop_front();
+        if event & INJECT == 0 {
+            let pk = self.packets.items[event as usize];
+            self.advance(pk, event, now, io);
+        } else {
+            self.inject(event & !INJECT, now, io);
         }
-        if st.start > st.ready {
-            r.waiting.push_back(st.start);
-            r.max_queue = r.max_queue.max(r.waiting.len() as u64);
-        }
-        let (next, tail) = (st.next, st.tail);
-        if last {
-            self.packets.free.push(event);
-            self.deliver(pk.msg, tail, io);
-            return;
-        }
-        pk.stage = next_stage;
-        pk.node = next_node;
-        pk.tail_ps = tail;
-        self.packets.items[event as usize] = pk;
-        io.events.push((SimTime::from_ps(next), event));
     }
 
     fn stats(&self) -> Option<NetStats> {
-        let per_node = self.ports + 2;
+        let per_node = self.per_node;
         let links = self
             .res
             .iter()
@@ -544,7 +921,7 @@ impl NetworkModel for Contention {
                     bytes: r.bytes,
                     packets: r.packets,
                     busy_ps: r.busy_ps,
-                    max_queue: r.max_queue,
+                    max_queue: r.max_queue as u64,
                     max_wait_ps: r.max_wait_ps,
                 }
             })
@@ -556,5 +933,116 @@ impl NetworkModel for Contention {
             packet_hops: self.packet_hops,
             links,
         })
+    }
+}
+
+#[cfg(test)]
+mod reference;
+
+#[cfg(test)]
+mod tests {
+    use super::reference::OldContention;
+    use super::*;
+    use crate::NetSpec;
+    use crate::testkit::{self, Msg, Rng, drive};
+
+    fn params(spec: &str) -> ContentionParams {
+        match spec.parse::<NetSpec>().unwrap() {
+            NetSpec::Contention(p) => p,
+            other => panic!("not a contention spec: {other}"),
+        }
+    }
+
+    /// Random messages on `pes` PEs: round sizes (trains of equal packets) and odd ones,
+    /// departures on a coarse grid (many start together), a third chained to an earlier
+    /// message's arrival.
+    fn random_msgs(rng: &mut Rng, pes: u32, n: usize) -> Vec<Msg> {
+        let sizes = [0u64, 100, 4096, 10_000, 65_536];
+        testkit::random_msgs(rng, pes, n, &sizes, 50_000, (3_000_000, 6, 700_000))
+    }
+
+    #[test]
+    fn packets_entering_a_message_at_a_time_give_the_per_packet_models_results() {
+        let specs = [
+            ("contention:topo=mesh:4,bw=1GB/s,packet=1KiB", 4),
+            (
+                "contention:topo=torus:3x3,lat=1us,hop=100ns,bw=10GB/s,packet=2KiB,switching=saf",
+                9,
+            ),
+            (
+                "contention:topo=torus:4x4,lat=1us,hop=50ns,bw=10GB/s,packet=1KiB,nic_bw=5GB/s",
+                16,
+            ),
+            (
+                "contention:topo=torus:4x4,bw=10GB/s,packet=4KiB,nic_bw=20GB/s,switching=saf,ppn=2",
+                32,
+            ),
+            (
+                "contention:topo=fattree:k=4,levels=2,up=2,lat=1us,hop=100ns,bw=1GB/s,packet=1KiB",
+                16,
+            ),
+            (
+                "contention:topo=dragonfly:groups=5,routers=2,hosts=2,global=2,routing=valiant,lat=1us,hop=50ns,bw=10GB/s,packet=2KiB",
+                20,
+            ),
+            (
+                "contention:topo=full:5,lat=2us,bw=100MB/s,packet=512,ppn=2",
+                10,
+            ),
+            ("contention:topo=hypercube:3,bw=10GB/s,packet=100", 8),
+        ];
+        let mut rng = Rng(2);
+        for (spec, pes) in specs {
+            for _ in 0..10 {
+                let n = 5 + rng.below(150) as usize;
+                let msgs = random_msgs(&mut rng, pes, n);
+                let p = params(spec);
+                let mut old = OldContention::new(p.clone());
+                let mut new = p.model();
+                let want = drive(&mut old, &msgs);
+                let got = drive(&mut new, &msgs);
+                assert_eq!(got, want, "{spec}: {msgs:?}");
+                assert_eq!(new.stats(), old.stats(), "{spec}: {msgs:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn waiting_runs_count_like_a_queue_of_start_times() {
+        let mut rng = Rng(7);
+        for _ in 0..200 {
+            let mut m = params("contention:topo=mesh:2,bw=1GB/s").model();
+            m.res_mut(0);
+            let mut q: VecDeque<u64> = VecDeque::new();
+            let (mut now, mut x) = (0u64, 0u64);
+            for _ in 0..300 {
+                now += rng.below(4) * rng.below(50);
+                x = x.max(now) + [0, 7, 7, 7, 13, 1 << 33][rng.below(6) as usize];
+                let waits = rng.below(5) != 0;
+                while q.front().is_some_and(|&s| s <= now) {
+                    q.pop_front();
+                }
+                if waits {
+                    q.push_back(x);
+                }
+                m.expire(0, now);
+                if waits {
+                    assert_eq!(m.push_waiting(0, x), q.len() as u64);
+                }
+                if rng.below(3) == 0 {
+                    // A train: `n` starts `s` apart.
+                    let (n, s) = (
+                        1 + rng.below(20) as u32,
+                        [0, 7, 7, 1 << 33][rng.below(4) as usize],
+                    );
+                    x += 1;
+                    for i in 0..n as u64 {
+                        q.push_back(x + i * s);
+                    }
+                    assert_eq!(m.push_progression(0, x, s, n), q.len() as u64);
+                    x += (n as u64 - 1) * s;
+                }
+            }
+        }
     }
 }

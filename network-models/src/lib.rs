@@ -48,6 +48,8 @@ pub mod loggops;
 mod lone;
 pub mod simgrid;
 mod spec;
+#[cfg(test)]
+mod testkit;
 pub mod topology;
 
 pub use contention::{Contention, ContentionParams, Switching};
@@ -185,6 +187,13 @@ pub trait NetworkModel: std::fmt::Debug {
     /// simulate in bounded memory (e.g. its packet count).
     fn check_message(&self, _bytes: u64) -> Result<(), String> {
         Ok(())
+    }
+    /// Bytes this model is expected to hold at its peak (its per-link and per-message state),
+    /// for memory estimates made before a run: a machine of `pes` PEs, at most `in_flight`
+    /// messages in flight at once, of `mean_bytes` bytes on average. 0 (the default): the
+    /// model holds nothing that grows with the machine or the traffic.
+    fn state_bytes(&self, _pes: u32, _in_flight: u64, _mean_bytes: u64) -> u64 {
+        0
     }
     /// Traffic statistics gathered so far (models with a topology).
     fn stats(&self) -> Option<NetStats> {

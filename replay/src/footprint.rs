@@ -38,6 +38,14 @@ pub const PER_DEP_BYTES: u64 = 8;
 pub const PER_DELIVERY_BYTES: u64 = 16;
 /// Bytes per planned delivery for models whose costs depend on time.
 pub const PER_MESSAGE_DELIVERY_BYTES: u64 = 32;
+/// Bytes per message in flight in the replay with an event-driven model (contention, flow):
+/// its token (the iteration and delivery it stands for, 8 + 4 to reuse it) and its departure
+/// event (16); the model's own state is [`NetworkModel::state_bytes`].
+pub const PER_IN_FLIGHT_BYTES: u64 = 28;
+/// Bytes an event-driven model's run holds whatever its size: the vectors that grow with the
+/// traffic (messages, tokens, links) each hold up to a 2 MiB huge page beyond their length
+/// (mimalloc with transparent huge pages; measured 12-16 MB on halos of 2,000 ranks).
+pub const EVENT_DRIVEN_BYTES: u64 = 12 << 20;
 /// Bytes per expanded block when a repeated trace must be expanded first.
 pub const PER_EXPANDED_BLOCK_BYTES: u64 = 96;
 /// Bytes per timeline record (the record, reserved at once).
@@ -66,6 +74,12 @@ pub struct Footprint {
     pub observed: bool,
     /// Deliveries are planned per message (models whose costs depend on time, noise).
     pub per_message: bool,
+    /// Messages in flight at once with an event-driven model (0 otherwise): one iteration's
+    /// deliveries.
+    pub in_flight: u64,
+    /// The network model's own state ([`NetworkModel::state_bytes`]) and
+    /// [`EVENT_DRIVEN_BYTES`] (0 unless event-driven).
+    pub model_bytes: u64,
 }
 
 impl Footprint {
@@ -111,6 +125,25 @@ impl Footprint {
         let reps = rep.map_or(1, |r| r.reps() as u64);
         let times = if expanded || flattened { reps } else { 1 };
         let body_deps = body.all_deps().len() as u64 + rep.map_or(0, |r| r.num_carried() as u64);
+        let deliveries = body.consumers().blocks.len() as u64;
+        let event_driven = net.driving() == network_models::Driving::EventDriven;
+        let (in_flight, model_bytes) = if event_driven {
+            // One iteration's messages in flight: a repeated trace's body, or a flat trace's
+            // deliveries over its iterations.
+            let in_flight = if rep.is_some() {
+                deliveries
+            } else {
+                deliveries.div_ceil(iterations(body))
+            };
+            let sends = body.all_sends();
+            let mean_bytes = sends.iter().map(|s| s.bytes).sum::<u64>() / sends.len().max(1) as u64;
+            (
+                in_flight,
+                EVENT_DRIVEN_BYTES.saturating_add(net.state_bytes(pes, in_flight, mean_bytes)),
+            )
+        } else {
+            (0, 0)
+        };
         Ok(Footprint {
             pes: pes as u64,
             planned_blocks: (body.num_blocks() as u64).saturating_mul(times),
@@ -122,11 +155,13 @@ impl Footprint {
             observed: bindings,
             per_message: cfg.noise.is_active()
                 || !matches!(net.driving(), network_models::Driving::Stateless),
+            in_flight,
+            model_bytes,
         })
     }
 
     /// The parts, named, with their bytes (saturating).
-    pub fn parts(&self) -> [(String, u64); 6] {
+    pub fn parts(&self) -> [(String, u64); 7] {
         let per_block = PER_BLOCK_BYTES
             + if self.observed {
                 PER_OBSERVED_BLOCK_BYTES
@@ -167,6 +202,15 @@ impl Footprint {
                 format!("the bindings of {} blocks", self.bound_blocks),
                 self.bound_blocks.saturating_mul(PER_BOUND_BYTES),
             ),
+            (
+                format!(
+                    "the network's links and {} messages in flight",
+                    self.in_flight
+                ),
+                self.in_flight
+                    .saturating_mul(PER_IN_FLIGHT_BYTES)
+                    .saturating_add(self.model_bytes),
+            ),
         ]
     }
 
@@ -189,6 +233,17 @@ impl Footprint {
     pub fn check(&self, limit: Option<u64>) -> Result<(), ReplayError> {
         over(self.bytes(), limit, || self.largest_part())
     }
+}
+
+/// The iterations of a flat trace: the span of its blocks' iteration labels (1 without).
+fn iterations(t: &trace::Trace) -> u64 {
+    let labels = t
+        .columns()
+        .iteration
+        .iter()
+        .filter(|&&i| i != trace::NO_ITERATION);
+    let (lo, hi) = labels.fold((u32::MAX, 0), |(lo, hi), &i| (lo.min(i), hi.max(i)));
+    if lo > hi { 1 } else { (hi - lo) as u64 + 1 }
 }
 
 /// A whole command's memory estimate: what it keeps throughout (the process, its input, ...)

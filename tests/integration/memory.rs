@@ -103,6 +103,18 @@ fn memory_estimates_are_within_a_quarter_of_the_measured_peak() {
             format!("replay halo {dims}"),
             sv(&["replay", &p(&t), "--net", net, "-q"]),
         );
+        // Packets on the links of a torus of the halo's shape (event-driven: messages in
+        // flight, the model's links).
+        run(
+            format!("replay halo {dims}, contention"),
+            sv(&[
+                "replay",
+                &p(&t),
+                "--net",
+                &format!("contention:topo=torus:{dims},lat=1us,bw=10GB/s"),
+                "-q",
+            ]),
+        );
         run(
             format!("analyze halo {dims}"),
             sv(&["analyze", &p(&t), "--net", net, "-q"]),
