@@ -30,21 +30,26 @@ pub(crate) fn parse_kv(s: &str) -> Result<(String, String), String> {
     }
 }
 
-/// Bytes of emulator and network-model state per virtual PE (measured ~56 on `pingpong` with
-/// 10 M PEs; rounded up for models with per-PE state).
-const EMULATED_PE_BYTES: u64 = 96;
-/// Bytes per recorded block while emulating (the trace's columns, sends and recorded times
-/// as they grow, the emulator's queues): 128-134 measured on stencil3d with 2.3 M and 18 M
-/// blocks.
-const EMULATED_BLOCK_BYTES: u64 = 130;
-/// What an emulation needs whatever its size: 16 MiB measured on a 290,000-block stencil3d.
-const EMULATION_FIXED_BYTES: u64 = 16 << 20;
+/// Bytes of emulator state per virtual PE that holds no object: none (PEs without objects
+/// have no state; `emulate --pes 100000000` of a 48-object stencil3d peaks at 14.3 MB, as for
+/// 4 PEs). Kept as a guard for network models with per-PE tables.
+const EMULATED_PE_BYTES: u64 = 8;
+/// Bytes per block the recorder holds (the segments being compared, a run's body and the
+/// blocks that did not repeat: 13 columns with recorded times, dependencies and sends, as
+/// they grow, and the allocator's slack): 200-290 measured on stencil3d with 240,000 to
+/// 840,000 blocks (release and debug builds).
+const EMULATED_BLOCK_BYTES: u64 = 250;
+/// Bytes per object (the program's object, its runtime slot, its name in the trace, its
+/// messages in flight): about 600 measured on stencil3d and simple-imbalance.
+const EMULATED_OBJECT_BYTES: u64 = 600;
+/// What an emulation needs whatever its size, beside the process.
+const EMULATION_FIXED_BYTES: u64 = 8 << 20;
 
-/// The memory of an emulation on `pes` virtual PEs that has recorded `blocks` blocks.
-fn emulation_bytes(pes: u32, blocks: u64) -> u64 {
+/// The memory of an emulation of `objects` objects whose recorder holds `blocks` blocks.
+fn emulation_bytes(objects: u64, blocks: u64) -> u64 {
     replay::footprint::PROCESS_BYTES
         .saturating_add(EMULATION_FIXED_BYTES)
-        .saturating_add((pes as u64).saturating_mul(EMULATED_PE_BYTES))
+        .saturating_add(objects.saturating_mul(EMULATED_OBJECT_BYTES))
         .saturating_add(blocks.saturating_mul(EMULATED_BLOCK_BYTES))
 }
 
@@ -89,6 +94,12 @@ pub(crate) struct EmulateArgs {
     /// Honour message priorities (replay with --priority to reproduce the timeline).
     #[arg(long)]
     priority: bool,
+    /// Write every block (with its emulated start and arrival times) even when iterations
+    /// repeat. By default repeating iterations are stored once (a periodic trace, magic
+    /// `WHATIFTP`, which expands to the same blocks; the repeated blocks carry no recorded
+    /// times, which only `--recorded-order` and `--net recorded` use).
+    #[arg(long)]
+    flat: bool,
     /// Stop with an error after this many blocks.
     #[arg(long, default_value_t = 500_000_000)]
     max_blocks: u64,
@@ -153,23 +164,25 @@ pub(crate) fn emulate(mut a: EmulateArgs) -> Result<()> {
         },
         a.net
     );
-    // The memory limit bounds the blocks recorded: the emulation stops with an error once
-    // its estimate (per virtual PE and per block recorded) would pass it.
+    // The memory limit bounds the blocks the recorder holds (all of them when iterations do
+    // not repeat, about two iterations when they do): the emulation stops with an error once
+    // its estimate would pass it.
     let limit = a
         .max_memory
         .unwrap_or_else(crate::limits::default_memory_limit);
-    let budget_blocks = limit.saturating_sub(emulation_bytes(a.pes, 0)) / EMULATED_BLOCK_BYTES;
-    let by_memory = a.max_blocks == 0 || a.max_blocks > budget_blocks;
+    let budget_blocks = limit.saturating_sub(emulation_bytes(0, 0)) / EMULATED_BLOCK_BYTES;
+    // Repeating iterations are detected (and held once) when the output is the binary form
+    // and nothing rewrites the blocks afterwards.
+    let detect = !a.flat && a.costs.is_none() && Format::from_path(&a.out) == Format::Binary;
+    let by_memory = true;
     let cfg = EmulateConfig {
         pes: a.pes,
         map: a.map,
         timing: a.timing,
         priority: a.priority,
-        max_blocks: if by_memory {
-            budget_blocks.max(1)
-        } else {
-            a.max_blocks
-        },
+        max_blocks: a.max_blocks,
+        max_held_blocks: budget_blocks.max(1),
+        detect_repetition: detect,
         generator,
         net_spec: a.net.to_string(),
         cpu_scale: a.cpu_scale,
@@ -205,22 +218,29 @@ pub(crate) fn emulate(mut a: EmulateArgs) -> Result<()> {
     ) {
         Err(emulator::EmuError::BlockLimit { blocks, .. }) if by_memory => {
             return Err(crate::BadInput(format!(
-                "emulating {}: stopped after {blocks} blocks, which need about {}, the memory limit of {} (raise it with --max-memory, or emulate fewer iterations or a smaller problem)",
+                "emulating {}: stopped holding {blocks} blocks that do not repeat, which need about {}, the memory limit of {} (raise it with --max-memory, or emulate fewer iterations or a smaller problem)",
                 a.program,
-                human_bytes(emulation_bytes(a.pes, blocks)),
+                human_bytes(emulation_bytes(0, blocks)),
                 human_bytes(limit)
             ))
             .into());
         }
         r => r.with_context(|| format!("emulating {}", a.program))?,
     };
-    crate::memory::note(emulation_bytes(a.pes, e.trace.num_blocks() as u64));
+    crate::memory::note(emulation_bytes(
+        e.trace.objects.len() as u64,
+        e.peak_held_blocks,
+    ));
     if show {
         eprint!("\r{:60}\r", "");
     }
     crate::memory::checkpoint(&format!(
-        "emulating ({} B of trace on the heap)",
-        e.trace.heap_bytes()
+        "emulating ({} objects, at most {} blocks held, {} B of trace on the heap)",
+        e.trace.objects.len(),
+        e.peak_held_blocks,
+        e.periodic
+            .as_ref()
+            .map_or_else(|| e.trace.heap_bytes(), |p| p.heap_bytes())
     ));
     let wall = t0.elapsed();
     let mut e = e;
@@ -229,12 +249,33 @@ pub(crate) fn emulate(mut a: EmulateArgs) -> Result<()> {
         cost_notes = apply_costs(&mut e.trace, f, x)?;
     }
     let t = &e.trace;
-    trace::write_trace_file(t, &a.out, Format::from_path(&a.out))
-        .with_context(|| format!("writing {}", a.out.display()))?;
+    let stored = match &e.periodic {
+        Some(p) => {
+            trace::write_periodic_file(p, &a.out)
+                .with_context(|| format!("writing {}", a.out.display()))?;
+            let runs: Vec<String> = p
+                .pieces
+                .iter()
+                .filter(|x| x.reps > 1)
+                .map(|x| format!("{} x {}", x.reps, x.seg.len()))
+                .collect();
+            format!(
+                "; iterations repeat: {} blocks stored ({} runs of copies x blocks: {})",
+                p.stored_blocks(),
+                runs.len(),
+                runs.join(", ")
+            )
+        }
+        None => {
+            trace::write_trace_file(t, &a.out, Format::from_path(&a.out))
+                .with_context(|| format!("writing {}", a.out.display()))?;
+            String::new()
+        }
+    };
     crate::memory::checkpoint("writing the trace");
     if !a.quiet {
         eprintln!(
-            "emulated {} on {} virtual PEs ({} timing, net {}): {} objects, {} blocks, {} messages ({} remote)",
+            "emulated {} on {} virtual PEs ({} timing, net {}): {} objects, {} blocks, {} messages ({} remote){stored}",
             t.meta.name,
             a.pes,
             if a.timing == Timing::Model {
@@ -244,7 +285,7 @@ pub(crate) fn emulate(mut a: EmulateArgs) -> Result<()> {
             },
             a.net,
             t.objects.len(),
-            t.num_blocks(),
+            e.blocks,
             e.remote_messages + e.local_messages,
             e.remote_messages
         );

@@ -13,12 +13,15 @@
 use crate::ctx::{Clock, Payload, Timing};
 use crate::error::EmuError;
 use crate::model::{InitialMap, Message, ObjRef, Program};
+use crate::record::{Recorded, Recorder};
 use crate::runtime::{Instance, RUNTIME_ENTRIES, Scratch, instantiate};
 use network_models::{Driving, MessageInfo, NetIo, NetworkModel};
 use sim_core::{EventClass, RadixQueue, Ratio, RunLimits, Scheduler, SimDuration, SimTime};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use trace::{Block, BlockId, Destination, EntryId, MsgId, ObjectId, PeId, Send, Trace, TraceMeta};
+use trace::{
+    Block, BlockId, Destination, EntryId, MsgId, ObjectId, PeId, Periodic, Send, Trace, TraceMeta,
+};
 
 /// How to emulate.
 #[derive(Clone, Debug)]
@@ -42,6 +45,11 @@ pub struct EmulateConfig {
     /// replay applies it by default; the emulated timeline applies it the same way (durations
     /// and send offsets scaled, rounded down to the picosecond).
     pub cpu_scale: Ratio,
+    /// Look for repeating iterations and record them once ([`Emulation::periodic`]; see the
+    /// `record` module of this crate).
+    pub detect_repetition: bool,
+    /// Stop with an error once the recorder holds this many blocks in memory (0: no limit).
+    pub max_held_blocks: u64,
 }
 
 impl Default for EmulateConfig {
@@ -55,6 +63,8 @@ impl Default for EmulateConfig {
             generator: String::new(),
             net_spec: "ideal".into(),
             cpu_scale: Ratio::ONE,
+            detect_repetition: false,
+            max_held_blocks: 0,
         }
     }
 }
@@ -66,14 +76,25 @@ pub struct Progress {
     pub blocks: u64,
     /// Simulated time reached.
     pub now: SimTime,
+    /// Blocks the recorder holds in memory.
+    pub held: u64,
 }
 
 /// A finished emulation.
 #[derive(Debug)]
 pub struct Emulation {
     /// The recorded trace (validated). Every block carries its emulated start and its
-    /// trigger's arrival as `recorded_start` / `recorded_arrival`.
+    /// trigger's arrival as `recorded_start` / `recorded_arrival`. When [`Emulation::periodic`]
+    /// is set, only the header (metadata, entries, objects): the blocks are there.
     pub trace: Trace,
+    /// With [`EmulateConfig::detect_repetition`], when some iteration repeated: the recorded
+    /// blocks, repeated segments stored once. Its expansion is the flat trace the emulation
+    /// would have recorded, without recorded times in the repeated parts.
+    pub periodic: Option<Periodic>,
+    /// Blocks recorded.
+    pub blocks: u64,
+    /// The most blocks the recorder held in memory at once.
+    pub peak_held_blocks: u64,
     /// End of the last block in the emulated timeline.
     pub makespan: SimTime,
     /// Messages between different PEs.
@@ -107,9 +128,11 @@ struct Item<M> {
     key_ps: u64,
     arrival_ps: Option<u64>,
     payload: Payload<M>,
-    deps: Vec<u32>,
+    /// A continuation's dependencies: blocks and their effective receive times.
+    deps: Vec<(u32, u64)>,
 }
 
+/// A PE that holds objects (PEs without objects never run anything and have no state).
 #[derive(Debug, Default)]
 struct Vp {
     busy: bool,
@@ -121,6 +144,10 @@ struct Vp {
 
 struct Emu<'a, P: Program> {
     inst: Instance<P::Obj, P::Msg>,
+    /// Per object, the index of its PE in `vps`.
+    vp_of: Vec<u32>,
+    /// Per entry of `vps`, its PE.
+    vp_pe: Vec<u32>,
     net: &'a mut dyn NetworkModel,
     cfg: &'a EmulateConfig,
     sched: Scheduler<u64, RadixQueue<u64>>,
@@ -134,9 +161,8 @@ struct Emu<'a, P: Program> {
     scratch: Scratch<P::Msg>,
     sends: Vec<Send>,
     deps: Vec<BlockId>,
-    trace: Trace,
-    block_key: Vec<u64>,
-    next_msg: u64,
+    rec: Recorder,
+    peak_held: u64,
     makespan: SimTime,
     remote: u64,
     local: u64,
@@ -194,13 +220,25 @@ pub fn emulate<P: Program>(
             recorded_pe: PeId(inst.world.pe_of[o as usize]),
         });
     }
+    // State only for the PEs that hold objects.
+    let mut vp_pe: Vec<u32> = inst.world.pe_of.clone();
+    vp_pe.sort_unstable();
+    vp_pe.dedup();
+    let vp_of = inst
+        .world
+        .pe_of
+        .iter()
+        .map(|pe| vp_pe.binary_search(pe).expect("the PE of an object") as u32)
+        .collect();
     let emu = Emu::<P> {
+        vps: (0..vp_pe.len()).map(|_| Vp::default()).collect(),
+        vp_of,
+        vp_pe,
         overheads: net.has_overheads(),
         driving: net.driving(),
         net,
         cfg,
         sched: Scheduler::new(RadixQueue::new(), RunLimits::default()),
-        vps: (0..cfg.pes).map(|_| Vp::default()).collect(),
         items: Vec::new(),
         free: Vec::new(),
         seq: 0,
@@ -208,9 +246,8 @@ pub fn emulate<P: Program>(
         scratch: Scratch::default(),
         sends: Vec::new(),
         deps: Vec::new(),
-        trace,
-        block_key: Vec::new(),
-        next_msg: 0,
+        rec: Recorder::new(trace, cfg.detect_repetition),
+        peak_held: 0,
         makespan: SimTime::ZERO,
         remote: 0,
         local: 0,
@@ -290,10 +327,22 @@ impl<P: Program> Emu<'_, P> {
                     self.drain_net()?;
                 }
             }
-            let blocks = self.trace.num_blocks() as u64;
+            let blocks = self.rec.nb;
             if blocks >= next_report {
                 next_report = blocks + (1 << 16);
-                progress(&Progress { blocks, now: t });
+                let held = self.rec.held_blocks();
+                self.peak_held = self.peak_held.max(held);
+                progress(&Progress {
+                    blocks,
+                    now: t,
+                    held,
+                });
+                if self.cfg.max_held_blocks > 0 && held >= self.cfg.max_held_blocks {
+                    return Err(EmuError::BlockLimit {
+                        blocks: held,
+                        at: t,
+                    });
+                }
             }
             if self.cfg.max_blocks > 0 && blocks >= self.cfg.max_blocks {
                 return Err(EmuError::BlockLimit { blocks, at: t });
@@ -322,31 +371,41 @@ impl<P: Program> Emu<'_, P> {
                 unfinished.join("; ")
             )));
         }
-        self.trace.validate()?;
+        let blocks = self.rec.nb;
+        let peak_held_blocks = self.peak_held.max(self.rec.held_blocks());
+        let (trace, periodic) = match self.rec.finish()? {
+            Recorded::Flat(t) => (t, None),
+            Recorded::Periodic(p) => (p.header.clone(), Some(p)),
+        };
         Ok(Emulation {
             makespan: self.makespan,
             remote_messages: self.remote,
             local_messages: self.local,
             events: self.sched.events(),
-            trace: self.trace,
+            trace,
+            periodic,
+            blocks,
+            peak_held_blocks,
         })
     }
 
     fn make_ready(&mut self, it: u32, t: SimTime) -> Result<(), EmuError> {
         let item = self.items[it as usize].as_ref().expect("live item");
-        let pe = self.inst.world.pe_of[item.obj as usize];
+        let v = self.vp_of[item.obj as usize];
         let prio = if self.cfg.priority { item.prio } else { 0 };
         self.seq += 1;
-        let vp = &mut self.vps[pe as usize];
+        let vp = &mut self.vps[v as usize];
         vp.ready.push(Reverse((prio, item.key_ps, self.seq, it)));
         if !vp.busy && !vp.dispatch_pending {
             vp.dispatch_pending = true;
-            self.sched.schedule(t, EventClass::Late, ev(DISPATCH, pe))?;
+            self.sched.schedule(t, EventClass::Late, ev(DISPATCH, v))?;
         }
         Ok(())
     }
 
-    fn dispatch(&mut self, pe: u32, t: SimTime) -> Result<(), EmuError> {
+    /// PE `vps[v]` picks its next blocks.
+    fn dispatch(&mut self, v: u32, t: SimTime) -> Result<(), EmuError> {
+        let pe = v;
         loop {
             let vp = &mut self.vps[pe as usize];
             if vp.busy {
@@ -371,7 +430,7 @@ impl<P: Program> Emu<'_, P> {
         Ok(())
     }
 
-    /// The running block of `pe` ends at `t`: release the continuations it completed.
+    /// The running block of `vps[pe]` ends at `t`: release the continuations it completed.
     fn finish(&mut self, pe: u32, t: SimTime) -> Result<(), EmuError> {
         if t > self.makespan {
             self.makespan = t;
@@ -379,12 +438,7 @@ impl<P: Program> Emu<'_, P> {
         let mut release = std::mem::take(&mut self.vps[pe as usize].release);
         for &it in &release {
             let item = self.items[it as usize].as_mut().expect("live item");
-            item.key_ps = item
-                .deps
-                .iter()
-                .map(|&d| self.block_key[d as usize])
-                .max()
-                .unwrap_or(0);
+            item.key_ps = item.deps.iter().map(|d| d.1).max().unwrap_or(0);
             self.make_ready(it, t)?;
         }
         release.clear();
@@ -392,9 +446,10 @@ impl<P: Program> Emu<'_, P> {
         Ok(())
     }
 
-    /// Runs item `it` as a new block on `pe` starting at `t`; returns the block's duration
+    /// Runs item `it` as a new block on `vps[v]` starting at `t`; returns the block's duration
     /// including overheads.
-    fn start(&mut self, it: u32, pe: u32, t: SimTime) -> Result<SimDuration, EmuError> {
+    fn start(&mut self, it: u32, v: u32, t: SimTime) -> Result<SimDuration, EmuError> {
+        let pe = self.vp_pe[v as usize];
         let item = self.items[it as usize].take().expect("live item");
         self.free.push(it);
         let overflow = || EmuError::Sched(sim_core::SchedError::Overflow);
@@ -410,14 +465,17 @@ impl<P: Program> Emu<'_, P> {
                 .as_ps();
         }
         let base = t.as_ps().checked_add(recv_oh).ok_or_else(overflow)?;
-        let block_id = self.trace.num_blocks() as u32;
+        let block_id = u32::try_from(self.rec.nb).map_err(|_| EmuError::BlockLimit {
+            blocks: self.rec.nb,
+            at: t,
+        })?;
         let me = ObjRef(item.obj);
         let exec = self.inst.slots[item.obj as usize].execute(
             &self.inst.world,
             me,
             item.payload,
             self.clock,
-            block_id,
+            (block_id, item.key_ps),
             &mut self.scratch,
         );
         let u = self.inst.world.user_entries;
@@ -425,8 +483,7 @@ impl<P: Program> Emu<'_, P> {
         self.sends.clear();
         let mut outs = std::mem::take(&mut self.scratch.outs);
         for out in outs.drain(..) {
-            let msg = MsgId(self.next_msg);
-            self.next_msg += 1;
+            let msg = MsgId(self.rec.ns + self.sends.len() as u64);
             let entry = match &out.payload {
                 Payload::User(m) => m.entry() as u32,
                 Payload::Contrib { .. } => u,
@@ -490,7 +547,6 @@ impl<P: Program> Emu<'_, P> {
             }
         }
         self.scratch.outs = outs;
-        self.block_key.push(item.key_ps);
         for (payload, deps) in exec.completions {
             let c = self.alloc(Item {
                 obj: item.obj,
@@ -503,10 +559,10 @@ impl<P: Program> Emu<'_, P> {
                 payload,
                 deps,
             });
-            self.vps[pe as usize].release.push(c);
+            self.vps[v as usize].release.push(c);
         }
         self.deps.clear();
-        self.deps.extend(item.deps.iter().map(|&d| BlockId(d)));
+        self.deps.extend(item.deps.iter().map(|d| BlockId(d.0)));
         let mut block = Block::new(
             ObjectId(item.obj),
             EntryId(exec.entry),
@@ -518,7 +574,7 @@ impl<P: Program> Emu<'_, P> {
         block.priority = item.prio;
         block.recorded_start = Some(t);
         block.recorded_arrival = item.arrival_ps.map(SimTime::from_ps);
-        self.trace.push_block(block, &self.deps, &self.sends);
+        self.rec.push(&block, &self.deps, &self.sends);
         let total = recv_oh
             .checked_add(self.scale(exec.dur_ps))
             .and_then(|d| d.checked_add(send_oh))

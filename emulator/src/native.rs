@@ -265,7 +265,7 @@ where
             ObjRef(env.to),
             env.payload,
             Clock::Wall,
-            0,
+            (0, 0),
             &mut scratch,
         );
         st.blocks += 1;

@@ -22,7 +22,8 @@ struct Pending<M> {
     op: ReduceOp,
     bytes: u64,
     cb: Option<Callback<M>>,
-    blocks: Vec<u32>,
+    /// Contributing blocks and their effective receive times.
+    blocks: Vec<(u32, u64)>,
 }
 
 /// One object and its runtime state.
@@ -107,9 +108,8 @@ pub(crate) fn instantiate<P: Program>(
         }
         leaders.sort_unstable();
         leaders.dedup_by_key(|l| l.0);
-        let mut leader_of_pe = vec![u32::MAX; pes as usize];
-        for (j, &(pe, o)) in leaders.iter().enumerate() {
-            leader_of_pe[pe as usize] = o;
+        // (`leaders` is sorted by PE: no per-PE table, so PEs without objects cost nothing.)
+        for (j, &(_, o)) in leaders.iter().enumerate() {
             if j > 0 {
                 let par = leaders[(j - 1) / 4].1;
                 parent[o as usize] = par;
@@ -118,7 +118,8 @@ pub(crate) fn instantiate<P: Program>(
         }
         for i in 0..len {
             let o = c.base + i;
-            let l = leader_of_pe[pe_of[o as usize] as usize];
+            let pe = pe_of[o as usize];
+            let l = leaders[leaders.partition_point(|x| x.0 < pe)].1;
             if l != o {
                 parent[o as usize] = l;
                 need[l as usize] += 1;
@@ -171,8 +172,8 @@ pub(crate) fn instantiate<P: Program>(
 }
 
 /// A reduction completed at an element: its continuation payload and the blocks it depends
-/// on (the contributing blocks at this element).
-pub(crate) type Completion<M> = (Payload<M>, Vec<u32>);
+/// on (the contributing blocks at this element, with their effective receive times).
+pub(crate) type Completion<M> = (Payload<M>, Vec<(u32, u64)>);
 
 /// The result of running one message.
 #[derive(Debug)]
@@ -222,7 +223,7 @@ impl<O: Chare<Msg = M>, M: Message> Slot<O, M> {
         op: ReduceOp,
         bytes: u64,
         cb: Option<Callback<M>>,
-        block: u32,
+        block: (u32, u64),
     ) -> Option<Completion<M>> {
         let i = match self
             .pending
@@ -278,14 +279,15 @@ impl<O: Chare<Msg = M>, M: Message> Slot<O, M> {
     }
 
     /// Runs `payload` on this object (`me`), recording sends into `scratch.outs` (cleared
-    /// first). `block` is the id the execution gets in the trace (for reduction dependencies).
+    /// first). `block` is the id the execution gets in the trace and its effective receive
+    /// time (for reduction dependencies).
     pub(crate) fn execute(
         &mut self,
         world: &World,
         me: ObjRef,
         payload: Payload<M>,
         clock: Clock,
-        block: u32,
+        block: (u32, u64),
         scratch: &mut Scratch<M>,
     ) -> Executed<M> {
         scratch.outs.clear();

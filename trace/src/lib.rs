@@ -36,6 +36,7 @@ pub mod columnar;
 mod error;
 mod ids;
 mod model;
+pub mod periodic;
 mod repeat;
 mod summary;
 pub mod text;
@@ -47,6 +48,7 @@ pub use model::{
     Group, MessageIndex, NO_ITERATION, NONE_U64, ObjectInfo, Send, Trace, TraceBuilder, TraceMeta,
     TraceParts,
 };
+pub use periodic::Periodic;
 pub use repeat::{Carried, MAX_REPS, Repeated, Varying};
 pub use summary::{EntrySummary, TraceSummary};
 
@@ -125,12 +127,22 @@ pub fn read_repeated_file_with(
     if head == binary::MAGIC {
         return binary::read_binary(rest, &name).map(Repeated::flat);
     }
+    if head == periodic::MAGIC {
+        // A periodic trace (what the emulator writes when iterations repeat) is replayed
+        // through its expansion.
+        progress.stage("load", len, "bytes");
+        let p = Periodic::read(rest, len, &name)?;
+        return p
+            .expand()
+            .map(Repeated::flat)
+            .map_err(|source| TraceError::Invalid { path: name, source });
+    }
     match head.iter().find(|b| !b.is_ascii_whitespace()) {
         Some(b'{') => text::read_text(BufReader::new(rest), &name).map(Repeated::flat),
         _ => Err(TraceError::Binary {
             path: name,
             offset: 0,
-            expected: "a whatif trace: the magic bytes \"WHATIFTC\" or \"WHATIFTR\" (binary) or a JSON-lines header starting with '{'".into(),
+            expected: "a whatif trace: the magic bytes \"WHATIFTC\", \"WHATIFTP\" or \"WHATIFTR\" (binary) or a JSON-lines header starting with '{'".into(),
             found: if got == 0 {
                 "found an empty file".into()
             } else {
@@ -162,6 +174,13 @@ pub fn write_trace_file(trace: &Trace, path: &Path, format: Format) -> Result<()
         Format::Text => text::write_text(trace, &mut f),
     }
     .map_err(|e| io_err(path, e))?;
+    f.commit().map_err(|e| out_err(path, e))
+}
+
+/// Writes a periodic trace (magic `WHATIFTP`) atomically.
+pub fn write_periodic_file(p: &Periodic, path: &Path) -> Result<(), TraceError> {
+    let mut f = safe_output::AtomicFile::create(path).map_err(|e| out_err(path, e))?;
+    p.write(&mut f).map_err(|e| io_err(path, e))?;
     f.commit().map_err(|e| out_err(path, e))
 }
 
