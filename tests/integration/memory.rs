@@ -115,6 +115,17 @@ fn memory_estimates_are_within_a_quarter_of_the_measured_peak() {
                 "-q",
             ]),
         );
+        // Flows sharing the links by max-min (event-driven: flows in flight, link slots).
+        run(
+            format!("replay halo {dims}, flow"),
+            sv(&[
+                "replay",
+                &p(&t),
+                "--net",
+                &format!("flow:topo=torus:{dims},lat=1us,bw=10GB/s"),
+                "-q",
+            ]),
+        );
         run(
             format!("analyze halo {dims}"),
             sv(&["analyze", &p(&t), "--net", net, "-q"]),
