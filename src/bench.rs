@@ -33,6 +33,10 @@ pub struct BenchArgs {
     /// Event queue.
     #[arg(long, default_value = "radix")]
     queue: QueueKind,
+    /// Refuse a size estimated to need more memory than this (generating or replaying),
+    /// e.g. `32GiB` [default: 3/4 of this computer's memory].
+    #[arg(long, value_name = "BYTES", value_parser = crate::parse_bytes_arg)]
+    max_memory: Option<u64>,
     /// Folder for the generated trace files (deleted afterwards).
     #[arg(long, default_value_os_t = std::env::temp_dir())]
     dir: PathBuf,
@@ -40,17 +44,18 @@ pub struct BenchArgs {
 
 /// The most cubic factorisation a*b*c = n with a <= b <= c.
 pub fn cubic_dims(n: u32) -> [u32; 3] {
+    let n64 = n as u64;
     let mut best = [1, 1, n];
     let mut best_spread = n;
-    let mut a = 1;
-    while a * a * a <= n {
-        if n % a == 0 {
-            let m = n / a;
+    let mut a: u64 = 1;
+    while a * a * a <= n64 {
+        if n64 % a == 0 {
+            let m = n64 / a;
             let mut b = a;
             while b * b <= m {
-                if m % b == 0 && m / b - a < best_spread {
-                    best = [a, b, m / b];
-                    best_spread = m / b - a;
+                if m % b == 0 && ((m / b - a) as u32) < best_spread {
+                    best = [a as u32, b as u32, (m / b) as u32];
+                    best_spread = (m / b - a) as u32;
                 }
                 b += 1;
             }
@@ -83,6 +88,17 @@ pub fn run(a: BenchArgs) -> Result<()> {
         let path = a
             .dir
             .join(format!("whatif-bench-{}-{n}.trace", std::process::id()));
+        // The generator's memory (as `whatif gen` counts it: 136 bytes per stored block, one
+        // iteration of 7 blocks per rank, and its indexes), before anything is allocated.
+        let stored = 7 * n as u64;
+        crate::memory::settle(
+            &crate::memory::gen_estimate(stored),
+            Some(
+                a.max_memory
+                    .unwrap_or_else(crate::limits::default_memory_limit),
+            ),
+            false,
+        )?;
         let t0 = Instant::now();
         let trace = scenarios::halo_repeated(&dims, a.periodic, &p)?;
         let gen_s = t0.elapsed().as_secs_f64();
@@ -90,12 +106,20 @@ pub fn run(a: BenchArgs) -> Result<()> {
         trace::write_repeated_file(&trace, &path, trace::Format::Binary)
             .with_context(|| format!("cannot write {}", path.display()))?;
         let write_s = t0.elapsed().as_secs_f64();
-        drop(trace);
-        let measured_peak = crate::memory::reset_peak_rss();
         let cfg = ReplayConfig {
             queue: a.queue,
             ..ReplayConfig::default()
         };
+        crate::memory::settle(
+            &crate::memory::replay_estimate(&trace, &a.net, &cfg, false, false)?,
+            Some(
+                a.max_memory
+                    .unwrap_or_else(crate::limits::default_memory_limit),
+            ),
+            false,
+        )?;
+        drop(trace);
+        let measured_peak = crate::memory::reset_peak_rss();
         let (mut load, mut plan, mut lp) = (Vec::new(), Vec::new(), Vec::new());
         let mut last = None;
         for _ in 0..a.repeat {

@@ -51,8 +51,8 @@ pub(crate) struct DemoArgs {
     /// Output folder.
     #[arg(long, default_value = "whatif-demo")]
     out: PathBuf,
-    /// Worker threads for the sweep [default: all cores].
-    #[arg(long)]
+    /// Worker threads for the sweep, 1 to 1024 [default: all cores].
+    #[arg(long, value_parser = crate::sweep_cmd::parse_jobs)]
     jobs: Option<usize>,
     /// No progress on stderr.
     #[arg(long, short)]

@@ -263,7 +263,7 @@ fn parse_flops(s: &str) -> Result<f64, String> {
 }
 
 /// A size in bytes with an optional unit (`256MiB`).
-fn parse_bytes_arg(s: &str) -> Result<u64, String> {
+pub(crate) fn parse_bytes_arg(s: &str) -> Result<u64, String> {
     parse_bytes(s).map_err(|e| e.to_string())
 }
 
@@ -667,7 +667,10 @@ fn stop_cleanly_on_interrupt() {
 fn main() -> ExitCode {
     quiet_on_closed_stdout();
     stop_cleanly_on_interrupt();
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return command_line_error(e),
+    };
     let result = dispatch(cli);
     memory::log_at_exit();
     match result {
@@ -684,6 +687,31 @@ fn main() -> ExitCode {
             ExitCode::from(exit_status(&e))
         }
     }
+}
+
+/// Most bytes of a command-line error shown: clap quotes the offending value whole, and a
+/// value of a million characters would otherwise fill the terminal.
+const COMMAND_LINE_ERROR_BYTES: usize = 4000;
+
+/// A command line clap refused (or `--help`/`--version`, shown whole on stdout): the
+/// message cut to [`COMMAND_LINE_ERROR_BYTES`], exit status 2.
+fn command_line_error(e: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    if matches!(
+        e.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        let _ = e.print();
+        return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+    }
+    let text = e.render().to_string();
+    eprint!("{}", sim_core::inputs::cut(&text, COMMAND_LINE_ERROR_BYTES));
+    if !text.ends_with('\n') || text.len() > COMMAND_LINE_ERROR_BYTES {
+        eprintln!();
+    }
+    ExitCode::from(2)
 }
 
 fn dispatch(cli: Cli) -> Result<()> {
@@ -1064,19 +1092,7 @@ fn gen_cmd(a: GenArgs) -> Result<()> {
         stored
     };
     memory::settle(
-        &replay::footprint::Estimate::new().stage(
-            "generating",
-            vec![
-                (
-                    format!("{stored} stored blocks"),
-                    stored.saturating_mul(136),
-                ),
-                (
-                    "the generator's indexes".into(),
-                    stored.saturating_mul(440).min(14 << 20),
-                ),
-            ],
-        ),
+        &memory::gen_estimate(stored),
         Some(a.max_memory.unwrap_or_else(limits::default_memory_limit)),
         a.quiet,
     )?;

@@ -64,8 +64,8 @@ pub(crate) struct SweepArgs {
     /// Output folder [default: `<study name>-results` in the current folder].
     #[arg(long)]
     out: Option<PathBuf>,
-    /// Worker threads [default: all cores]. Results do not depend on it.
-    #[arg(long)]
+    /// Worker threads, 1 to 1024 [default: all cores]. Results do not depend on it.
+    #[arg(long, value_parser = parse_jobs)]
     jobs: Option<usize>,
     /// Run only shard i of n (points i, i+n, i+2n, ...), for running on several machines.
     #[arg(long, conflicts_with = "point")]
@@ -487,6 +487,17 @@ fn write_outputs(
 
 pub(crate) fn sweep(a: SweepArgs) -> Result<()> {
     run(&a)
+}
+
+/// `--jobs`: 1 to 1024 worker threads.
+pub(crate) fn parse_jobs(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n @ 1..=1024) => Ok(n),
+        _ => Err(format!(
+            "expected a number of worker threads from 1 to 1024, got {}",
+            sim_core::inputs::quote(s)
+        )),
+    }
 }
 
 /// Runs a whole study into `out` (as `whatif sweep study --out out --jobs jobs`).

@@ -65,6 +65,16 @@ pub enum OutputError {
         /// The input.
         input: PathBuf,
     },
+    /// The output path is a device, a pipe or a socket (`/dev/null`, `/dev/stdout`): a file
+    /// is renamed into place when it is finished, which would replace it (as root, a
+    /// device node).
+    #[error(
+        "{path} is not a regular file (a device, pipe or socket): an output is written under a temporary name and renamed into place when finished, which would replace it; choose a file path"
+    )]
+    NotAFile {
+        /// The path.
+        path: PathBuf,
+    },
     /// The output folder is the current folder or holds it, which cannot be replaced.
     #[error(
         "{path} is the current folder or holds it: an output folder is replaced as a whole when it is finished, which the current folder cannot be; choose another folder (e.g. {path}/out)"
@@ -160,6 +170,14 @@ pub fn check_file(dest: &Path) -> Result<(), OutputError> {
         return Err(OutputError::Io {
             path: dest.to_path_buf(),
             source: io::Error::other("it is a folder"),
+        });
+    }
+    // Followed through symlinks (`/dev/stdout`); a dangling link is a new file.
+    if let Ok(m) = std::fs::metadata(dest)
+        && !m.is_file()
+    {
+        return Err(OutputError::NotAFile {
+            path: dest.to_path_buf(),
         });
     }
     Ok(())

@@ -160,3 +160,36 @@ fn a_dead_runs_temporary_file_goes_and_its_set_aside_output_comes_back() {
         assert_eq!(fs::read_to_string(out.join("a.csv")).unwrap(), "previous");
     }
 }
+
+#[test]
+fn a_device_is_never_replaced() {
+    // `--timeline /dev/null` (or `/dev/zero`, or `/dev/stdout`, a link to a pipe): renaming
+    // a finished file there would replace the device node when run as root.
+    let dir = scratch("device");
+    let link = dir.join("null-link");
+    for dev in ["/dev/null", "/dev/zero"] {
+        let dev = Path::new(dev);
+        if !dev.exists() {
+            eprintln!("skipping {}: absent", dev.display());
+            continue;
+        }
+        assert!(matches!(check_file(dev), Err(OutputError::NotAFile { .. })));
+        assert!(matches!(
+            AtomicFile::create(dev),
+            Err(OutputError::NotAFile { .. })
+        ));
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(dev, &link).unwrap();
+        assert!(matches!(
+            AtomicFile::create(&link),
+            Err(OutputError::NotAFile { .. })
+        ));
+        use std::os::unix::fs::FileTypeExt;
+        assert!(std::fs::metadata(dev).unwrap().file_type().is_char_device());
+    }
+    // A dangling link is a new file.
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink(dir.join("nowhere"), &link).unwrap();
+    assert!(check_file(&link).is_ok());
+    let _ = std::fs::remove_dir_all(&dir);
+}

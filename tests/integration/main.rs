@@ -3,6 +3,7 @@
 mod analysis;
 mod charm_real;
 mod cli;
+mod cli_fuzz;
 mod closed_forms;
 mod determinism;
 mod emulator;
