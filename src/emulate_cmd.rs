@@ -39,9 +39,10 @@ const EMULATED_PE_BYTES: u64 = 8;
 /// they grow, and the allocator's slack): 200-290 measured on stencil3d with 240,000 to
 /// 840,000 blocks (release and debug builds).
 const EMULATED_BLOCK_BYTES: u64 = 250;
-/// Bytes per object (the program's object, its runtime slot, its name in the trace, its
-/// messages in flight): about 600 measured on stencil3d and simple-imbalance.
-const EMULATED_OBJECT_BYTES: u64 = 600;
+/// Bytes per object: [`emulator::OBJECT_BYTES`] (the program's object, its runtime slot, its
+/// name in the trace, its messages in flight; about 600 measured on stencil3d and
+/// simple-imbalance), reserved for every object before the program's objects are made.
+const EMULATED_OBJECT_BYTES: u64 = emulator::OBJECT_BYTES;
 /// What an emulation needs whatever its size, beside the process.
 const EMULATION_FIXED_BYTES: u64 = 8 << 20;
 
@@ -182,6 +183,7 @@ pub(crate) fn emulate(mut a: EmulateArgs) -> Result<()> {
         priority: a.priority,
         max_blocks: a.max_blocks,
         max_held_blocks: budget_blocks.max(1),
+        max_memory_bytes: limit.saturating_sub(emulation_bytes(0, 0)).max(1),
         detect_repetition: detect,
         generator,
         net_spec: a.net.to_string(),
@@ -224,6 +226,14 @@ pub(crate) fn emulate(mut a: EmulateArgs) -> Result<()> {
                 human_bytes(limit)
             ))
             .into());
+        }
+        Err(emulator::EmuError::Memory { what, bytes, .. }) => {
+            return Err(memory_refusal(
+                &format!("emulating {}", a.program),
+                &what,
+                bytes,
+                limit,
+            ));
         }
         r => r.with_context(|| format!("emulating {}", a.program))?,
     };
@@ -410,8 +420,8 @@ fn apply_costs(t: &mut trace::Trace, file: &std::path::Path, x: f64) -> Result<V
 pub(crate) struct NativeArgs {
     /// Program to run (see `whatif emulate --help` for the list).
     program: String,
-    /// OS threads, one per PE.
-    #[arg(long, default_value_t = 2)]
+    /// OS threads, one per PE, 1 to 1024 (each a real thread of this computer).
+    #[arg(long, default_value_t = 2, value_parser = parse_threads)]
     threads: u32,
     /// Program parameter, repeatable: --set key=value.
     #[arg(long = "set", value_parser = parse_kv, value_name = "KEY=VALUE")]
@@ -428,6 +438,33 @@ pub(crate) struct NativeArgs {
     /// Print one JSON object instead of the human summary.
     #[arg(long)]
     json: bool,
+    /// Refuse a program whose objects and data are estimated to need more memory than
+    /// this, e.g. `4GiB` [default: 3/4 of this computer's memory].
+    #[arg(long, value_name = "BYTES", value_parser = crate::parse_bytes_arg)]
+    max_memory: Option<u64>,
+}
+
+/// The emulator's refusal of a program too large (its objects or data, `bytes` with what was
+/// reserved before), in the run's figures: with the process, against the user's `limit`.
+fn memory_refusal(doing: &str, what: &str, bytes: u64, limit: u64) -> anyhow::Error {
+    crate::BadInput(format!(
+        "{doing}: {what} need about {}, {} with the process, above the memory limit of {}; the estimate is made before they are allocated: raise the limit with --max-memory if this computer has the memory, or make the problem smaller",
+        human_bytes(bytes),
+        human_bytes(bytes.saturating_add(emulation_bytes(0, 0))),
+        human_bytes(limit)
+    ))
+    .into()
+}
+
+/// `run-native --threads`: 1 to 1024 OS threads.
+fn parse_threads(s: &str) -> Result<u32, String> {
+    match s.parse::<u32>() {
+        Ok(n @ 1..=1024) => Ok(n),
+        _ => Err(format!(
+            "expected a number of OS threads from 1 to 1024, got {}",
+            sim_core::inputs::quote(s)
+        )),
+    }
 }
 
 fn mean(d: &[Duration]) -> Option<f64> {
@@ -448,23 +485,33 @@ fn median(mut v: Vec<f64>) -> Option<f64> {
 }
 
 pub(crate) fn run_native(a: NativeArgs) -> Result<()> {
-    if a.threads == 0 {
-        bail!("--threads must be at least 1");
-    }
     if a.repeat == 0 {
         bail!("--repeat must be at least 1");
     }
+    let limit = a
+        .max_memory
+        .unwrap_or_else(crate::limits::default_memory_limit);
     let cfg = NativeConfig {
         threads: a.threads,
         map: a.map,
         priority: a.priority,
+        max_memory_bytes: limit.saturating_sub(emulation_bytes(0, 0)).max(1),
     };
     let mut walls = Vec::new();
     let mut iter_means = Vec::new();
     let mut runs = Vec::new();
     for i in 0..a.repeat {
-        let r = scenarios::programs::run_native(&a.program, &a.sets, &cfg)
-            .with_context(|| format!("running {} natively", a.program))?;
+        let r = match scenarios::programs::run_native(&a.program, &a.sets, &cfg) {
+            Err(emulator::EmuError::Memory { what, bytes, .. }) => {
+                return Err(memory_refusal(
+                    &format!("running {} natively", a.program),
+                    &what,
+                    bytes,
+                    limit,
+                ));
+            }
+            r => r.with_context(|| format!("running {} natively", a.program))?,
+        };
         let its = r.iteration_times();
         let m = mean(&its);
         if !a.json {

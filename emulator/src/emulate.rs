@@ -50,6 +50,9 @@ pub struct EmulateConfig {
     pub detect_repetition: bool,
     /// Stop with an error once the recorder holds this many blocks in memory (0: no limit).
     pub max_held_blocks: u64,
+    /// Refuse, before allocating them, objects ([`crate::OBJECT_BYTES`] each) and the data
+    /// programs [`reserve`](crate::Builder::reserve) beyond this many bytes (0: no limit).
+    pub max_memory_bytes: u64,
 }
 
 impl Default for EmulateConfig {
@@ -65,6 +68,7 @@ impl Default for EmulateConfig {
             cpu_scale: Ratio::ONE,
             detect_repetition: false,
             max_held_blocks: 0,
+            max_memory_bytes: 0,
         }
     }
 }
@@ -186,7 +190,12 @@ pub fn emulate<P: Program>(
                 .into(),
         ));
     }
-    let inst = instantiate(program, cfg.pes, cfg.map)?;
+    let inst = instantiate(
+        program,
+        cfg.pes,
+        cfg.map,
+        crate::model::Budget::new(cfg.timing == Timing::Measured, cfg.max_memory_bytes),
+    )?;
     let mut trace = Trace::new(TraceMeta {
         name: program.name(),
         generator: cfg.generator.clone(),

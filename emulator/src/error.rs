@@ -34,7 +34,23 @@ pub enum EmuError {
     /// The recorded trace failed validation (a bug in the emulator).
     #[error("recorded trace is invalid: {0}")]
     Trace(#[from] trace::ValidationError),
+    /// The program's objects (or, computing for real, their data) would need more memory
+    /// than the run allows: refused before they are allocated.
+    #[error(
+        "{what} need about {}, beyond the memory limit of {} (raise it with --max-memory, or make the problem smaller)",
+        sim_core::units::human_bytes(*bytes),
+        sim_core::units::human_bytes(*limit)
+    )]
+    Memory {
+        /// What would be allocated.
+        what: String,
+        /// Bytes it needs with what was reserved before it.
+        bytes: u64,
+        /// The run's limit.
+        limit: u64,
+    },
     /// A native worker thread panicked.
     #[error("native run: {0}")]
     Native(String),
 }
+

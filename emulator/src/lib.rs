@@ -43,7 +43,8 @@ pub use ctx::{Ctx, Timing};
 pub use emulate::{EmulateConfig, Emulation, Progress, emulate};
 pub use error::EmuError;
 pub use model::{
-    Builder, Callback, Chare, Coll, Index, InitialMap, Message, ObjRef, Program, ReduceOp, Target,
+    Builder, Callback, Chare, Coll, Index, InitialMap, Message, OBJECT_BYTES, ObjRef, Program,
+    ReduceOp, Target,
 };
 pub use native::{NativeConfig, NativeReport, run_native};
 pub use runtime::RUNTIME_ENTRIES;

@@ -25,6 +25,9 @@ pub struct NativeConfig {
     pub map: InitialMap,
     /// Run higher-priority (smaller) messages first.
     pub priority: bool,
+    /// Refuse, before allocating them, objects and their data beyond this many bytes (0: no
+    /// limit), as [`crate::EmulateConfig::max_memory_bytes`].
+    pub max_memory_bytes: u64,
 }
 
 /// What a native run measured.
@@ -132,7 +135,12 @@ struct Shared<'w> {
 
 /// Runs `program` for real on `cfg.threads` threads.
 pub fn run_native<P: Program>(program: &P, cfg: &NativeConfig) -> Result<NativeReport, EmuError> {
-    let inst = instantiate(program, cfg.threads, cfg.map)?;
+    let inst = instantiate(
+        program,
+        cfg.threads,
+        cfg.map,
+        crate::model::Budget::new(true, cfg.max_memory_bytes),
+    )?;
     let k = cfg.threads as usize;
     let n = inst.slots.len();
     let mut owner = vec![0u32; n];

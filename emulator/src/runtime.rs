@@ -76,11 +76,12 @@ pub(crate) fn instantiate<P: Program>(
     p: &P,
     pes: u32,
     map: InitialMap,
+    budget: crate::model::Budget,
 ) -> Result<Instance<P::Obj, P::Msg>, EmuError> {
     if pes == 0 {
         return Err(EmuError::Config("the machine needs at least one PE".into()));
     }
-    let mut b = Builder::new(pes);
+    let mut b = Builder::new(pes, budget);
     p.build(&mut b)?;
     if let Some(c) = b.colls.iter().find(|c| !c.filled) {
         return Err(EmuError::Program(format!(

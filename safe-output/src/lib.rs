@@ -65,11 +65,11 @@ pub enum OutputError {
         /// The input.
         input: PathBuf,
     },
-    /// The output path is a device, a pipe or a socket (`/dev/null`, `/dev/stdout`): a file
-    /// is renamed into place when it is finished, which would replace it (as root, a
-    /// device node).
+    /// The output path is a block device or a socket: neither is written to, and a file
+    /// renamed into place would replace it. (Character devices and pipes, `/dev/null`,
+    /// `/dev/stdout`, are written to directly.)
     #[error(
-        "{path} is not a regular file (a device, pipe or socket): an output is written under a temporary name and renamed into place when finished, which would replace it; choose a file path"
+        "{path} is a block device or a socket, not a file: choose a file path (a character device such as /dev/null or a pipe is written to directly)"
     )]
     NotAFile {
         /// The path.
@@ -175,6 +175,7 @@ pub fn check_file(dest: &Path) -> Result<(), OutputError> {
     // Followed through symlinks (`/dev/stdout`); a dangling link is a new file.
     if let Ok(m) = std::fs::metadata(dest)
         && !m.is_file()
+        && !is_stream(&m)
     {
         return Err(OutputError::NotAFile {
             path: dest.to_path_buf(),
@@ -183,11 +184,21 @@ pub fn check_file(dest: &Path) -> Result<(), OutputError> {
     Ok(())
 }
 
-/// A file written under a temporary name and renamed into place by [`commit`](Self::commit).
+/// A character device or a pipe (`/dev/null`, `/dev/stdout` on a terminal or a pipe): written
+/// to in place, never replaced by a rename (which, run as root, would replace the device).
+fn is_stream(m: &fs::Metadata) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    let t = m.file_type();
+    t.is_char_device() || t.is_fifo()
+}
+
+/// A file written under a temporary name and renamed into place by [`commit`](Self::commit);
+/// a character device or a pipe (`/dev/null`, `/dev/stdout`) is written to directly.
 #[derive(Debug)]
 pub struct AtomicFile {
     dest: PathBuf,
-    tmp: PathBuf,
+    /// The temporary file; `None` when writing to a device or pipe directly.
+    tmp: Option<PathBuf>,
     w: Option<BufWriter<File>>,
 }
 
@@ -195,13 +206,24 @@ impl AtomicFile {
     /// Starts writing `dest` (its folder must exist).
     pub fn create(dest: &Path) -> Result<AtomicFile, OutputError> {
         check_file(dest)?;
+        if fs::metadata(dest).is_ok_and(|m| is_stream(&m)) {
+            let f = fs::OpenOptions::new()
+                .write(true)
+                .open(dest)
+                .map_err(io_err(dest))?;
+            return Ok(AtomicFile {
+                dest: dest.to_path_buf(),
+                tmp: None,
+                w: Some(BufWriter::with_capacity(1 << 16, f)),
+            });
+        }
         clean_stale(dest);
         let tmp = sibling(dest, "tmp");
         let f = File::create(&tmp).map_err(io_err(dest))?;
         live(&tmp, true);
         Ok(AtomicFile {
             dest: dest.to_path_buf(),
-            tmp,
+            tmp: Some(tmp),
             w: Some(BufWriter::with_capacity(1 << 16, f)),
         })
     }
@@ -218,10 +240,13 @@ impl AtomicFile {
             path: self.dest.clone(),
             source: e.into_error(),
         })?;
+        let Some(tmp) = self.tmp.take() else {
+            return Ok(()); // a device or pipe: flushed above
+        };
         f.sync_all().map_err(io_err(&self.dest))?;
         drop(f);
-        fs::rename(&self.tmp, &self.dest).map_err(io_err(&self.dest))?;
-        live(&self.tmp, false);
+        fs::rename(&tmp, &self.dest).map_err(io_err(&self.dest))?;
+        live(&tmp, false);
         Ok(())
     }
 }
@@ -240,9 +265,11 @@ impl Write for AtomicFile {
 
 impl Drop for AtomicFile {
     fn drop(&mut self) {
-        if self.w.take().is_some() {
-            let _ = fs::remove_file(&self.tmp);
-            live(&self.tmp, false);
+        if self.w.take().is_some()
+            && let Some(tmp) = self.tmp.take()
+        {
+            let _ = fs::remove_file(&tmp);
+            live(&tmp, false);
         }
     }
 }

@@ -162,31 +162,51 @@ fn a_dead_runs_temporary_file_goes_and_its_set_aside_output_comes_back() {
 }
 
 #[test]
-fn a_device_is_never_replaced() {
-    // `--timeline /dev/null` (or `/dev/zero`, or `/dev/stdout`, a link to a pipe): renaming
-    // a finished file there would replace the device node when run as root.
+fn a_device_is_written_to_never_replaced() {
+    // `--timeline /dev/null` (or `/dev/zero`, or a link to one, as `/dev/stdout` is to a
+    // terminal or pipe): written to in place. A rename there would replace the device node
+    // when run as root (a fuzz case once turned /dev/zero into a 2 KB file).
+    use std::os::unix::fs::FileTypeExt;
     let dir = scratch("device");
     let link = dir.join("null-link");
     for dev in ["/dev/null", "/dev/zero"] {
         let dev = Path::new(dev);
-        if !dev.exists() {
-            eprintln!("skipping {}: absent", dev.display());
+        if !std::fs::metadata(dev).is_ok_and(|m| m.file_type().is_char_device()) {
+            eprintln!("skipping {}: not a character device here", dev.display());
             continue;
         }
-        assert!(matches!(check_file(dev), Err(OutputError::NotAFile { .. })));
-        assert!(matches!(
-            AtomicFile::create(dev),
-            Err(OutputError::NotAFile { .. })
-        ));
+        assert!(check_file(dev).is_ok());
+        let mut f = AtomicFile::create(dev).unwrap();
+        f.write_all(b"discarded\n").unwrap();
+        f.commit().unwrap();
+        write_atomic(dev, b"again").unwrap();
         let _ = std::fs::remove_file(&link);
         std::os::unix::fs::symlink(dev, &link).unwrap();
-        assert!(matches!(
-            AtomicFile::create(&link),
-            Err(OutputError::NotAFile { .. })
-        ));
-        use std::os::unix::fs::FileTypeExt;
+        write_atomic(&link, b"through a link").unwrap();
+        assert!(
+            std::fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink(),
+            "the link is kept"
+        );
+        assert!(std::fs::metadata(dev).unwrap().file_type().is_char_device());
+        // Dropped before commit: nothing to clean, the device stays.
+        drop(AtomicFile::create(dev).unwrap());
         assert!(std::fs::metadata(dev).unwrap().file_type().is_char_device());
     }
+    assert!(
+        names(Path::new("/dev"))
+            .iter()
+            .all(|n| !n.contains(".whatif-tmp."))
+    );
+    // A socket is refused.
+    let sock = dir.join("s.sock");
+    let _listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+    assert!(matches!(
+        AtomicFile::create(&sock),
+        Err(OutputError::NotAFile { .. })
+    ));
     // A dangling link is a new file.
     let _ = std::fs::remove_file(&link);
     std::os::unix::fs::symlink(dir.join("nowhere"), &link).unwrap();

@@ -483,7 +483,7 @@ fn emulate_and_run_native_errors_are_clear() {
     let o = whatif(&["run-native", "ring", "--threads", "0"]);
     assert!(!o.status.success());
     assert!(
-        stderr(&o).contains("--threads must be at least 1"),
+        stderr(&o).contains("OS threads from 1 to 1024"),
         "{}",
         stderr(&o)
     );

@@ -545,6 +545,7 @@ fn native_runs_execute_the_same_blocks_and_messages_as_the_emulation() {
                 threads: 2,
                 map: InitialMap::Block,
                 priority: false,
+                max_memory_bytes: 0,
             },
         )
         .unwrap();

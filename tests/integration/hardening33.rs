@@ -412,3 +412,95 @@ fn messages_say_what_to_do() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn network_specs_and_programs_too_large_are_refused_before_allocating() {
+    let dir = tmpdir("h33-sizes");
+    let r = dir.join("r.trace");
+    gen_trace(&r, &["ring", "--ranks", "8", "--iters", "2"]);
+    let r = s(&r);
+    let out = s(&dir.join("e.trace"));
+    // Network models whose state is indexed by link or vertex: estimated and refused.
+    for net in [
+        "contention:topo=fattree:k=1000,levels=3,bw=10GB/s",
+        "flow:topo=fattree:k=1000,levels=3,bw=10GB/s",
+        "flow:topo=full:4294967295,bw=10GB/s",
+        "contention:topo=full:4294967295,bw=10GB/s",
+    ] {
+        refused(&["replay", &r, "--net", net], &["memory limit", "network"]);
+    }
+    // Programs: objects, a stencil's real data, kneighbor's links, all before allocating.
+    refused(
+        &[
+            "emulate",
+            "leanmd",
+            "--set",
+            "cells=1000x1000x1000",
+            "--out",
+            &out,
+        ],
+        &["1000000000 objects of collection `cell`", "memory limit"],
+    );
+    refused(
+        &[
+            "emulate",
+            "stencil3d",
+            "--timing",
+            "measured",
+            "--set",
+            "grid=1024x1024x1024",
+            "--set",
+            "block=1024x1024x1024",
+            "--max-memory",
+            "4GiB",
+            "--out",
+            &out,
+        ],
+        &[
+            "the data of 1 blocks of 1024x1024x1024 cells",
+            "memory limit",
+        ],
+    );
+    refused(
+        &[
+            "emulate",
+            "kneighbor",
+            "--pes",
+            "100000",
+            "--set",
+            "k=4294967295",
+            "--out",
+            &out,
+        ],
+        &["neighbour links", "memory limit"],
+    );
+    refused(
+        &[
+            "run-native",
+            "stencil3d",
+            "--set",
+            "grid=1024x1024x1024",
+            "--set",
+            "block=1024x1024x1024",
+            "--max-memory",
+            "1GiB",
+        ],
+        &["the data of 1 blocks", "memory limit of 1.0 GiB"],
+    );
+    refused(
+        &["run-native", "stencil3d", "--threads", "100000"],
+        &["1 to 1024"],
+    );
+    // A huge k on a few objects is their few neighbours (was a 4-billion-step loop).
+    let o = run(&[
+        "emulate",
+        "kneighbor",
+        "--set",
+        "k=4294967295",
+        "--out",
+        &out,
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!Path::new(&out).exists() || std::fs::metadata(&out).unwrap().len() > 0);
+    let _ = std::fs::remove_dir_all(&dir);
+}

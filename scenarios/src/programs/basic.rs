@@ -250,6 +250,22 @@ impl Basic {
     }
 }
 
+/// kneighbor: the largest useful distance, `min(k, n/2)` (beyond it neighbours repeat).
+fn kneighbor_reach(k: u32, n: u32) -> u32 {
+    k.min(n / 2)
+}
+
+/// kneighbor: distinct neighbours of each object (both sides up to the reach, one object at
+/// distance n/2 when n is even).
+fn kneighbor_degree(k: u32, n: u32) -> u32 {
+    let r = kneighbor_reach(k, n);
+    if n % 2 == 0 && r == n / 2 && r > 0 {
+        2 * r - 1
+    } else {
+        2 * r
+    }
+}
+
 /// One object of a basic pattern.
 #[derive(Debug)]
 pub struct Obj {
@@ -313,13 +329,18 @@ impl Chare for Obj {
                 }
             }
             (Pattern::KNeighbor, Msg::Start) => {
+                // Distances beyond n/2 name neighbours already listed; at n/2 both sides are
+                // the same object.
                 let n = self.n as i64;
-                for d in 1..=self.cfg.k as i64 {
+                let reach = kneighbor_reach(self.cfg.k, self.n) as i64;
+                self.nbs
+                    .reserve(kneighbor_degree(self.cfg.k, self.n) as usize);
+                for d in 1..=reach {
                     for s in [-d, d] {
-                        let j = (me as i64 + s).rem_euclid(n) as u32;
-                        if j != me && !self.nbs.contains(&j) {
-                            self.nbs.push(j);
+                        if s == d && 2 * d == n {
+                            continue;
                         }
+                        self.nbs.push((me as i64 + s).rem_euclid(n) as u32);
                     }
                 }
                 self.kn_send(ctx);
@@ -412,6 +433,18 @@ impl Program for Basic {
     fn build(&self, b: &mut Builder<Obj, Msg>) -> Result<(), EmuError> {
         let n = self.objects(b.pes())?;
         let c = b.collection("obj", [n, 1, 1])?;
+        if self.pattern == Pattern::KNeighbor {
+            // Each object's neighbour list and one iteration's messages to them (about 100
+            // bytes each in flight).
+            let links = n as u64 * kneighbor_degree(self.k, n) as u64;
+            b.reserve(
+                &format!(
+                    "{links} neighbour links (k={} on {n} objects) and their messages",
+                    self.k
+                ),
+                links.saturating_mul(104),
+            )?;
+        }
         b.fill(c, |_| Obj {
             cfg: self.clone(),
             n,
@@ -424,5 +457,30 @@ impl Program for Basic {
             _ => b.start(c.nth(0), Msg::Start),
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kneighbor_degree_counts_the_distinct_neighbours() {
+        // Brute force: every distance 1..=k on both sides, distinct, not itself.
+        for n in 1..=12u32 {
+            for k in [1, 2, 3, 5, 6, 7, 13, u32::MAX] {
+                let mut nbs: Vec<u32> = Vec::new();
+                for d in 1..=k.min(3 * n) as i64 {
+                    for s in [-d, d] {
+                        let j = s.rem_euclid(n as i64) as u32;
+                        if j != 0 && !nbs.contains(&j) {
+                            nbs.push(j);
+                        }
+                    }
+                }
+                assert_eq!(kneighbor_degree(k, n) as usize, nbs.len(), "n={n} k={k}");
+                assert!(kneighbor_reach(k, n) <= n / 2);
+            }
+        }
     }
 }

@@ -265,7 +265,14 @@ impl Program for LeanMd {
     }
     fn build(&self, b: &mut Builder<Md, Msg>) -> Result<(), EmuError> {
         let cells = b.collection("cell", self.cells)?;
-        let computes = b.collection("compute", [cells.len() * 14, 1, 1])?;
+        let pairs = cells.len().checked_mul(14).ok_or_else(|| {
+            EmuError::Param(format!(
+                "{} cells have {} compute objects (14 each), more than 2^32",
+                cells.len(),
+                cells.len() as u64 * 14
+            ))
+        })?;
+        let computes = b.collection("compute", [pairs, 1, 1])?;
         let md = std::sync::Arc::new(self.clone());
         b.fill(cells, |_| Md {
             obj: Obj::Cell { step: 0, got: 0 },

@@ -338,6 +338,23 @@ impl Program for Stencil3d {
     }
     fn build(&self, b: &mut Builder<Block, Msg>) -> Result<(), EmuError> {
         let c = b.collection("block", self.objects())?;
+        if b.real_work() {
+            // Each block's two padded grids of f64, and its faces in flight (six, for two
+            // iterations at most), for the whole grid.
+            let [x, y, z] = self.block.map(|e| e as u64);
+            let pad = (x + 2) * (y + 2) * (z + 2);
+            let face = (x * y).max(y * z).max(x * z);
+            let per_block = pad
+                .saturating_mul(16)
+                .saturating_add(face.saturating_mul(96));
+            let n = c.len() as u64;
+            b.reserve(
+                &format!(
+                    "the data of {n} blocks of {x}x{y}x{z} cells (measured timing computes on them)"
+                ),
+                per_block.saturating_mul(n),
+            )?;
+        }
         let (blk, iters, cell_cost, prioritize) =
             (self.block, self.iters, self.cell_cost, self.prioritize);
         b.fill(c, |idx| Block {
