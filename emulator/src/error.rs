@@ -53,4 +53,3 @@ pub enum EmuError {
     #[error("native run: {0}")]
     Native(String),
 }
-
