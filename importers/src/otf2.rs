@@ -115,16 +115,17 @@ pub fn import(anchor: &Path, opts: &ImportOptions) -> Result<Imported, ImportErr
     )
 }
 
-/// Reads the archive in a child process (`otf2_sys::read_isolated`) given 10 s + 1 s per
+/// Reads the archive in a child process (`otf2_sys::read_isolated`) given 3 s + 1 s per
 /// 10 MB of archive: the OTF2 library can loop forever or corrupt its heap on some malformed
 /// archives (found by the fuzzer), and an import must end with an error, not a hang or an
-/// abort.
+/// abort. (The base was 10 s, the cost of every bad anchor; the test archives, a few
+/// kilobytes to a megabyte, are read in milliseconds.)
 fn read_archive(anchor: &Path, max_events: u64) -> Result<otf2_sys::Archive, otf2_sys::Error> {
     let bytes: u64 = files(anchor)
         .iter()
         .map(|f| std::fs::metadata(f).map_or(0, |m| m.len()))
         .sum();
-    let deadline = std::time::Duration::from_secs(10 + bytes / 10_000_000);
+    let deadline = std::time::Duration::from_secs(3 + bytes / 10_000_000);
     let max_bytes = max_events.saturating_mul(80).saturating_add(64 << 20);
     otf2_sys::read_isolated(anchor, max_events, deadline, max_bytes)
 }
