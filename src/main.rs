@@ -22,6 +22,7 @@ mod report;
 mod scaling_out;
 mod svg;
 mod sweep_cmd;
+mod sweep_journal;
 mod views_out;
 
 #[global_allocator]
@@ -649,6 +650,16 @@ fn quiet_on_closed_stdout() {
 
 /// On SIGINT or SIGTERM: remove the run's temporary files and staging folders (outputs
 /// already in place, and the previous outputs, stay), say so, and exit with 130.
+/// What an interrupt should add to its message (e.g. how to resume a sweep).
+static INTERRUPT_NOTE: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+
+/// Sets (or clears) the line an interrupt prints after its message.
+pub(crate) fn set_interrupt_note(note: Option<String>) {
+    if let Ok(mut g) = INTERRUPT_NOTE.lock() {
+        *g = note;
+    }
+}
+
 fn stop_cleanly_on_interrupt() {
     let _ = ctrlc::set_handler(|| {
         let n = safe_output::remove_temporaries();
@@ -660,6 +671,11 @@ fn stop_cleanly_on_interrupt() {
                 String::new()
             }
         );
+        if let Ok(g) = INTERRUPT_NOTE.try_lock()
+            && let Some(note) = g.as_ref()
+        {
+            eprintln!("{note}");
+        }
         std::process::exit(130);
     });
 }

@@ -15,7 +15,7 @@ use rayon::prelude::*;
 use replay::{CpuScale, Mapping, ReplayConfig, SchedPolicy};
 use scenarios::study::{Point, Study, Workload};
 use sim_core::Ratio;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -583,10 +583,40 @@ fn run(a: &SweepArgs) -> Result<()> {
         Some(crate::limits::default_memory_limit()),
         a.quiet,
     )?;
+    // Finished points are journaled beside the output, so an interrupted sweep resumes.
+    let fingerprints: Vec<&str> = points.iter().map(|p| p.fingerprint.as_str()).collect();
+    let quiet = a.quiet;
+    let (done, journal) = crate::sweep_journal::open(
+        &crate::sweep_journal::path_for(&out),
+        &study.fingerprint,
+        &indices,
+        &fingerprints,
+        &mut |n| {
+            if !quiet {
+                eprintln!("note: {n}")
+            }
+        },
+    )?;
+    if !done.is_empty() && !a.quiet {
+        eprintln!(
+            "resuming: {} of {} points finished earlier, from {} (delete it to start afresh)",
+            done.len(),
+            points.len(),
+            journal.path().display()
+        );
+    }
+    crate::set_interrupt_note(Some(format!(
+        "the finished points are kept in {}; the same command resumes from them",
+        journal.path().display()
+    )));
+    let todo: Vec<&Point> = points
+        .iter()
+        .filter(|p| !done.contains_key(&p.index))
+        .collect();
     let bar = if a.quiet || !std::io::stderr().is_terminal() {
-        ProgressBar::with_draw_target(Some(points.len() as u64), ProgressDrawTarget::hidden())
+        ProgressBar::with_draw_target(Some(todo.len() as u64), ProgressDrawTarget::hidden())
     } else {
-        let b = ProgressBar::new(points.len() as u64);
+        let b = ProgressBar::new(todo.len() as u64);
         b.set_style(
             ProgressStyle::with_template("{bar:40} {pos}/{len} points  {elapsed} (eta {eta})")
                 .expect("valid template"),
@@ -595,9 +625,8 @@ fn run(a: &SweepArgs) -> Result<()> {
     };
     let plain = !a.quiet && !std::io::stderr().is_terminal();
     let last = Mutex::new(Instant::now());
-    let rows: Vec<Row> = pool.install(|| {
-        points
-            .par_iter()
+    let new_rows: Vec<(usize, crate::sweep_journal::DoneRow)> = pool.install(|| {
+        todo.par_iter()
             .map(|p| {
                 let k = keys
                     .iter()
@@ -614,27 +643,38 @@ fn run(a: &SweepArgs) -> Result<()> {
                         p.index
                     )
                 });
+                let row = row.and_then(|r| {
+                    let d = crate::sweep_journal::DoneRow {
+                        header: r.header()?,
+                        csv: r.csv_line()?,
+                        json: r.json_line(),
+                    };
+                    journal.record(p.index, &p.fingerprint, &d)?;
+                    Ok((r.index, d))
+                });
                 bar.inc(1);
                 if plain
                     && let Ok(mut l) = last.lock()
                     && l.elapsed().as_secs_f64() >= 2.0
                 {
                     *l = Instant::now();
-                    eprintln!("  {}/{} points", bar.position(), points.len());
+                    eprintln!("  {}/{} points", bar.position(), todo.len());
                 }
                 row
             })
             .collect::<Result<Vec<_>>>()
     })?;
     bar.finish_and_clear();
+    // Earlier runs' rows and this run's, in point order.
+    let mut rows: BTreeMap<usize, crate::sweep_journal::DoneRow> = done;
+    rows.extend(new_rows);
     let header = rows
-        .first()
-        .map(Row::header)
-        .transpose()?
+        .values()
+        .next()
+        .map(|r| r.header.clone())
         .unwrap_or_default();
-    let csv_rows: Vec<String> = rows.iter().map(Row::csv_line).collect::<Result<_>>()?;
-    let json_rows: Vec<String> = rows.iter().map(Row::json_line).collect();
-    debug_assert!(rows.windows(2).all(|w| w[0].index < w[1].index));
+    let csv_rows: Vec<String> = rows.values().map(|r| r.csv.clone()).collect();
+    let json_rows: Vec<String> = rows.values().map(|r| r.json.clone()).collect();
     write_outputs(
         &out,
         &header,
@@ -644,6 +684,8 @@ fn run(a: &SweepArgs) -> Result<()> {
         a.report,
         a.force,
     )?;
+    crate::set_interrupt_note(None);
+    journal.finish()?;
     if a.report && !a.quiet {
         eprintln!("wrote {}", out.join("report.html").display());
     }

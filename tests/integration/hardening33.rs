@@ -39,6 +39,15 @@ fn refused(args: &[&str], needles: &[&str]) {
     }
 }
 
+/// Sends SIGINT (Ctrl-C) to process `pid`.
+fn sigint(pid: u32) {
+    let k = std::process::Command::new("kill")
+        .args(["-INT", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(k.success());
+}
+
 fn s(p: &Path) -> String {
     p.to_str().unwrap().to_string()
 }
@@ -369,11 +378,7 @@ fn an_interrupted_run_cleans_up_and_says_so() {
         std::thread::sleep(Duration::from_millis(20));
     }
     assert!(staging(&dir), "the run started its output");
-    let k = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(k.success());
+    sigint(child.id());
     let o = child.wait_with_output().unwrap();
     let e = stderr(&o);
     assert_eq!(o.status.code(), Some(130), "{e}");
@@ -502,5 +507,87 @@ fn network_specs_and_programs_too_large_are_refused_before_allocating() {
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(!Path::new(&out).exists() || std::fs::metadata(&out).unwrap().len() > 0);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Issue 33 item 13: a sweep stopped by Ctrl-C keeps its finished points in
+/// `<out>.partial.jsonl`, says so, and the same command resumes: it runs only the others and
+/// writes files byte-identical to an uninterrupted run's.
+#[test]
+fn an_interrupted_sweep_resumes_from_its_finished_points() {
+    let dir = tmpdir("h33-sweep-resume");
+    let t = dir.join("h.trace");
+    gen_trace(
+        &t,
+        &[
+            "halo3d",
+            "--dims",
+            "20x20x20",
+            "--iters",
+            "10",
+            "--compute",
+            "100us",
+        ],
+    );
+    let study = dir.join("s.toml");
+    std::fs::write(
+        &study,
+        format!(
+            "name = \"resume\"\n[workload]\ntrace = \"{}\"\n[net]\nmodel = \"alphabeta\"\nlat = \"1us\"\nbw = \"1GB/s\"\n[[sweep]]\nkey = \"net.lat\"\nlog = [\"1us\", \"1ms\"]\nsteps = 16\n",
+            s(&t)
+        ),
+    )
+    .unwrap();
+    let (study, a, b) = (s(&study), dir.join("a"), dir.join("b"));
+    let journal = dir.join("a.partial.jsonl");
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_whatif"))
+        .args(["sweep", &study, "--out", &s(&a), "--jobs", "1"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Interrupt it once two points are journaled.
+    let rows = || {
+        std::fs::read_to_string(&journal)
+            .map(|t| t.lines().count().saturating_sub(1))
+            .unwrap_or(0)
+    };
+    let t0 = Instant::now();
+    while rows() < 2 && t0.elapsed() < Duration::from_secs(120) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    sigint(child.id());
+    let o = child.wait_with_output().unwrap();
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(130), "{e}");
+    assert!(
+        e.contains("a.partial.jsonl; the same command resumes"),
+        "{e}"
+    );
+    let kept = rows();
+    assert!((2..16).contains(&kept), "{kept} points journaled of 16");
+    assert!(!a.join("results.csv").exists());
+    // The same command resumes.
+    let o = run(&["sweep", &study, "--out", &s(&a), "--jobs", "1"]);
+    let e = stderr(&o);
+    assert!(o.status.success(), "{e}");
+    assert!(
+        e.contains(&format!("resuming: {kept} of 16 points finished earlier")),
+        "{e}"
+    );
+    assert!(
+        !journal.exists(),
+        "the journal is removed once the outputs are written"
+    );
+    // Byte-identical to an uninterrupted run.
+    let o = run(&["sweep", &study, "--out", &s(&b), "--jobs", "2", "-q"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    for f in ["results.csv", "results.json", "manifest.json"] {
+        assert_eq!(
+            std::fs::read(a.join(f)).unwrap(),
+            std::fs::read(b.join(f)).unwrap(),
+            "{f}"
+        );
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
