@@ -176,6 +176,8 @@ pub(crate) fn read_text(path: &std::path::Path) -> Result<String, ImportError> {
 
 /// Largest text a gzip-compressed input may expand to (a bound against decompression bombs).
 pub const MAX_GZIP_TEXT_BYTES: u64 = 8 << 30;
+/// Longest line a gzip-compressed text log may hold (log records are short lines).
+pub const MAX_GZIP_LINE_BYTES: u64 = 16 << 20;
 
 /// Reads a gzip-compressed text file (all members, as `zcat` does), at most `limit` bytes
 /// once expanded. Corrupt data is reported with the offset in the compressed file where
@@ -192,10 +194,39 @@ pub(crate) fn read_gzip_text_limited(
         read: 0,
     };
     let mut out = Vec::new();
-    let res = {
-        let dec = flate2::read::MultiGzDecoder::new(&mut counted);
-        dec.take(limit + 1).read_to_end(&mut out)
-    };
+    // Decompressed a chunk at a time, watching the longest line: a bomb of one enormous line
+    // (3 MB of gzip holding a 3 GiB line) stops after MAX_GZIP_LINE_BYTES, not at the limit.
+    let res = (|| -> std::io::Result<Option<u64>> {
+        let mut dec = flate2::read::MultiGzDecoder::new(&mut counted).take(limit + 1);
+        let mut chunk = vec![0u8; 1 << 20];
+        let (mut line_bytes, mut lines) = (0u64, 1u64);
+        loop {
+            let n = dec.read(&mut chunk)?;
+            if n == 0 {
+                return Ok(None);
+            }
+            for &b in &chunk[..n] {
+                if b == b'\n' {
+                    lines += 1;
+                    line_bytes = 0;
+                } else {
+                    line_bytes += 1;
+                    if line_bytes > MAX_GZIP_LINE_BYTES {
+                        return Ok(Some(lines));
+                    }
+                }
+            }
+            out.extend_from_slice(&chunk[..n]);
+        }
+    })();
+    if let Ok(Some(line)) = res {
+        return Err(ImportError::inconsistent(
+            &file,
+            format!(
+                "line {line} of the decompressed text is longer than {MAX_GZIP_LINE_BYTES} bytes: not a text log (a decompression bomb?)"
+            ),
+        ));
+    }
     if let Err(e) = res {
         return Err(ImportError::Binary {
             file,

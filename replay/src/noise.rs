@@ -244,6 +244,8 @@ pub struct Noise {
 }
 
 /// Largest `jitter:cv` (a factor with CV 100 is already meaningless as a machine).
+/// The largest `jitter:max` (one day).
+const MAX_JITTER: SimDuration = SimDuration::from_ps(86_400 * 1_000_000_000_000);
 const MAX_CV_PPM: u64 = 100_000_000;
 
 impl Noise {
@@ -319,6 +321,13 @@ impl Noise {
                 ));
             }
             if let Some(m) = max {
+                // One block's extra CPU beyond a day is a typo, not noise: it would overflow
+                // simulated time (2^63 ps, 106 days) within a few blocks.
+                if m > MAX_JITTER {
+                    return Err(format!(
+                        "noise `{spec}`: max={m} is more than a day of extra CPU per block; expected a jitter of at most 1 day (e.g. max=10us)"
+                    ));
+                }
                 self.jitter_max = m;
             }
             if let Some(c) = cv {

@@ -131,7 +131,22 @@ pub fn read(path: &Path, max_bytes: u64) -> Result<Vec<u8>, ReadError> {
         return Err(io(std::io::Error::other("it is a folder")));
     }
     let f = std::fs::File::open(path).map_err(io)?;
-    let mut buf = Vec::new();
+    // A regular file says its size: one over the bound is refused unread, one within it read
+    // into a buffer of its size. A device or pipe (`/dev/zero`) is read into a buffer sized
+    // once to the bound (up to 64 MiB; pages touched only as they fill), not grown by
+    // doubling past it.
+    let len = f.metadata().map_err(io)?;
+    let mut buf = if len.is_file() {
+        if len.len() > max_bytes {
+            return Err(ReadError::TooLarge {
+                path: path.to_path_buf(),
+                max_bytes,
+            });
+        }
+        Vec::with_capacity(len.len() as usize + 1)
+    } else {
+        Vec::with_capacity(max_bytes.saturating_add(1).min(UPFRONT_BYTES) as usize)
+    };
     f.take(max_bytes.saturating_add(1))
         .read_to_end(&mut buf)
         .map_err(io)?;
@@ -143,6 +158,9 @@ pub fn read(path: &Path, max_bytes: u64) -> Result<Vec<u8>, ReadError> {
     }
     Ok(buf)
 }
+
+/// The most [`read`] reserves up front for a device or pipe.
+const UPFRONT_BYTES: u64 = (64 << 20) + 1;
 
 /// [`read`], as UTF-8 text.
 pub fn read_to_string(path: &Path, max_bytes: u64) -> Result<String, ReadError> {

@@ -156,13 +156,18 @@ fn no_panics_on_extreme_values() {
     let dir = tmpdir("h33-panics");
     let r = dir.join("r.trace");
     gen_trace(&r, &["ring", "--ranks", "8", "--iters", "3"]);
-    // Jitter of up to 2^64 - 1 ps: time overflows, said as such (a run that failed: 1).
+    // Jitter of up to 2^64 - 1 ps (it once divided by zero): refused, at most a day.
     let o = run(&[
         "replay",
         &s(&r),
         "--noise",
         "jitter:max=18446744073709551615ps",
     ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("at most 1 day"), "{}", stderr(&o));
+    // A day per block is accepted; 20 such blocks would pass 2^63 ps only after 100 days:
+    // it runs (or says the time overflowed, a run that could not finish: 1).
+    let o = run(&["replay", &s(&r), "--noise", "jitter:max=86400s"]);
     assert!(
         matches!(o.status.code(), Some(0) | Some(1)),
         "{}",
@@ -249,9 +254,15 @@ fn importers_keep_within_max_memory_and_errors_quote_little() {
         ],
         &["p.0.log.gz", "memory limit"],
     );
-    // Without the limit it reads, and its error quotes a few hundred bytes of the 64 MiB line.
+    // Without the limit, the 64 MiB line stops the decompression at 16 MiB, with a short
+    // message (the whole line was once echoed).
     let o = run(&["import", "projections", &s(&sts), "--out", &out]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("line 2 of the decompressed text is longer than 16777216 bytes"),
+        "{}",
+        stderr(&o)
+    );
     assert!(
         stderr(&o).len() < 2048,
         "{} bytes of errors",
