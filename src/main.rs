@@ -1751,7 +1751,8 @@ fn replay_out_streamed(input: &Repeated, m: &MachineArgs, o: &OutputArgs) -> Res
                 senders: &senders,
             }),
         },
-    )?;
+    )
+    .with_context(|| format!("cannot write the outputs in {}", dir.display()))?;
     finish_out(
         staged,
         dir,
@@ -1762,7 +1763,8 @@ fn replay_out_streamed(input: &Repeated, m: &MachineArgs, o: &OutputArgs) -> Res
         notes,
         o,
         t2,
-    )?;
+    )
+    .with_context(|| format!("cannot write the outputs in {}", dir.display()))?;
     write_side_files(o, &r, body)
 }
 
@@ -2011,7 +2013,8 @@ fn replay_and_report(input: Repeated, m: &MachineArgs, o: &OutputArgs) -> Result
                 trace_budget_bytes: o.trace_budget,
                 partial: None,
             },
-        )?;
+        )
+        .with_context(|| format!("cannot write the outputs in {}", dir.display()))?;
         finish_out(
             staged,
             dir,
@@ -2022,7 +2025,8 @@ fn replay_and_report(input: Repeated, m: &MachineArgs, o: &OutputArgs) -> Result
             notes,
             o,
             t0,
-        )?;
+        )
+        .with_context(|| format!("cannot write the outputs in {}", dir.display()))?;
     }
     write_side_files(o, &r, trace)
 }

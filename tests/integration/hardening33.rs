@@ -602,3 +602,38 @@ fn an_interrupted_sweep_resumes_from_its_finished_points() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Issue 33 item 12: a full disk names the output (it said only "No space left on device"),
+/// exits 1 (the machine's failure, not the input's) and leaves no staging folder. Needs a
+/// small tmpfs (root); skipped with a message where it cannot be mounted.
+#[test]
+fn a_full_disk_names_the_output() {
+    let dir = tmpdir("h33-full");
+    let r = dir.join("r.trace");
+    gen_trace(&r, &["ring", "--ranks", "8", "--iters", "3"]);
+    let tiny = dir.join("tiny");
+    std::fs::create_dir_all(&tiny).unwrap();
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=64k", "tmpfs", &s(&tiny)])
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|st| st.success());
+    if !mounted {
+        eprintln!("skipping: cannot mount a small tmpfs here (needs root)");
+        let _ = std::fs::remove_dir_all(&dir);
+        return;
+    }
+    let out = tiny.join("out");
+    let o = run(&["replay", &s(&r), "--out", &s(&out), "-q"]);
+    let e = stderr(&o);
+    let left = std::fs::read_dir(&tiny).map_or(0, |d| d.count());
+    let _ = std::process::Command::new("umount").arg(&tiny).status();
+    assert_eq!(left, 0, "the staging folder is removed");
+    assert_eq!(o.status.code(), Some(1), "{e}");
+    assert!(
+        e.contains(&format!("cannot write the outputs in {}", s(&out))),
+        "{e}"
+    );
+    assert!(e.contains("No space left on device"), "{e}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
