@@ -88,33 +88,16 @@ pub fn idle_warning(pes: u32, busy_pes: usize, objects: usize, map: &str) -> Opt
     ))
 }
 
-/// A path made absolute without requiring it to exist (its folder is resolved when it
-/// exists, so `./a/../b.trace` and `b.trace` compare equal).
-fn resolved(p: &Path) -> PathBuf {
-    if let Ok(c) = p.canonicalize() {
-        return c;
-    }
-    let abs = if p.is_absolute() {
-        p.to_path_buf()
-    } else {
-        std::env::current_dir().unwrap_or_default().join(p)
-    };
-    match (abs.parent(), abs.file_name()) {
-        (Some(dir), Some(name)) => dir
-            .canonicalize()
-            .map(|d| d.join(name))
-            .unwrap_or(abs.clone()),
-        _ => abs,
-    }
-}
-
 /// Refuses outputs that would overwrite one of the command's inputs: an output file equal to
 /// an input, or an output folder that contains one. `outputs` pairs each path with the flag
 /// that named it, for the message.
 pub fn refuse_overwrite(inputs: &[PathBuf], outputs: &[(&str, &Path)]) -> anyhow::Result<()> {
-    let ins: Vec<PathBuf> = inputs.iter().map(|p| resolved(p)).collect();
+    let ins: Vec<PathBuf> = inputs
+        .iter()
+        .map(|p| sim_core::inputs::resolve(p))
+        .collect();
     for (flag, out) in outputs {
-        let o = resolved(out);
+        let o = sim_core::inputs::resolve(out);
         for (i, orig) in ins.iter().zip(inputs) {
             if *i == o || (o.is_dir() && i.starts_with(&o)) {
                 return Err(BadInput(format!(
