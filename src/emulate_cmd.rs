@@ -227,6 +227,37 @@ pub(crate) fn emulate(mut a: EmulateArgs) -> Result<()> {
             ))
             .into());
         }
+        Err(emulator::EmuError::TooManyBlocks { expected, .. }) => {
+            return Err(crate::BadInput(format!(
+                "emulating {}: the program runs at least {expected} blocks; recording every one \
+                 ({}) needs about {}, more than the memory limit of {} (raise it with \
+                 --max-memory, emulate fewer iterations or a smaller problem{})",
+                a.program,
+                if detect {
+                    "its iterations are not detected as repeating"
+                } else if a.flat {
+                    "--flat"
+                } else if a.costs.is_some() {
+                    "--costs rewrites them"
+                } else {
+                    "a text output"
+                },
+                human_bytes(emulation_bytes(
+                    0,
+                    match a.max_blocks {
+                        0 => expected,
+                        m => expected.min(m),
+                    }
+                )),
+                human_bytes(limit),
+                if detect {
+                    ""
+                } else {
+                    ", or write the binary form without --flat or --costs, which records repeating iterations once"
+                }
+            ))
+            .into());
+        }
         Err(emulator::EmuError::Memory { what, bytes, .. }) => {
             return Err(memory_refusal(
                 &format!("emulating {}", a.program),

@@ -104,6 +104,9 @@ fn run_at(a: &PredictArgs, net: &NetSpec, pes: u32) -> Result<RunOut> {
         timing: Timing::Model,
         net_spec: net.to_string(),
         generator: format!("whatif predict {} at P = {pes}", a.program),
+        max_memory_bytes: a
+            .max_memory
+            .unwrap_or_else(crate::limits::default_memory_limit),
         ..Default::default()
     };
     let mut model = net.build();
@@ -115,6 +118,21 @@ fn run_at(a: &PredictArgs, net: &NetSpec, pes: u32) -> Result<RunOut> {
         ..Default::default()
     };
     let mut model = net.build();
+    // The replay holds a state per PE (the emulation only per PE with objects): checked
+    // against the limit before it is allocated.
+    let f = replay::footprint::Footprint::of(&trace, model.as_ref(), &rcfg)?;
+    let est = replay::footprint::Estimate::new()
+        .keep("the emulated trace", trace.heap_bytes())
+        .replay_stage("the replay", &f, vec![]);
+    crate::memory::settle(
+        &est,
+        Some(
+            a.max_memory
+                .unwrap_or_else(crate::limits::default_memory_limit),
+        ),
+        true,
+    )
+    .with_context(|| format!("replaying {} on {pes} PEs", a.program))?;
     let report = replay::replay(&trace, model.as_mut(), &rcfg)
         .with_context(|| format!("replay of {} on {pes} PEs", a.program))?;
     let ps = if a.metric == "iteration" {

@@ -189,6 +189,7 @@ pub(crate) fn load_workload(study: &Study, p: &Point) -> Result<Trace> {
                         .collect::<String>()
                 ),
                 net_spec: net.to_string(),
+                max_memory_bytes: crate::limits::default_memory_limit(),
                 ..Default::default()
             };
             let mut model = net.build();

@@ -190,12 +190,36 @@ pub fn emulate<P: Program>(
                 .into(),
         ));
     }
-    let inst = instantiate(
-        program,
-        cfg.pes,
-        cfg.map,
-        crate::model::Budget::new(cfg.timing == Timing::Measured, cfg.max_memory_bytes),
-    )?;
+    // The network model's state (links, switches, messages in flight; one message per PE
+    // assumed in flight) is reserved first: a topology larger than the limit is refused
+    // before it is allocated.
+    let mut budget =
+        crate::model::Budget::new(cfg.timing == Timing::Measured, cfg.max_memory_bytes);
+    let net_bytes = net.state_bytes(cfg.pes, cfg.pes as u64, 0);
+    if net_bytes > budget.limit_bytes {
+        return Err(EmuError::Memory {
+            what: format!(
+                "the network model's links, switches and messages for {} PEs",
+                cfg.pes
+            ),
+            bytes: net_bytes,
+            limit: budget.limit_bytes,
+        });
+    }
+    budget.reserved_bytes = net_bytes;
+    let inst = instantiate(program, cfg.pes, cfg.map, budget)?;
+    // Without repetition detection every block is held: refuse a run the program says is
+    // larger than the recorder may hold, before running it.
+    let will_hold = match cfg.max_blocks {
+        0 => inst.expected_blocks,
+        m => inst.expected_blocks.min(m),
+    };
+    if !cfg.detect_repetition && cfg.max_held_blocks > 0 && will_hold >= cfg.max_held_blocks {
+        return Err(EmuError::TooManyBlocks {
+            expected: inst.expected_blocks,
+            limit: cfg.max_held_blocks,
+        });
+    }
     let mut trace = Trace::new(TraceMeta {
         name: program.name(),
         generator: cfg.generator.clone(),

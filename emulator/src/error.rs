@@ -27,6 +27,19 @@ pub enum EmuError {
         /// Simulated time reached.
         at: sim_core::SimTime,
     },
+    /// The program declared ([`crate::Builder::expect_blocks`]) more blocks than the
+    /// recorder may hold ([`crate::EmulateConfig::max_held_blocks`]; with
+    /// [`crate::EmulateConfig::max_blocks`], at least that limit); nothing was run.
+    #[error(
+        "the program will run at least {expected} blocks, more than the {limit} this emulation \
+         may hold"
+    )]
+    TooManyBlocks {
+        /// Blocks the program declared.
+        expected: u64,
+        /// The recorder's limit.
+        limit: u64,
+    },
     /// The program went quiet with reductions still waiting for contributions (a real run
     /// would hang).
     #[error("the program went quiet with unfinished reductions: {0}")]

@@ -208,6 +208,8 @@ pub struct Builder<O, M> {
     pub(crate) objects: Vec<Option<O>>,
     pub(crate) starts: Vec<(ObjRef, M)>,
     pub(crate) budget: Budget,
+    /// Blocks the program said it will run at least ([`Builder::expect_blocks`]).
+    pub(crate) expected_blocks: u64,
 }
 
 /// What a program may allocate while it is built ([`Builder::reserve`]).
@@ -258,7 +260,15 @@ impl<O, M> Builder<O, M> {
             objects: Vec::new(),
             starts: Vec::new(),
             budget,
+            expected_blocks: 0,
         }
+    }
+    /// Declares that the program will run at least `blocks` execution blocks (pingpong:
+    /// two per iteration). A hint, not a limit: an emulation that records every block
+    /// (no repetition detection) and could not hold that many is refused before it starts,
+    /// instead of after minutes of running. Calls add up.
+    pub fn expect_blocks(&mut self, blocks: u64) {
+        self.expected_blocks = self.expected_blocks.saturating_add(blocks);
     }
     /// True when blocks compute for real (measured timing, native runs): the program
     /// allocates the data its entry methods work on, and should [`reserve`](Self::reserve) it.

@@ -70,6 +70,8 @@ pub(crate) struct Instance<O, M> {
     pub world: World,
     pub slots: Vec<Slot<O, M>>,
     pub starts: Vec<(ObjRef, M)>,
+    /// [`Builder::expect_blocks`]'s total.
+    pub expected_blocks: u64,
 }
 
 pub(crate) fn instantiate<P: Program>(
@@ -169,6 +171,7 @@ pub(crate) fn instantiate<P: Program>(
         world,
         slots,
         starts: b.starts,
+        expected_blocks: b.expected_blocks,
     })
 }
 

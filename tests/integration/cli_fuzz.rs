@@ -144,6 +144,41 @@ fn cli_fuzzer_finds_no_panic_abort_or_wrong_exit_code() {
         vec!["emulate", "stencil3d", "--set", "grid=X", "--out", &outf],
         vec!["emulate", "pingpong", "--max-blocks", "X", "--out", &outf],
         vec![
+            "emulate", "pingpong", "--set", "iters=X", "--flat", "--out", &outf,
+        ],
+        vec![
+            "emulate",
+            "pingpong",
+            "--net",
+            "contention:topo=fattree:k=X,levels=3,bw=10GB/s",
+            "--out",
+            &outf,
+        ],
+        vec![
+            "emulate",
+            "pingpong",
+            "--net",
+            "flow:topo=full:X,bw=10GB/s",
+            "--out",
+            &outf,
+        ],
+        vec![
+            "predict",
+            "stencil3d",
+            "--small",
+            "2,4,8",
+            "--at",
+            "16",
+            "--net",
+            "flow:topo=fattree:k=X,levels=3,bw=10GB/s",
+        ],
+        vec![
+            "lb",
+            &r,
+            "--net",
+            "contention:topo=fattree:k=X,levels=3,bw=10GB/s",
+        ],
+        vec![
             "emulate",
             "pingpong",
             "--costs",
@@ -181,6 +216,7 @@ fn cli_fuzzer_finds_no_panic_abort_or_wrong_exit_code() {
                             h.clone()
                         } else {
                             a.replace("=X", &format!("={h}"))
+                                .replace(":X,", &format!(":{h},"))
                         }
                     })
                     .collect(),

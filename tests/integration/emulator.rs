@@ -814,3 +814,69 @@ fn emulator_keeps_durations_that_change_per_iteration() {
     assert_eq!(x.columns().object, flat.columns().object);
     assert_eq!(x.columns().trigger, flat.columns().trigger);
 }
+
+/// Every program's [`emulator::Builder::expect_blocks`] is a lower bound of the blocks it
+/// runs, and a flat emulation that could not hold that many is refused before it runs.
+#[test]
+fn declared_block_counts_are_lower_bounds_and_refuse_flat_runs_up_front() {
+    let mut declared = 0;
+    for p in PROGRAMS {
+        let kv = small(p.name);
+        let spec: NetSpec = "latency:lat=1us".parse().unwrap();
+        let cfg = EmulateConfig {
+            pes: 4,
+            ..Default::default()
+        };
+        let mut net = spec.build();
+        let e = programs::emulate(p.name, &kv, &cfg, net.as_mut(), &mut |_| {}).unwrap();
+        let ran = e.trace.num_blocks() as u64;
+        // A recorder that may hold a single block: any declared count refuses the run.
+        let tiny = EmulateConfig {
+            max_held_blocks: 1,
+            ..cfg.clone()
+        };
+        let mut net = spec.build();
+        let mut calls = 0;
+        match programs::emulate(p.name, &kv, &tiny, net.as_mut(), &mut |_| calls += 1) {
+            Err(emulator::EmuError::TooManyBlocks { expected, limit }) => {
+                declared += 1;
+                assert!(
+                    expected >= 1 && expected <= ran,
+                    "{}: {expected} > {ran}",
+                    p.name
+                );
+                assert_eq!(limit, 1);
+                assert_eq!(calls, 0, "{}: refused after running", p.name);
+                // Exactly enough room for the declared blocks plus one: it runs.
+                let room = EmulateConfig {
+                    max_held_blocks: ran + 1,
+                    ..cfg.clone()
+                };
+                let mut net = spec.build();
+                let again = programs::emulate(p.name, &kv, &room, net.as_mut(), &mut |_| {})
+                    .unwrap_or_else(|e| panic!("{}: {e}", p.name));
+                assert_eq!(again.trace.num_blocks() as u64, ran, "{}", p.name);
+                // Repetition detection holds far fewer blocks: never refused up front.
+                let detect = EmulateConfig {
+                    detect_repetition: true,
+                    ..tiny.clone()
+                };
+                let mut net = spec.build();
+                let r = programs::emulate(p.name, &kv, &detect, net.as_mut(), &mut |_| {});
+                assert!(
+                    !matches!(r, Err(emulator::EmuError::TooManyBlocks { .. })),
+                    "{}",
+                    p.name
+                );
+            }
+            Err(other) => panic!("{}: {other}", p.name),
+            // Programs that declare nothing run (the limit is checked every 65,536 blocks).
+            Ok(_) => {}
+        }
+    }
+    // pingpong, ring, kneighbor, pipeline, chain, cycle, stencil3d.
+    assert!(
+        declared >= 7,
+        "only {declared} programs declare their blocks"
+    );
+}

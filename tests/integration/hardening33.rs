@@ -444,6 +444,32 @@ fn network_specs_and_programs_too_large_are_refused_before_allocating() {
         "contention:topo=full:4294967295,bw=10GB/s",
     ] {
         refused(&["replay", &r, "--net", net], &["memory limit", "network"]);
+        // Emulations build the same models: refused before running (emulate aborted
+        // allocating 117 TiB of links, predict's small runs too).
+        refused(
+            &[
+                "emulate",
+                "pingpong",
+                "--net",
+                net,
+                "--out",
+                &s(&dir.join("n.trace")),
+            ],
+            &["the network model's links", "memory limit"],
+        );
+        refused(
+            &[
+                "predict",
+                "stencil3d",
+                "--small",
+                "2,4,8",
+                "--at",
+                "16",
+                "--net",
+                net,
+            ],
+            &["the network model's links", "memory limit"],
+        );
     }
     // Programs: objects, a stencil's real data, kneighbor's links, all before allocating.
     refused(
@@ -507,6 +533,49 @@ fn network_specs_and_programs_too_large_are_refused_before_allocating() {
         &["run-native", "stencil3d", "--threads", "100000"],
         &["1 to 1024"],
     );
+    // predict's target replay holds a state per PE (its emulation only per PE with
+    // objects): refused before it is allocated (aborted under `ulimit -v 10000000`).
+    refused(
+        &[
+            "predict",
+            "stencil3d",
+            "--small",
+            "2,4,8",
+            "--at",
+            "100000000",
+            "--max-memory",
+            "4GiB",
+        ],
+        &[
+            "replaying stencil3d on 100000000 PEs",
+            "100000000 PEs",
+            "memory limit of 4.0 GiB",
+        ],
+    );
+    // A flat emulation of more blocks than memory holds: refused before it runs (was 11 s
+    // and 3.6 GB of running before the recorder's limit stopped it).
+    let jsonl = s(&dir.join("e.jsonl"));
+    let t0 = std::time::Instant::now();
+    refused(
+        &[
+            "emulate",
+            "pingpong",
+            "--set",
+            "iters=1000000000",
+            "--flat",
+            "--max-memory",
+            "8GiB",
+            "--out",
+            &jsonl,
+        ],
+        &[
+            "at least 2000000000 blocks",
+            "(--flat)",
+            "memory limit of 8.0 GiB",
+        ],
+    );
+    assert!(t0.elapsed().as_secs() < 5, "took {:?}", t0.elapsed());
+    assert!(!Path::new(&jsonl).exists());
     // A huge k on a few objects is their few neighbours (was a 4-billion-step loop).
     let o = run(&[
         "emulate",

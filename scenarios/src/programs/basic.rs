@@ -445,6 +445,14 @@ impl Program for Basic {
                 links.saturating_mul(104),
             )?;
         }
+        // Lower bounds of the blocks each pattern runs (the emulator refuses a flat run that
+        // could not hold them before starting it).
+        let (n64, count) = (n as u64, self.count as u64);
+        b.expect_blocks(match self.pattern {
+            Pattern::PingPong => 2 * count,
+            Pattern::Ring | Pattern::KNeighbor => count.saturating_mul(n64),
+            Pattern::Pipeline | Pattern::Chain | Pattern::Cycle => count,
+        });
         b.fill(c, |_| Obj {
             cfg: self.clone(),
             n,

@@ -357,6 +357,8 @@ impl Program for Stencil3d {
         }
         let (blk, iters, cell_cost, prioritize) =
             (self.block, self.iters, self.cell_cost, self.prioritize);
+        // At least one block per element and iteration.
+        b.expect_blocks((c.len() as u64).saturating_mul(iters as u64));
         b.fill(c, |idx| Block {
             ext: blk.map(|e| e as usize),
             origin: [0, 1, 2].map(|d| idx[d] * blk[d]),
