@@ -60,6 +60,10 @@ pub(crate) struct AnalyzeArgs {
     /// what-ifs.
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(2..=1000))]
     factor: u32,
+    /// Re-simulations run at once, one thread each; the findings do not depend on it
+    /// [default: this computer's cores, fewer if the memory limit cannot hold them].
+    #[arg(long, value_name = "N", value_parser = crate::sweep_cmd::parse_jobs)]
+    jobs: Option<usize>,
     /// Path steps to list in the human output (the longest ones).
     #[arg(long, default_value_t = 8)]
     steps: usize,
@@ -92,6 +96,7 @@ const OWN_FLAGS: &[(&str, bool)] = &[
     ("--steps", true),
     ("--out", true),
     ("--bin", true),
+    ("--jobs", true),
     ("--quiet", false),
     ("-q", false),
 ];
@@ -127,18 +132,19 @@ pub(crate) fn analyze(a: AnalyzeArgs) -> Result<()> {
         crate::load_input(&a.trace, a.format, &a.import, &a.machine, a.quiet)?,
         &a.machine,
     )?;
-    {
+    let jobs = {
         let crate::Machine { spec, cfg, pes, .. } = crate::machine_for(input.body(), &a.machine)?;
-        crate::memory::settle(
-            &crate::memory::analyze_estimate(&input, &spec, &cfg, pes)?,
-            cfg.limits.max_memory_bytes,
-            a.quiet,
-        )?;
-    }
+        let (j, est) = crate::memory::what_if_jobs(a.jobs, cfg.limits.max_memory_bytes, |j| {
+            crate::memory::analyze_estimate(&input, &spec, &cfg, pes, j)
+        })?;
+        crate::memory::settle(&est, cfg.limits.max_memory_bytes, a.quiet)?;
+        j
+    };
     let t0 = std::time::Instant::now();
     let opts = Options {
         resimulate: !a.no_resim,
         speedup: a.factor,
+        jobs,
     };
     let bin_ps = a.bin.map_or(0, |d| d.as_ps());
     let (an, views, spec) = if input.is_flat() {

@@ -111,7 +111,7 @@ pub fn run(a: BenchArgs) -> Result<()> {
             ..ReplayConfig::default()
         };
         crate::memory::settle(
-            &crate::memory::replay_estimate(&trace, &a.net, &cfg, false, false)?,
+            &crate::memory::replay_estimate(&trace, &a.net, &cfg, false, false, 1)?,
             Some(
                 a.max_memory
                     .unwrap_or_else(crate::limits::default_memory_limit),

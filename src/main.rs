@@ -1521,7 +1521,7 @@ fn replay_out_streamed(input: &Repeated, m: &MachineArgs, o: &OutputArgs) -> Res
         analysis::select::PeChoice::Auto => all_bytes <= o.trace_budget,
         _ => false,
     };
-    {
+    let jobs = {
         // The kept PEs: all, or the representatives, the path's and the listed ones.
         let kept_pes = if every || all_projections {
             pes as u64
@@ -1537,8 +1537,9 @@ fn replay_out_streamed(input: &Repeated, m: &MachineArgs, o: &OutputArgs) -> Res
         } else {
             kept_pes.min((views_out::REPRESENTATIVES + MAX_PATH_PES) as u64)
         };
-        let est =
-            memory::replay_out_estimate(input, &spec, &cfg, (pes, kept_pes, shown_pes), o.report)?;
+        let (jobs, est) = memory::what_if_jobs(None, cfg.limits.max_memory_bytes, |j| {
+            memory::replay_out_estimate(input, &spec, &cfg, (pes, kept_pes, shown_pes), o.report, j)
+        })?;
         if let Some(limit) = cfg.limits.max_memory_bytes
             && est.bytes() > limit
             && kept_pes == pes as u64
@@ -1562,7 +1563,8 @@ fn replay_out_streamed(input: &Repeated, m: &MachineArgs, o: &OutputArgs) -> Res
             .into());
         }
         memory::settle(&est, cfg.limits.max_memory_bytes, o.quiet)?;
-    }
+        jobs
+    };
     let t0 = Instant::now();
     let mut progress = progress::Reporter::new(o.quiet);
     let mut first = analysis::allviews::RunTotals::new(&feed, Some(pes))?;
@@ -1678,7 +1680,10 @@ fn replay_out_streamed(input: &Repeated, m: &MachineArgs, o: &OutputArgs) -> Res
             &sc,
             &r,
             walked.critical_path,
-            &analysis::Options::default(),
+            &analysis::Options {
+                jobs,
+                ..Default::default()
+            },
             &mut progress,
         )
         .context("analysis for the report")?;
@@ -1863,11 +1868,11 @@ fn replay_and_report(input: Repeated, m: &MachineArgs, o: &OutputArgs) -> Result
     let pes = cfg.pes.unwrap_or(input.body().meta.recorded_pes);
     let objects = input.body().objects.len();
     limits::check_pes(pes as u64, objects as u64, m.force)?;
-    memory::settle(
-        &memory::replay_estimate(&input, &spec, &cfg, per_block, o.out.is_some() && o.report)?,
-        cfg.limits.max_memory_bytes,
-        o.quiet,
-    )?;
+    let report = o.out.is_some() && o.report;
+    let (jobs, est) = memory::what_if_jobs(None, cfg.limits.max_memory_bytes, |j| {
+        memory::replay_estimate(&input, &spec, &cfg, per_block, report, j)
+    })?;
+    memory::settle(&est, cfg.limits.max_memory_bytes, o.quiet)?;
     let input = if per_block && !input.is_flat() {
         Repeated::flat(input.expand())
     } else {
@@ -1969,8 +1974,15 @@ fn replay_and_report(input: Repeated, m: &MachineArgs, o: &OutputArgs) -> Result
                 cfg: &cfg,
                 seed: m.seed,
             };
-            let an = analysis::analyze_report(&sc, &r, &analysis::Options::default())
-                .context("analysis for the report")?;
+            let an = analysis::analyze_report(
+                &sc,
+                &r,
+                &analysis::Options {
+                    jobs,
+                    ..Default::default()
+                },
+            )
+            .context("analysis for the report")?;
             memory::checkpoint("the analysis");
             if !o.quiet {
                 eprintln!(

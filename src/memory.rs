@@ -87,6 +87,28 @@ pub fn settle(
     Ok(())
 }
 
+/// Re-simulations an analysis runs at once: `requested` (`--jobs`), else this computer's
+/// cores (at most 4: an analysis has at most 6 what-ifs, most often 4), fewer while the
+/// estimate `est(jobs)` is above `limit`. Returns the count and its estimate.
+pub fn what_if_jobs(
+    requested: Option<usize>,
+    limit: Option<u64>,
+    est: impl Fn(usize) -> anyhow::Result<Estimate>,
+) -> anyhow::Result<(usize, Estimate)> {
+    if let Some(j) = requested {
+        return Ok((j, est(j)?));
+    }
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut j = cores.clamp(1, 4);
+    loop {
+        let e = est(j)?;
+        if j == 1 || limit.is_none_or(|l| e.bytes() <= l) {
+            return Ok((j, e));
+        }
+        j -= 1;
+    }
+}
+
 /// `whatif gen` (and `bench`'s generator) storing `stored` blocks: 136 bytes per block
 /// while the generator builds it, plus its indexes (440 per block up to 14 MiB), measured on
 /// halos of 2,000 to 100,000 ranks.
@@ -139,6 +161,7 @@ pub fn replay_estimate(
     cfg: &ReplayConfig,
     per_block: bool,
     report: bool,
+    jobs: usize,
 ) -> anyhow::Result<Estimate> {
     let net = spec.build();
     let expand = per_block && !input.is_flat();
@@ -180,10 +203,23 @@ pub fn replay_estimate(
             plain.timeline = false;
             plain.bindings = false;
             let r = Footprint::of_expansion(input, net.as_ref(), &plain)?;
-            parts.extend(r.parts().into_iter().filter(|p| p.1 > 0));
-            parts.push(("a changed copy of the trace".into(), trace_bytes));
+            // Each thread's replay and, at some point, a changed copy (the allocator keeps
+            // each thread's pages apart).
+            let mut sims: Vec<(String, u64)> = r.parts().into_iter().filter(|p| p.1 > 0).collect();
+            sims.push(("a changed copy of the trace".into(), trace_bytes));
+            parts.extend(analysis::footprint::times(sims, jobs));
         }
-        est = est.stage("the views, the analysis and the outputs", parts);
+        est = est.stage(
+            if report {
+                analysis::footprint::at_once(
+                    "the views, the analysis, the re-simulations and the outputs",
+                    jobs,
+                )
+            } else {
+                "the views and the outputs".into()
+            },
+            parts,
+        );
     }
     Ok(est)
 }
@@ -198,6 +234,7 @@ pub fn replay_out_estimate(
     cfg: &ReplayConfig,
     (pes, kept_pes, shown_pes): (u32, u64, u64),
     report: bool,
+    jobs: usize,
 ) -> anyhow::Result<Estimate> {
     let _ = input.body().consumers();
     let g = analysis::Blocks::Repeated(input);
@@ -214,7 +251,7 @@ pub fn replay_out_estimate(
         vec![(format!("the runs of {kept_blocks} kept blocks"), kept)],
     )?;
     if report {
-        est = analysis::footprint::what_ifs(est, g, spec, cfg, input.heap_bytes())?;
+        est = analysis::footprint::what_ifs(est, g, spec, cfg, input.heap_bytes(), jobs)?;
     }
     let sub = (input.expanded_heap_bytes() as u128 * kept_pes as u128 / pes.max(1) as u128) as u64;
     // The second replay's memory is not all reused by the outputs (measured): it stays.
@@ -236,6 +273,19 @@ pub fn replay_out_estimate(
                 .saturating_add(OUTPUT_FIXED_BYTES),
         ),
     ]);
+    if report && jobs > 1 {
+        // The re-simulations' other threads keep their pages (the allocator does not hand
+        // them to this thread).
+        let plain_bytes = Footprint::of(input, net.as_ref(), &plain)?.bytes();
+        let others = (jobs - 1) as u64;
+        parts.push((
+            format!("the pages of the re-simulations' {others} other thread(s)"),
+            plain_bytes
+                .saturating_add(input.heap_bytes())
+                .saturating_add(analysis::footprint::THREAD_BYTES)
+                .saturating_mul(others),
+        ));
+    }
     Ok(est.stage("the per-block outputs", parts))
 }
 
@@ -246,6 +296,7 @@ pub fn analyze_estimate(
     spec: &NetSpec,
     cfg: &ReplayConfig,
     pes: u32,
+    jobs: usize,
 ) -> anyhow::Result<Estimate> {
     // After a footprint: it computes the trace's consumer index, part of the trace's memory.
     let _ = input.body().consumers();
@@ -278,18 +329,23 @@ pub fn analyze_estimate(
         ];
         let est = est.replay_stage("the replay", &f, vec![]);
         let g = analysis::Blocks::Flat(input.body());
-        let mut est = analysis::footprint::what_ifs(est, g, spec, cfg, trace_bytes)?;
+        let mut est = analysis::footprint::what_ifs(est, g, spec, cfg, trace_bytes, jobs)?;
         // The timeline stays while the re-simulations run: count it in that stage.
-        est = est.stage("the re-simulations beside the timeline", {
-            let mut plain = cfg.clone();
-            plain.timeline = false;
-            plain.bindings = false;
-            let r = Footprint::of(input, net.as_ref(), &plain)?;
-            let mut p: Vec<(String, u64)> = r.parts().into_iter().filter(|p| p.1 > 0).collect();
-            p.extend(kept);
-            p.push(("a changed copy of the trace".into(), trace_bytes));
-            p
-        });
+        est = est.stage(
+            analysis::footprint::at_once("the re-simulations beside the timeline", jobs),
+            {
+                let mut plain = cfg.clone();
+                plain.timeline = false;
+                plain.bindings = false;
+                let r = Footprint::of(input, net.as_ref(), &plain)?;
+                let mut sims: Vec<(String, u64)> =
+                    r.parts().into_iter().filter(|p| p.1 > 0).collect();
+                sims.push(("a changed copy of the trace".into(), trace_bytes));
+                let mut p = analysis::footprint::times(sims, jobs);
+                p.extend(kept);
+                p
+            },
+        );
         Ok(est)
     } else {
         let g = analysis::Blocks::Repeated(input);
@@ -300,6 +356,7 @@ pub fn analyze_estimate(
             spec,
             cfg,
             trace_bytes,
+            jobs,
         )?)
     }
 }

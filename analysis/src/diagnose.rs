@@ -168,6 +168,10 @@ pub struct Options {
     pub resimulate: bool,
     /// How much faster the hot entry method and the bottleneck object are made.
     pub speedup: u32,
+    /// Re-simulations run at once, each on its own thread (1: one after the other). The
+    /// findings do not depend on it; the memory does: each holds its own replay (and
+    /// changed copy of the trace), see [`crate::footprint::what_ifs`].
+    pub jobs: usize,
 }
 
 impl Default for Options {
@@ -175,6 +179,7 @@ impl Default for Options {
         Options {
             resimulate: true,
             speedup: 2,
+            jobs: 1,
         }
     }
 }
@@ -218,6 +223,22 @@ fn replay_of(
     };
     p.and_then(|p| p.run_with(m.as_mut(), progress))
         .map_err(|e| AnalysisError::Replay(e.to_string()))
+}
+
+/// One re-simulation: `w` applied to `sc`, replayed.
+pub(crate) fn what_if_run(
+    sc: &Scenario<'_>,
+    w: &WhatIf,
+    progress: &mut dyn sim_core::Progress,
+) -> Result<ReplayReport, AnalysisError> {
+    apply(sc, w).and_then(|(tr, net, cfg)| {
+        replay_of(
+            tr.as_ref().map_or(sc.trace, Changed::blocks),
+            &net,
+            &cfg,
+            progress,
+        )
+    })
 }
 
 /// Every block of `b` (a repeated trace expanded, up to [`MAX_EXPANDED_BLOCKS`]).
@@ -545,21 +566,29 @@ pub fn diagnose_with(
             "ready blocks run longest-chain-ahead first (critical-path priorities)".into(),
         ));
     }
-    let n = cands.len() + usize::from(objects as u64 > pes as u64 && objects <= MAX_PES_PER_OBJECT);
-    for (i, (diagnosis, evidence, what_if, remedy)) in cands.into_iter().enumerate() {
-        let mut named = crate::streamed::Prefixed {
-            inner: &mut *progress,
-            prefix: format!("what-if {} of {n} ({remedy}): ", i + 1),
-        };
-        let r = apply(sc, &what_if).and_then(|(tr, net, cfg)| {
-            replay_of(
-                tr.as_ref().map_or(sc.trace, Changed::blocks),
-                &net,
-                &cfg,
-                &mut named,
-            )
-        });
-        sim_core::memory::checkpoint(&format!("what-if {} of {n} ({remedy})", i + 1));
+    let bound = (objects as u64 > pes as u64 && objects <= MAX_PES_PER_OBJECT).then_some(
+        WhatIf::OnePePerObject {
+            pes: objects as u32,
+        },
+    );
+    let n = cands.len() + usize::from(bound.is_some());
+    let mut tasks: Vec<(String, WhatIf)> = cands
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (format!("what-if {} of {n} ({}): ", i + 1, c.3), c.2.clone()))
+        .collect();
+    if let Some(w) = &bound {
+        tasks.push((
+            format!("what-if {n} of {n} (one PE per object): "),
+            w.clone(),
+        ));
+    }
+    let mut results =
+        crate::resim::run_all(sc, &tasks, (opts.jobs, base.blocks), progress).into_iter();
+    for (diagnosis, evidence, what_if, remedy) in cands {
+        let r = results
+            .next()
+            .unwrap_or_else(|| Err(AnalysisError::Internal("a what-if was not run".into())));
         match r {
             Ok(r) => {
                 let w = r.makespan.as_ps();
@@ -581,22 +610,10 @@ pub fn diagnose_with(
             }),
         }
     }
-    if objects as u64 > pes as u64 && objects <= MAX_PES_PER_OBJECT {
-        let w = WhatIf::OnePePerObject {
-            pes: objects as u32,
-        };
-        let mut named = crate::streamed::Prefixed {
-            inner: &mut *progress,
-            prefix: format!("what-if {n} of {n} (one PE per object): "),
-        };
-        let r = apply(sc, &w).and_then(|(tr, net, cfg)| {
-            replay_of(
-                tr.as_ref().map_or(sc.trace, Changed::blocks),
-                &net,
-                &cfg,
-                &mut named,
-            )
-        });
+    if let Some(w) = bound {
+        let r = results
+            .next()
+            .unwrap_or_else(|| Err(AnalysisError::Internal("a what-if was not run".into())));
         match r {
             Ok(r) => {
                 out.limits.one_pe_per_object = Some(Bound {

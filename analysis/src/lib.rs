@@ -47,7 +47,9 @@ mod diagnose;
 pub mod feed;
 pub mod footprint;
 pub mod phases;
+pub mod pipe;
 pub mod profile;
+mod resim;
 pub mod select;
 pub mod streamed;
 pub mod transform;
@@ -62,6 +64,7 @@ pub use diagnose::{
     Skipped, WhatIf, analyze, analyze_report, apply, diagnose, diagnose_with, fmt_ps, greedy_map,
     without_cpu_overheads,
 };
+pub use resim::holds_copy;
 
 /// Why an analysis failed.
 #[derive(Debug, thiserror::Error)]

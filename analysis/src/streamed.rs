@@ -13,7 +13,8 @@
 //!    views: [`crate::allviews::ViewsSink`]).
 //!
 //! Memory: the replay's own, plus 5 bytes per block during the first replay and one bit per
-//! block during the second. Time: two replays.
+//! block during the second. Time: two replays; the second sink runs on a second thread
+//! ([`crate::pipe`]), so the views cost little more than the replay that feeds them.
 
 use crate::AnalysisError;
 use crate::critical::{Blocks, CriticalPath, PathRuns, critical_path_of, path_blocks};
@@ -52,7 +53,7 @@ fn run(
 /// replay's report (it knows the makespan), `first` and the critical path's blocks
 /// (ascending) during the second; returns the first replay's
 /// report, the critical path and the second sink. `cfg.timeline` is ignored.
-pub fn replay_and_walk<F: TimelineSink, S: TimelineSink>(
+pub fn replay_and_walk<F: TimelineSink, S: TimelineSink + Send>(
     g: Blocks<'_>,
     spec: &NetSpec,
     cfg: &ReplayConfig,
@@ -85,16 +86,20 @@ pub fn replay_and_walk<F: TimelineSink, S: TimelineSink>(
         inner: progress,
         prefix: "second replay (critical path, views): ".into(),
     };
-    let again = run(
-        g,
-        spec,
-        &twice,
-        &mut named,
-        &mut Tee {
-            a: &mut runs,
-            b: &mut user,
-        },
-    )?;
+    // The path's bits on the replay's thread, the caller's sink (the views: as much work
+    // as the replay itself at 1M ranks) on a second one.
+    let again = crate::pipe::pipelined(&mut user, |user| {
+        run(
+            g,
+            spec,
+            &twice,
+            &mut named,
+            &mut Tee {
+                a: &mut runs,
+                b: user,
+            },
+        )
+    })?;
     sim_core::memory::checkpoint("second replay (path runs, views)");
     if again.makespan != report.makespan || again.events != report.events {
         return Err(AnalysisError::Internal(format!(

@@ -90,6 +90,12 @@ pub fn raster(
 }
 
 /// [`raster`] one run at a time.
+///
+/// A run adds its overlap to its first and last columns directly, and counts once in a
+/// difference array for the columns it covers whole (each then gets its full width in
+/// [`RasterAcc::finish`]): O(1) per run however many columns it spans (a 100 us block over
+/// a 1 ms run spans 60 of the overview's 640 columns, and a per-column loop was 16% of an
+/// analysis at 1M ranks).
 pub(crate) struct RasterAcc {
     row_of_pe: Vec<u32>,
     rows: usize,
@@ -98,6 +104,9 @@ pub(crate) struct RasterAcc {
     t1_ps: u64,
     cols: usize,
     by_class: Vec<u64>,
+    /// Per (row, class), `cols + 1` differences of the count of runs covering a column
+    /// whole: `full[(row * classes + class) * (cols + 1) + col]`.
+    full: Vec<i64>,
 }
 
 impl RasterAcc {
@@ -128,32 +137,82 @@ impl RasterAcc {
             t1_ps,
             cols,
             by_class: vec![0u64; cells],
+            full: vec![0i64; rows * classes * (cols + 1)],
         })
     }
 
+    /// Start of column `k` (`k <= cols`): `t0 + floor(k * w / cols)`, as [`Raster::col_span`].
+    fn edge(&self, k: usize) -> u64 {
+        let w = self.t1_ps - self.t0_ps;
+        self.t0_ps
+            + match w.checked_mul(k as u64) {
+                Some(x) => x / self.cols as u64,
+                None => (w as u128 * k as u128 / self.cols as u128) as u64,
+            }
+    }
+
+    /// The column holding instant `t` (`t0 <= t < t1`): the last `c` with `edge(c) <= t`.
+    fn col_of(&self, t: u64) -> usize {
+        let (w, cols) = (self.t1_ps - self.t0_ps, self.cols);
+        let x = t - self.t0_ps;
+        // floor(x * cols / w) is the column or the one before (columns are at least 1 ps
+        // wide when w >= cols); narrower columns are searched.
+        let mut c = match x.checked_mul(cols as u64) {
+            Some(v) => (v / w) as usize,
+            None => (x as u128 * cols as u128 / w as u128) as usize,
+        }
+        .min(cols - 1);
+        while c + 1 < cols && self.edge(c + 1) <= t {
+            c += 1;
+        }
+        c
+    }
+
     pub(crate) fn add(&mut self, run: &Run) {
-        let (t0_ps, t1_ps, cols, classes) = (self.t0_ps, self.t1_ps, self.cols, self.classes);
+        let (cols, classes) = (self.cols, self.classes);
         let Some(&row) = self.row_of_pe.get(run.pe as usize) else {
             return;
         };
         if row as usize >= self.rows {
             return;
         }
-        let w = (t1_ps - t0_ps) as u128;
-        let col_of = |t: u64| ((((t - t0_ps) as u128) * cols as u128 / w) as usize).min(cols - 1);
-        let edge = |k: usize| t0_ps + (w * k as u128 / cols as u128) as u64;
-        let (mut a, b) = (run.start_ps.max(t0_ps), run.end_ps.min(t1_ps));
+        let (a, b) = (run.start_ps.max(self.t0_ps), run.end_ps.min(self.t1_ps));
+        if a >= b {
+            return;
+        }
         let class = (run.class as usize).min(classes - 1);
-        while a < b {
-            let c = col_of(a);
-            let e = edge(c + 1).min(b).max(a + 1);
-            self.by_class[(row as usize * cols + c) * classes + class] += e - a;
-            a = e;
+        let cell = |c: usize| (row as usize * cols + c) * classes + class;
+        let (ca, cb) = (self.col_of(a), self.col_of(b - 1));
+        if ca == cb {
+            self.by_class[cell(ca)] += b - a;
+            return;
+        }
+        self.by_class[cell(ca)] += self.edge(ca + 1) - a;
+        self.by_class[cell(cb)] += b - self.edge(cb);
+        if ca + 1 < cb {
+            let base = (row as usize * classes + class) * (cols + 1);
+            self.full[base + ca + 1] += 1;
+            self.full[base + cb] -= 1;
         }
     }
 
-    pub(crate) fn finish(self) -> Raster {
+    pub(crate) fn finish(mut self) -> Raster {
         let (rows, cols, classes) = (self.rows, self.cols, self.classes);
+        // The columns runs covered whole: each gets its width once per covering run.
+        let widths: Vec<u64> = (0..cols).map(|c| self.edge(c + 1) - self.edge(c)).collect();
+        for row in 0..rows {
+            for class in 0..classes {
+                let base = (row * classes + class) * (cols + 1);
+                let mut open = 0i64;
+                for (c, w) in widths.iter().enumerate() {
+                    open += self.full[base + c];
+                    if open > 0 {
+                        self.by_class[(row * cols + c) * classes + class] += open as u64 * w;
+                    }
+                }
+            }
+        }
+        self.full = Vec::new();
         let mut row_pes = vec![0u32; rows];
         for &r in &self.row_of_pe {
             if let Some(n) = row_pes.get_mut(r as usize) {
@@ -768,6 +827,93 @@ impl Acc for SizesAcc {
             };
             self.0[c].0 += 1;
             self.0[c].1 += b;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Brute force: every picosecond of every run goes to the column whose span
+    /// ([`Raster::col_span`]) holds it.
+    fn oracle(
+        runs: &[Run],
+        row_of_pe: &[u32],
+        rows: usize,
+        window: (u64, u64),
+        cols: usize,
+    ) -> Vec<u64> {
+        let probe = Raster {
+            t0_ps: window.0,
+            t1_ps: window.1,
+            cols,
+            row_pes: vec![1; rows],
+            busy_ps: vec![],
+            dominant: vec![],
+        };
+        let spans: Vec<(u64, u64)> = (0..cols).map(|c| probe.col_span(c)).collect();
+        let mut busy = vec![0u64; rows * cols];
+        for r in runs {
+            let row = row_of_pe[r.pe as usize] as usize;
+            if row >= rows {
+                continue;
+            }
+            for (c, &(a, b)) in spans.iter().enumerate() {
+                let (x, y) = (r.start_ps.max(a), r.end_ps.min(b));
+                if x < y {
+                    busy[row * cols + c] += y - x;
+                }
+            }
+        }
+        busy
+    }
+
+    #[test]
+    fn the_raster_matches_a_per_column_oracle() {
+        // A small deterministic generator (xorshift).
+        let mut s = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move |n: u64| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            s % n.max(1)
+        };
+        // Windows wider and narrower than the columns, offset and not.
+        for (window, cols) in [
+            ((0, 1_000_000), 640),
+            ((17, 1_000_003), 97),
+            ((5, 300), 640),
+            ((0, 64), 64),
+            ((1000, 1001), 7),
+            ((0, u64::MAX / 2), 640),
+        ] {
+            let (t0, t1) = window;
+            let rows = 3;
+            let row_of_pe = vec![0, 1, 2, 2, u32::MAX];
+            let span = t1 - t0;
+            let mut runs = Vec::new();
+            for _ in 0..400 {
+                let a = t0.saturating_sub(span / 10) + next(span + span / 5);
+                let len = match next(3) {
+                    0 => next(span / cols as u64 + 2),
+                    1 => next(span / 4 + 1),
+                    _ => next(span + 1),
+                };
+                runs.push(Run {
+                    pe: next(5) as u32,
+                    class: next(3) as u16,
+                    start_ps: a,
+                    end_ps: a.saturating_add(len),
+                });
+            }
+            let got = raster(&runs, &row_of_pe, rows, 3, window, cols).unwrap();
+            let want = oracle(&runs, &row_of_pe, rows, window, cols);
+            assert_eq!(got.busy_ps, want, "window {window:?}, {cols} columns");
+            // Each cell's dominant class is one that has busy time there.
+            for (i, &d) in got.dominant.iter().enumerate() {
+                assert_eq!(d == u16::MAX, want[i] == 0, "cell {i}");
+            }
         }
     }
 }

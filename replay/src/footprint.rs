@@ -300,6 +300,11 @@ impl Estimate {
         parts.iter().fold(0u64, |a, p| a.saturating_add(p.1))
     }
 
+    /// Bytes of the largest stage so far (0 without stages).
+    pub fn largest_stage_bytes(&self) -> u64 {
+        self.largest_stage().map_or(0, |s| s.1)
+    }
+
     /// The largest stage, if any: its name and its bytes.
     fn largest_stage(&self) -> Option<(&(String, Vec<Part>), u64)> {
         self.stages

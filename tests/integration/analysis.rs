@@ -1092,3 +1092,79 @@ fn binned_busy_sum_and_max_match_the_pe_by_bin_table() {
         .to_string();
     assert!(e.contains("choose a larger bin"), "{e}");
 }
+
+/// The re-simulations give the same findings however many run at once (they are
+/// independent and each deterministic), on a flat trace and on a repeated one.
+#[test]
+fn analyses_are_the_same_whatever_the_number_of_re_simulations_at_once() {
+    // Flat: many what-ifs (imbalance, message time, hot entry, object, overheads).
+    let t = overloaded_pe(6, 4, us(50));
+    let spec: NetSpec = "loggops:L=5us,o=2us,g=1us,G=1ns".parse().unwrap();
+    let cfg = ReplayConfig {
+        block_overhead: us(1),
+        ..Default::default()
+    };
+    let run = |jobs: usize| {
+        let a = analysis::analyze(
+            &Scenario {
+                trace: analysis::Blocks::Flat(&t),
+                net: &spec,
+                cfg: &cfg,
+                seed: 1,
+            },
+            &Options {
+                jobs,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        serde_json::to_string(&a).unwrap()
+    };
+    let one = run(1);
+    let v: serde_json::Value = serde_json::from_str(&one).unwrap();
+    assert!(
+        v["findings"].as_array().unwrap().len() >= 3,
+        "a test of several what-ifs: {one}"
+    );
+    for jobs in [2, 3, 8] {
+        assert_eq!(run(jobs), one, "{jobs} at once");
+    }
+    // Repeated, through the command (the streamed analysis).
+    let dir = tmpdir("analysis-jobs");
+    let tr = dir.join("h.trace");
+    let o = whatif(&[
+        "gen",
+        "halo3d",
+        "--dims",
+        "4x4x4",
+        "--periodic",
+        "--iters",
+        "6",
+        "--out",
+        tr.to_str().unwrap(),
+        "-q",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let cli = |jobs: &str| {
+        let o = whatif(&[
+            "analyze",
+            tr.to_str().unwrap(),
+            "--net",
+            "alphabeta:lat=2us,bw=1GB/s",
+            "--jobs",
+            jobs,
+            "--json",
+            "-q",
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        o.stdout
+    };
+    let one = cli("1");
+    assert!(!one.is_empty());
+    assert_eq!(cli("3"), one);
+    assert!(
+        !String::from_utf8_lossy(&one).contains("--jobs"),
+        "the reproducing commands leave --jobs out"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
