@@ -221,32 +221,52 @@ fn streamed(
     let feed = analysis::feed::Feed::new(g, analysis::feed::PeOf::Object(map));
     let mut progress = crate::progress::Reporter::new(quiet);
     let mut busy = analysis::allviews::RunTotals::new(&feed, None)?;
-    let (walked, sink) =
-        analysis::streamed::replay_and_walk(g, &spec, &cfg, &mut progress, &mut busy, |r, b, _| {
-            analysis::allviews::ViewsSink::new(
-                &feed,
-                r.pes,
-                r.makespan.as_ps(),
-                &b.totals,
-                &spec,
-                crate::views_out::options(bin_ps),
-            )
-        })
-        .with_context(|| format!("replay of `{}`", body.meta.name))?;
-    crate::memory::checkpoint("the two replays");
-    let views = sink.finish(&walked.report.pe_busy_ps)?;
-    crate::memory::checkpoint("the views");
     let sc = Scenario {
         trace: g,
         net: &spec,
         cfg: &cfg,
         seed: m.seed,
     };
-    let an = analysis::diagnose_with(
+    // The what-ifs that do not need the base run start on another core meanwhile.
+    let early = if opts.resimulate && opts.jobs > 1 {
+        analysis::early_what_ifs(&sc)
+    } else {
+        Vec::new()
+    };
+    let (walked, sink, early) = std::thread::scope(|s| {
+        let side = (!early.is_empty()).then(|| s.spawn(|| analysis::run_early(&sc, early)));
+        let walked = analysis::streamed::replay_and_walk(
+            g,
+            &spec,
+            &cfg,
+            &mut progress,
+            &mut busy,
+            |r, b, _| {
+                analysis::allviews::ViewsSink::new(
+                    &feed,
+                    r.pes,
+                    r.makespan.as_ps(),
+                    &b.totals,
+                    &spec,
+                    crate::views_out::options(bin_ps),
+                )
+            },
+        );
+        let early = side
+            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .unwrap_or_default();
+        walked.map(|(w, sink)| (w, sink, early))
+    })
+    .with_context(|| format!("replay of `{}`", body.meta.name))?;
+    crate::memory::checkpoint("the two replays");
+    let views = sink.finish(&walked.report.pe_busy_ps)?;
+    crate::memory::checkpoint("the views");
+    let an = analysis::diagnose_with_early(
         &sc,
         &walked.report,
         walked.critical_path,
         opts,
+        early,
         &mut progress,
     )
     .with_context(|| format!("analysis of `{}`", body.meta.name))?;

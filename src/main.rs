@@ -1570,8 +1570,22 @@ fn replay_out_streamed(input: &Repeated, m: &MachineArgs, o: &OutputArgs) -> Res
     let mut first = analysis::allviews::RunTotals::new(&feed, Some(pes))?;
     let mut reps = Vec::new();
     let mut shown = Vec::new();
-    let (walked, analysis::allviews::Both(views_sink, analysis::allviews::Both(kept, senders))) =
-        analysis::streamed::replay_and_walk(
+    let sc = analysis::Scenario {
+        trace: g,
+        net: &spec,
+        cfg: &cfg,
+        seed: m.seed,
+    };
+    // With --report, the what-ifs that do not need the base run start on another core
+    // meanwhile.
+    let early = if o.report && jobs > 1 {
+        analysis::early_what_ifs(&sc)
+    } else {
+        Vec::new()
+    };
+    let (walked, early) = std::thread::scope(|s| {
+        let side = (!early.is_empty()).then(|| s.spawn(|| analysis::run_early(&sc, early)));
+        let walked = analysis::streamed::replay_and_walk(
             g,
             &spec,
             &cfg,
@@ -1649,8 +1663,15 @@ fn replay_out_streamed(input: &Repeated, m: &MachineArgs, o: &OutputArgs) -> Res
                     ),
                 ))
             },
-        )
-        .with_context(|| format!("replay of `{}`", body.meta.name))?;
+        );
+        let early = side
+            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .unwrap_or_default();
+        walked.map(|w| (w, early))
+    })
+    .with_context(|| format!("replay of `{}`", body.meta.name))?;
+    let (walked, analysis::allviews::Both(views_sink, analysis::allviews::Both(kept, senders))) =
+        walked;
     let replay_s = t0.elapsed().as_secs_f64();
     memory::checkpoint("the two replays");
     let r = walked.report;
@@ -1668,52 +1689,6 @@ fn replay_out_streamed(input: &Repeated, m: &MachineArgs, o: &OutputArgs) -> Res
             cfg.noise.to_string(),
         ),
     };
-    let analysed = if o.report {
-        let t1 = Instant::now();
-        let sc = analysis::Scenario {
-            trace: g,
-            net: &spec,
-            cfg: &cfg,
-            seed: m.seed,
-        };
-        let an = analysis::diagnose_with(
-            &sc,
-            &r,
-            walked.critical_path,
-            &analysis::Options {
-                jobs,
-                ..Default::default()
-            },
-            &mut progress,
-        )
-        .context("analysis for the report")?;
-        progress.done();
-        memory::checkpoint("the analysis");
-        if !o.quiet {
-            eprintln!(
-                "analysed (critical path, {} re-simulations) in {:.2} s",
-                an.findings.len() + an.skipped.len(),
-                t1.elapsed().as_secs_f64()
-            );
-        }
-        Some(an)
-    } else {
-        progress.done();
-        None
-    };
-    if !o.quiet {
-        eprintln!(
-            "replayed {} events, {} messages twice (the bindings, then the critical path's runs and the views) in {replay_s:.3} s: {}",
-            r.events,
-            r.messages.total(),
-            progress::rate(2.0 * r.events as f64, replay_s, "events")
-        );
-    }
-    if o.json {
-        println!("{}", report::json(&info, &r)?);
-    } else {
-        print!("{}", report::human(&info, &r));
-    }
     // The kept blocks as a trace of their own, the runs renumbered to it.
     let mut runs = kept.runs;
     let mut senders = senders.map(|s| s.into_kept).unwrap_or_default();
@@ -1734,30 +1709,84 @@ fn replay_out_streamed(input: &Repeated, m: &MachineArgs, o: &OutputArgs) -> Res
         trace: &sub,
         ..info.clone()
     };
-    let notes = outputs::write_all(
-        staged.path(),
-        &sub_info,
-        &rs,
-        outputs::Options {
-            cpu_scale,
-            force: m.force,
-            compress: o.compress,
-            representatives: &reps,
-            shown_pes: &shown,
-            trace_pes: &o.trace_pes,
-            trace_window_ps: o.trace_window.map(|(a, b)| (a.as_ps(), b.as_ps())),
-            trace_budget_bytes: o.trace_budget,
-            partial: Some(outputs::Partial {
-                all_bytes,
-                block_ids: &ids,
-                entry_blocks: &first.blocks,
-                entry_busy_ps: &first.totals,
-                entry_max_ps: &first.max_ps,
-                senders: &senders,
-            }),
-        },
-    )
-    .with_context(|| format!("cannot write the outputs in {}", dir.display()))?;
+    // The per-block outputs do not depend on the analysis: written on another core while
+    // the re-simulations run.
+    let (analysed, notes) = std::thread::scope(|s| {
+        let writer = s.spawn(|| {
+            outputs::write_all(
+                staged.path(),
+                &sub_info,
+                &rs,
+                outputs::Options {
+                    cpu_scale,
+                    force: m.force,
+                    compress: o.compress,
+                    representatives: &reps,
+                    shown_pes: &shown,
+                    trace_pes: &o.trace_pes,
+                    trace_window_ps: o.trace_window.map(|(a, b)| (a.as_ps(), b.as_ps())),
+                    trace_budget_bytes: o.trace_budget,
+                    partial: Some(outputs::Partial {
+                        all_bytes,
+                        block_ids: &ids,
+                        entry_blocks: &first.blocks,
+                        entry_busy_ps: &first.totals,
+                        entry_max_ps: &first.max_ps,
+                        senders: &senders,
+                    }),
+                },
+            )
+        });
+        let analysed = (|| -> Result<Option<analysis::Analysis>> {
+            Ok(if o.report {
+                let t1 = Instant::now();
+                let an = analysis::diagnose_with_early(
+                    &sc,
+                    &r,
+                    walked.critical_path,
+                    &analysis::Options {
+                        jobs,
+                        ..Default::default()
+                    },
+                    early,
+                    &mut progress,
+                )
+                .context("analysis for the report")?;
+                progress.done();
+                memory::checkpoint("the analysis");
+                if !o.quiet {
+                    eprintln!(
+                        "analysed (critical path, {} re-simulations) in {:.2} s",
+                        an.findings.len() + an.skipped.len(),
+                        t1.elapsed().as_secs_f64()
+                    );
+                }
+                Some(an)
+            } else {
+                progress.done();
+                None
+            })
+        })();
+        let notes = writer
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p));
+        (analysed, notes)
+    });
+    let analysed = analysed?;
+    let notes = notes.with_context(|| format!("cannot write the outputs in {}", dir.display()))?;
+    if !o.quiet {
+        eprintln!(
+            "replayed {} events, {} messages twice (the bindings, then the critical path's runs and the views) in {replay_s:.3} s: {}",
+            r.events,
+            r.messages.total(),
+            progress::rate(2.0 * r.events as f64, replay_s, "events")
+        );
+    }
+    if o.json {
+        println!("{}", report::json(&info, &r)?);
+    } else {
+        print!("{}", report::human(&info, &r));
+    }
     finish_out(
         staged,
         dir,

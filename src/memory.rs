@@ -249,6 +249,11 @@ pub fn replay_out_estimate(
         pes as u64,
         true,
         vec![(format!("the runs of {kept_blocks} kept blocks"), kept)],
+        if report {
+            early_count(g, spec, cfg, jobs)
+        } else {
+            0
+        },
     )?;
     if report {
         est = analysis::footprint::what_ifs(est, g, spec, cfg, input.heap_bytes(), jobs)?;
@@ -281,12 +286,25 @@ pub fn replay_out_estimate(
         parts.push((
             format!("the pages of the re-simulations' {others} other thread(s)"),
             plain_bytes
-                .saturating_add(input.heap_bytes())
                 .saturating_add(analysis::footprint::THREAD_BYTES)
                 .saturating_mul(others),
         ));
     }
     Ok(est.stage("the per-block outputs", parts))
+}
+
+/// What-ifs an analysis of `g` runs during its two replays (with more than one job).
+fn early_count(g: analysis::Blocks<'_>, spec: &NetSpec, cfg: &ReplayConfig, jobs: usize) -> usize {
+    if jobs <= 1 {
+        return 0;
+    }
+    analysis::early_what_ifs(&analysis::Scenario {
+        trace: g,
+        net: spec,
+        cfg,
+        seed: 0,
+    })
+    .len()
 }
 
 /// `whatif analyze`: a repeated trace in two replays (no timeline), a flat one with its
@@ -349,7 +367,9 @@ pub fn analyze_estimate(
         Ok(est)
     } else {
         let g = analysis::Blocks::Repeated(input);
-        let est = analysis::footprint::streamed(est, g, spec, cfg, pes as u64, false, vec![])?;
+        let early = early_count(g, spec, cfg, jobs);
+        let est =
+            analysis::footprint::streamed(est, g, spec, cfg, pes as u64, false, vec![], early)?;
         Ok(analysis::footprint::what_ifs(
             est,
             g,

@@ -241,6 +241,36 @@ pub(crate) fn what_if_run(
     })
 }
 
+/// The what-ifs whose re-simulation does not depend on the base run (the greedy balance,
+/// from the trace's loads; the ideal network), which [`diagnose_with`] will most likely
+/// call for: they can run while the base run replays.
+pub fn early_what_ifs(sc: &Scenario<'_>) -> Vec<WhatIf> {
+    let t = sc.trace.body();
+    let pes = sc.cfg.pes.unwrap_or(t.meta.recorded_pes);
+    let mut v = Vec::new();
+    if pes > 1 && t.objects.len() > 1 {
+        v.push(WhatIf::GreedyBalance);
+    }
+    if !matches!(sc.net, NetSpec::Ideal) {
+        v.push(WhatIf::IdealNetwork);
+    }
+    v
+}
+
+/// Runs `what_ifs` one after the other, without progress, for [`diagnose_with_early`].
+pub fn run_early(
+    sc: &Scenario<'_>,
+    what_ifs: Vec<WhatIf>,
+) -> Vec<(WhatIf, Result<ReplayReport, AnalysisError>)> {
+    what_ifs
+        .into_iter()
+        .map(|w| {
+            let r = what_if_run(sc, &w, &mut sim_core::NoProgress);
+            (w, r)
+        })
+        .collect()
+}
+
 /// Every block of `b` (a repeated trace expanded, up to [`MAX_EXPANDED_BLOCKS`]).
 fn flat_of<'a>(b: Blocks<'a>, what: &str) -> Result<std::borrow::Cow<'a, Trace>, AnalysisError> {
     match b {
@@ -421,6 +451,20 @@ pub fn diagnose_with(
     opts: &Options,
     progress: &mut dyn sim_core::Progress,
 ) -> Result<Analysis, AnalysisError> {
+    diagnose_with_early(sc, base, cp, opts, Vec::new(), progress)
+}
+
+/// [`diagnose_with`], given re-simulations already run ([`early_what_ifs`], run by
+/// [`run_early`] while the base run replayed): those the diagnoses call for are taken as
+/// they are, the others dropped. The findings are the same as without them.
+pub fn diagnose_with_early(
+    sc: &Scenario<'_>,
+    base: &ReplayReport,
+    cp: CriticalPath,
+    opts: &Options,
+    early: Vec<(WhatIf, Result<ReplayReport, AnalysisError>)>,
+    progress: &mut dyn sim_core::Progress,
+) -> Result<Analysis, AnalysisError> {
     let t = sc.trace.body();
     let makespan = base.makespan.as_ps();
     let pes = base.pes;
@@ -584,7 +628,7 @@ pub fn diagnose_with(
         ));
     }
     let mut results =
-        crate::resim::run_all(sc, &tasks, (opts.jobs, base.blocks), progress).into_iter();
+        crate::resim::run_all(sc, &tasks, (opts.jobs, base.blocks), early, progress).into_iter();
     for (diagnosis, evidence, what_if, remedy) in cands {
         let r = results
             .next()

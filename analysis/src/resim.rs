@@ -24,10 +24,42 @@ pub fn holds_copy(w: &WhatIf) -> bool {
 
 type Outcome = Result<ReplayReport, AnalysisError>;
 
-/// Runs `tasks` (a progress prefix and a what-if each), `jobs` at once, and returns their
-/// results in the tasks' order. `per_task_blocks`: the blocks each task replays (the base
-/// run's), for the progress.
+/// Runs `tasks` (a progress prefix and a what-if each), `jobs` at once, but for those in
+/// `early` (run before: taken as they are), and returns their results in the tasks' order.
+/// `per_task_blocks`: the blocks each task replays (the base run's), for the progress.
 pub(crate) fn run_all(
+    sc: &Scenario<'_>,
+    tasks: &[(String, WhatIf)],
+    (jobs, per_task_blocks): (usize, u64),
+    early: Vec<(WhatIf, Outcome)>,
+    progress: &mut dyn Progress,
+) -> Vec<Outcome> {
+    // The tasks already run: their results as they are, the rest run here.
+    let mut early: Vec<Option<(WhatIf, Outcome)>> = early.into_iter().map(Some).collect();
+    let mut known: Vec<Option<Outcome>> = tasks
+        .iter()
+        .map(|(_, w)| {
+            let k = early
+                .iter()
+                .position(|e| e.as_ref().is_some_and(|(x, _)| x == w))?;
+            early[k].take().map(|(_, r)| r)
+        })
+        .collect();
+    let left: Vec<usize> = (0..tasks.len()).filter(|&i| known[i].is_none()).collect();
+    let todo: Vec<(String, WhatIf)> = left.iter().map(|&i| tasks[i].clone()).collect();
+    for (i, r) in left
+        .into_iter()
+        .zip(run_rest(sc, &todo, (jobs, per_task_blocks), progress))
+    {
+        known[i] = Some(r);
+    }
+    known
+        .into_iter()
+        .map(|r| r.unwrap_or_else(|| Err(AnalysisError::Internal("a what-if was not run".into()))))
+        .collect()
+}
+
+fn run_rest(
     sc: &Scenario<'_>,
     tasks: &[(String, WhatIf)],
     (jobs, per_task_blocks): (usize, u64),

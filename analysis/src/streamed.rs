@@ -53,7 +53,7 @@ fn run(
 /// replay's report (it knows the makespan), `first` and the critical path's blocks
 /// (ascending) during the second; returns the first replay's
 /// report, the critical path and the second sink. `cfg.timeline` is ignored.
-pub fn replay_and_walk<F: TimelineSink, S: TimelineSink + Send>(
+pub fn replay_and_walk<F: TimelineSink + Send, S: TimelineSink + Send>(
     g: Blocks<'_>,
     spec: &NetSpec,
     cfg: &ReplayConfig,
@@ -64,7 +64,7 @@ pub fn replay_and_walk<F: TimelineSink, S: TimelineSink + Send>(
     let mut once = cfg.clone();
     once.timeline = false;
     once.bindings = true;
-    let mut report = run(g, spec, &once, progress, first)?;
+    let mut report = crate::pipe::pipelined(first, |first| run(g, spec, &once, progress, first))?;
     sim_core::memory::checkpoint("first replay (bindings)");
     let bindings = report
         .bindings
