@@ -256,7 +256,8 @@ pub fn replay_out_estimate(
         },
     )?;
     if report {
-        est = analysis::footprint::what_ifs(est, g, spec, cfg, input.heap_bytes(), jobs)?;
+        let early = early_count(g, spec, cfg, jobs) > 0;
+        est = analysis::footprint::what_ifs(est, g, spec, cfg, input.heap_bytes(), (jobs, early))?;
     }
     let sub = (input.expanded_heap_bytes() as u128 * kept_pes as u128 / pes.max(1) as u128) as u64;
     // The second replay's memory is not all reused by the outputs (measured): it stays.
@@ -347,7 +348,7 @@ pub fn analyze_estimate(
         ];
         let est = est.replay_stage("the replay", &f, vec![]);
         let g = analysis::Blocks::Flat(input.body());
-        let mut est = analysis::footprint::what_ifs(est, g, spec, cfg, trace_bytes, jobs)?;
+        let mut est = analysis::footprint::what_ifs(est, g, spec, cfg, trace_bytes, (jobs, false))?;
         // The timeline stays while the re-simulations run: count it in that stage.
         est = est.stage(
             analysis::footprint::at_once("the re-simulations beside the timeline", jobs),
@@ -376,7 +377,7 @@ pub fn analyze_estimate(
             spec,
             cfg,
             trace_bytes,
-            jobs,
+            (jobs, early > 0),
         )?)
     }
 }
