@@ -1371,6 +1371,7 @@ fn machine_config(
 ) -> Result<ReplayConfig> {
     let pes = m.pes.map(|p| p.resolve(trace));
     Ok(ReplayConfig {
+        block_scale: None,
         pes,
         mapping: mapping_for(m, trace, pes)?,
         cpu_scale: CpuScale::Uniform(cpu_scale),
@@ -1709,8 +1710,8 @@ fn replay_out_streamed(input: &Repeated, m: &MachineArgs, o: &OutputArgs) -> Res
         trace: &sub,
         ..info.clone()
     };
-    // The per-block outputs do not depend on the analysis: written on another core while
-    // the re-simulations run.
+    // The per-block outputs and the views do not depend on the analysis: written on
+    // another core while the re-simulations run.
     let (analysed, notes) = std::thread::scope(|s| {
         let writer = s.spawn(|| {
             outputs::write_all(
@@ -1736,6 +1737,11 @@ fn replay_out_streamed(input: &Repeated, m: &MachineArgs, o: &OutputArgs) -> Res
                     }),
                 },
             )
+            .and_then(|notes| {
+                views_out::write(&views, staged.path(), body)?;
+                memory::checkpoint("outputs: the views");
+                Ok(notes)
+            })
         });
         let analysed = (|| -> Result<Option<analysis::Analysis>> {
             Ok(if o.report {
@@ -1790,7 +1796,7 @@ fn replay_out_streamed(input: &Repeated, m: &MachineArgs, o: &OutputArgs) -> Res
     finish_out(
         staged,
         dir,
-        &views,
+        None,
         analysed.as_ref(),
         body,
         &spec,
@@ -1808,7 +1814,7 @@ fn replay_out_streamed(input: &Repeated, m: &MachineArgs, o: &OutputArgs) -> Res
 fn finish_out(
     staged: safe_output::OutputDir,
     dir: &std::path::Path,
-    views: &views_out::Views,
+    views: Option<&views_out::Views>,
     analysed: Option<&analysis::Analysis>,
     trace: &Trace,
     spec: &NetSpec,
@@ -1816,8 +1822,10 @@ fn finish_out(
     o: &OutputArgs,
     t0: Instant,
 ) -> Result<()> {
-    views_out::write(views, staged.path(), trace)?;
-    memory::checkpoint("outputs: the views");
+    if let Some(views) = views {
+        views_out::write(views, staged.path(), trace)?;
+        memory::checkpoint("outputs: the views");
+    }
     if let Some(an) = analysed {
         let args: Vec<String> = std::env::args().skip(2).collect();
         let base = analyze_cmd::strip(&args, REPLAY_OUTPUT_FLAGS);
@@ -2059,7 +2067,7 @@ fn replay_and_report(input: Repeated, m: &MachineArgs, o: &OutputArgs) -> Result
         finish_out(
             staged,
             dir,
-            &views,
+            Some(&views),
             analysed.as_ref(),
             trace,
             &spec,

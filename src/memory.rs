@@ -257,7 +257,7 @@ pub fn replay_out_estimate(
     )?;
     if report {
         let early = early_count(g, spec, cfg, jobs) > 0;
-        est = analysis::footprint::what_ifs(est, g, spec, cfg, input.heap_bytes(), (jobs, early))?;
+        est = analysis::footprint::what_ifs(est, g, spec, cfg, copy_bytes(input), (jobs, early))?;
     }
     let sub = (input.expanded_heap_bytes() as u128 * kept_pes as u128 / pes.max(1) as u128) as u64;
     // The second replay's memory is not all reused by the outputs (measured): it stays.
@@ -292,6 +292,18 @@ pub fn replay_out_estimate(
         ));
     }
     Ok(est.stage("the per-block outputs", parts))
+}
+
+/// The copy a re-simulation of a repeated trace may make, for critical-path priorities when
+/// its expansion is not too large to be tried (a sped-up entry or object is a replay
+/// setting, `replay::BlockScale`, and copies nothing): counted as large as the trace, which
+/// the measured peaks follow (the priorities are tried only when a path block waited).
+fn copy_bytes(input: &Repeated) -> u64 {
+    if input.num_blocks() <= analysis::MAX_EXPANDED_BLOCKS {
+        input.heap_bytes()
+    } else {
+        0
+    }
 }
 
 /// What-ifs an analysis of `g` runs during its two replays (with more than one job).
@@ -376,7 +388,7 @@ pub fn analyze_estimate(
             g,
             spec,
             cfg,
-            trace_bytes,
+            copy_bytes(input),
             (jobs, early > 0),
         )?)
     }

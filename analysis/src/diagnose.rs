@@ -376,6 +376,11 @@ pub fn apply(
             cfg.pes = Some(*pes);
             cfg.mapping = Mapping::Block;
         }
+        // Without a copy: the replay scales the hit blocks (`replay::BlockScale`), unless
+        // the machine scales blocks already.
+        WhatIf::Faster(s) if cfg.block_scale.is_none() => {
+            cfg.block_scale = Some(crate::transform::block_scale(sc.trace.body(), s)?);
+        }
         WhatIf::Faster(s) => {
             trace = Some(match sc.trace {
                 Blocks::Flat(t) => {

@@ -15,11 +15,16 @@ use replay::ReplayReport;
 use sim_core::Progress;
 use std::sync::mpsc;
 
-/// Whether what-if `w` replays a changed copy of the trace (a sped-up entry or object, a
-/// trace expanded for priorities): such what-ifs run one at a time, so that the
+/// Whether what-if `w` replays a changed copy of the trace (a trace expanded for
+/// priorities; a sped-up entry or object is a replay setting, `replay::BlockScale`, but for
+/// a machine that scales blocks already): such what-ifs run one at a time, so that the
 /// re-simulations hold at most one copy however many run at once.
-pub fn holds_copy(w: &WhatIf) -> bool {
-    matches!(w, WhatIf::Faster(_) | WhatIf::CriticalPathPriority)
+pub fn holds_copy(w: &WhatIf, cfg: &replay::ReplayConfig) -> bool {
+    match w {
+        WhatIf::Faster(_) => cfg.block_scale.is_some(),
+        WhatIf::CriticalPathPriority => true,
+        _ => false,
+    }
 }
 
 type Outcome = Result<ReplayReport, AnalysisError>;
@@ -80,7 +85,7 @@ fn run_rest(
             })
             .collect();
     }
-    let board = Board::new(tasks.iter().map(|t| holds_copy(&t.1)).collect());
+    let board = Board::new(tasks.iter().map(|t| holds_copy(&t.1, sc.cfg)).collect());
     let (tx, rx) = mpsc::channel::<Msg>();
     let per = per_task_blocks.max(1);
     progress.stage(

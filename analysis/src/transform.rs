@@ -106,9 +106,31 @@ pub fn speed_up_repeated(r: &Repeated, s: &Speedup) -> Result<(Repeated, u64), A
     Ok((out, changed * r.reps() as u64))
 }
 
-/// Which blocks a speed-up hits.
-fn hits(trace: &Trace, s: &Speedup) -> Result<Vec<bool>, AnalysisError> {
+/// [`speed_up`] as a replay setting ([`replay::BlockScale`]): the same replay as the sped-up
+/// trace (flat or repeated), without copying it.
+pub fn block_scale(trace: &Trace, s: &Speedup) -> Result<replay::BlockScale, AnalysisError> {
+    let by = Ratio::new(s.factor.den(), s.factor.num())
+        .ok_or_else(|| AnalysisError::Speedup("a speed-up factor of 0".into()))?;
     Ok(match &s.target {
+        Target::Entry(_) => replay::BlockScale {
+            entries: hit_entries(trace, s)?,
+            object: None,
+            by,
+        },
+        Target::Object(o) => {
+            hit_entries(trace, s)?;
+            replay::BlockScale {
+                entries: Vec::new(),
+                object: Some(*o),
+                by,
+            }
+        }
+    })
+}
+
+/// The entry methods a speed-up hits (empty for an object), or why it cannot apply.
+fn hit_entries(trace: &Trace, s: &Speedup) -> Result<Vec<bool>, AnalysisError> {
+    match &s.target {
         Target::Entry(name) => {
             let v: Vec<bool> = trace.entries.iter().map(|e| &e.name == name).collect();
             if !v.iter().any(|x| *x) {
@@ -119,8 +141,7 @@ fn hits(trace: &Trace, s: &Speedup) -> Result<Vec<bool>, AnalysisError> {
                     names.join(", ")
                 )));
             }
-            let cols = trace.columns();
-            cols.entry.iter().map(|&e| v[e as usize]).collect()
+            Ok(v)
         }
         Target::Object(o) => {
             if *o as usize >= trace.objects.len() {
@@ -129,8 +150,22 @@ fn hits(trace: &Trace, s: &Speedup) -> Result<Vec<bool>, AnalysisError> {
                     trace.objects.len()
                 )));
             }
-            trace.columns().object.iter().map(|&x| x == *o).collect()
+            Ok(Vec::new())
         }
+    }
+}
+
+/// Which blocks a speed-up hits.
+fn hits(trace: &Trace, s: &Speedup) -> Result<Vec<bool>, AnalysisError> {
+    let entries = hit_entries(trace, s)?;
+    Ok(match &s.target {
+        Target::Entry(_) => trace
+            .columns()
+            .entry
+            .iter()
+            .map(|&e| entries[e as usize])
+            .collect(),
+        Target::Object(o) => trace.columns().object.iter().map(|&x| x == *o).collect(),
     })
 }
 

@@ -120,6 +120,29 @@ impl CpuScale {
     }
 }
 
+/// Some blocks made faster (or slower) than recorded: each block of a listed entry method or
+/// of the object takes `by` times its recorded duration, and its sends leave at `by` times
+/// their offsets, before the CPU scale applies. The same replay as a trace whose durations
+/// and offsets were changed so (`analysis::transform::speed_up`), without the copy.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BlockScale {
+    /// Per entry method id: whether its blocks are scaled (shorter than the entry table:
+    /// the others are not).
+    pub entries: Vec<bool>,
+    /// An object whose blocks are scaled.
+    pub object: Option<u32>,
+    /// The factor (`1/2`: twice as fast).
+    pub by: Ratio,
+}
+
+impl BlockScale {
+    /// Whether a block of `entry` and `object` is scaled.
+    #[inline]
+    pub fn hits(&self, entry: u32, object: u32) -> bool {
+        self.entries.get(entry as usize).copied().unwrap_or(false) || self.object == Some(object)
+    }
+}
+
 /// Everything a replay needs besides the trace and the network model.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ReplayConfig {
@@ -129,6 +152,9 @@ pub struct ReplayConfig {
     pub mapping: Mapping,
     /// CPU speed factors.
     pub cpu_scale: CpuScale,
+    /// Blocks of some entries or an object scaled before the CPU factor (`None`: as
+    /// recorded).
+    pub block_scale: Option<BlockScale>,
     /// Ready-block order on each PE.
     pub policy: SchedPolicy,
     /// Event queue implementation (results are identical; speed differs).

@@ -80,7 +80,7 @@ mod plan;
 mod remap;
 mod stuck;
 
-pub use config::{CpuScale, Mapping, ReplayConfig, SchedPolicy};
+pub use config::{BlockScale, CpuScale, Mapping, ReplayConfig, SchedPolicy};
 pub use noise::Noise;
 pub use remap::{MIGRATE_ENTRY, Remap, with_migration_cost};
 pub use stuck::{StuckBlock, StuckReport, Wait};

@@ -193,6 +193,8 @@ impl Plan {
         let cons = trace.consumers();
         let (cons_start, consumers, trigger_send) = (&cons.start, &cons.blocks, &cons.trigger_send);
         let scale_of = |pe: u32| -> Ratio { cfg.cpu_scale.of(pe) };
+        // Blocks made faster or slower before the CPU scale (`ReplayConfig::block_scale`).
+        let pre = Pre::new(trace, cfg);
 
         // Hot records (ranges filled below).
         let mut hot = Vec::with_capacity(n + 1);
@@ -210,7 +212,9 @@ impl Plan {
             let pe = block_pe[id.index()];
             hot.push(Hot {
                 // (A network block's duration is 0: the trace checks it.)
-                dur_ps: scale_of(pe).scale(b.duration).as_ps(),
+                dur_ps: scale_of(pe)
+                    .scale(pre.apply(id.index(), b.duration))
+                    .as_ps(),
                 pe,
                 slot_start: 0,
                 dep_start: 0,
@@ -317,7 +321,13 @@ impl Plan {
             Delivery::PerMessage
         };
         let recorded_wire = if recorded {
-            Some(recorded_wire(trace, consumers, cons_start, &send_block)?)
+            Some(recorded_wire(
+                trace,
+                consumers,
+                cons_start,
+                &send_block,
+                &pre,
+            )?)
         } else {
             None
         };
@@ -347,7 +357,7 @@ impl Plan {
             let varies = var.of(i) != NIL;
             for si in trace.send_range(id) {
                 let s = &all_sends[si];
-                let off = scale.scale(s.offset).as_ps();
+                let off = scale.scale(pre.apply(i, s.offset)).as_ps();
                 // A varying block's send offsets are computed per iteration.
                 let fixed_off = if varies { 0 } else { off };
                 let (c0, c1) = (cons_start[si] as usize, cons_start[si + 1] as usize);
@@ -599,6 +609,32 @@ pub(crate) struct Var {
     pub scale: CpuScale,
 }
 
+/// [`ReplayConfig::block_scale`] on a trace's blocks.
+struct Pre<'t> {
+    scale: Option<&'t crate::BlockScale>,
+    cols: &'t trace::BlockColumns,
+}
+
+impl<'t> Pre<'t> {
+    fn new(trace: &'t Trace, cfg: &'t ReplayConfig) -> Pre<'t> {
+        Pre {
+            scale: cfg.block_scale.as_ref(),
+            cols: trace.columns(),
+        }
+    }
+    fn active(&self) -> bool {
+        self.scale.is_some()
+    }
+    /// `d` (a duration or send offset of block `b`), scaled when `b` is hit.
+    #[inline]
+    fn apply(&self, b: usize, d: SimDuration) -> SimDuration {
+        match self.scale {
+            Some(s) if s.hits(self.cols.entry[b], self.cols.object[b]) => s.by.scale(d),
+            _ => d,
+        }
+    }
+}
+
 /// [`Var::send`] flag: the offset is measured back from the block's end.
 pub(crate) const ANCHORED: u64 = 1 << 63;
 
@@ -617,23 +653,34 @@ impl Var {
         }
         let durs = &trace.columns().duration_ps;
         let sender = trace.send_blocks();
+        let pre = Pre::new(trace, cfg);
         let send = trace
             .all_sends()
             .iter()
             .enumerate()
             .map(|(s, send)| {
+                let b = sender[s] as usize;
+                let off = pre.apply(b, send.offset).as_ps();
                 if v.end_anchored.get(s) == Some(&1) {
-                    let b = sender[s] as usize;
-                    (durs[b] - send.offset.as_ps()) | ANCHORED
+                    (pre.apply(b, SimDuration::from_ps(durs[b])).as_ps() - off) | ANCHORED
                 } else {
-                    send.offset.as_ps()
+                    off
                 }
             })
             .collect();
+        let mut raw_ps = v.durations_ps.clone();
+        if pre.active() {
+            let count = v.blocks.len();
+            for (k, d) in raw_ps.iter_mut().enumerate() {
+                *d = pre
+                    .apply(v.blocks[k % count] as usize, SimDuration::from_ps(*d))
+                    .as_ps();
+            }
+        }
         Ok(Var {
             of,
             count: v.blocks.len(),
-            raw_ps: v.durations_ps.clone(),
+            raw_ps,
             send,
             send_slots: trace.consumers().start.clone(),
             scale: cfg.cpu_scale.clone(),
@@ -774,6 +821,7 @@ fn recorded_wire(
     consumers: &[u32],
     cons_start: &[u32],
     send_block: &[u32],
+    pre: &Pre<'_>,
 ) -> Result<Vec<u64>, ReplayError> {
     let sends = trace.all_sends();
     let mut out = vec![0u64; consumers.len()];
@@ -785,7 +833,7 @@ fn recorded_wire(
                 s.msg
             )));
         };
-        let sent = start.saturating_add(s.offset);
+        let sent = start.saturating_add(pre.apply(sender.index(), s.offset));
         for slot in cons_start[si]..cons_start[si + 1] {
             let c = BlockId(consumers[slot as usize]);
             let Some(arrival) = trace.block(c).recorded_arrival else {

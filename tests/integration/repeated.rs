@@ -568,3 +568,64 @@ fn the_analysis_of_a_repeated_trace_equals_that_of_its_expansion() {
     }
     assert!(findings >= 10, "{findings} findings compared");
 }
+
+/// A sped-up entry or object as a replay setting (`ReplayConfig::block_scale`, no copy)
+/// replays exactly like the trace sped up by `analysis::transform`, repeated and flat.
+#[test]
+fn block_scales_replay_like_the_sped_up_trace() {
+    use analysis::transform::{Speedup, Target, block_scale, speed_up, speed_up_repeated};
+    let mut compared = 0;
+    for seed in 0..40 {
+        let rep = random_repeated(seed);
+        let flat = rep.expand();
+        for (target, factor) in [
+            (Target::Entry("e".into()), "2"),
+            (Target::Object(0), "3/2"),
+            (Target::Object(1), "1/3"),
+        ] {
+            let s = Speedup {
+                target,
+                factor: Ratio::parse(factor).unwrap(),
+            };
+            let scale = block_scale(rep.body(), &s).unwrap();
+            let sped = speed_up_repeated(&rep, &s).unwrap().0;
+            let mut sped_flat = flat.clone();
+            speed_up(&mut sped_flat, &s).unwrap();
+            for net in NETS {
+                for (cfg, what) in configs() {
+                    if net.contains("topo") && cfg.pes.is_none_or(|p| p > 32) {
+                        continue;
+                    }
+                    let spec: NetSpec = net.parse().unwrap();
+                    let plain = ReplayConfig {
+                        timeline: true,
+                        ..cfg.clone()
+                    };
+                    let scaled = ReplayConfig {
+                        block_scale: Some(scale.clone()),
+                        ..plain.clone()
+                    };
+                    let why = format!("seed {seed}, {s:?}, {what} on {net}");
+                    let a = replay::replay(&rep, spec.build().as_mut(), &scaled);
+                    let b = replay::replay(&sped, spec.build().as_mut(), &plain);
+                    match (a, b) {
+                        (Ok(a), Ok(b)) => {
+                            assert_eq!(a, b, "repeated: {why}");
+                            compared += 1;
+                        }
+                        (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string(), "{why}"),
+                        (a, b) => panic!("{why}: {:?} vs {:?}", a.err(), b.err()),
+                    }
+                    let a = replay::replay(&flat, spec.build().as_mut(), &scaled);
+                    let b = replay::replay(&sped_flat, spec.build().as_mut(), &plain);
+                    match (a, b) {
+                        (Ok(a), Ok(b)) => assert_eq!(a, b, "flat: {why}"),
+                        (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string(), "{why}"),
+                        (a, b) => panic!("{why}: {:?} vs {:?}", a.err(), b.err()),
+                    }
+                }
+            }
+        }
+    }
+    assert!(compared > 1000, "only {compared} replays compared");
+}
