@@ -36,7 +36,7 @@ pub(crate) struct CalibrateArgs {
     /// The study file to calibrate.
     study: PathBuf,
     /// The dotted key of the parameter to set, e.g. params.cell_cost, net.lat,
-    /// machine.block_overhead. Durations (e.g. \"1us\") are searched to the picosecond.
+    /// machine.block_overhead. Durations (e.g. `1us`) are searched to the picosecond.
     /// Repeat it to set several at once (least squares by coordinate descent; give at least
     /// as many measurements as parameters).
     #[arg(long, required = true)]

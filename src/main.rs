@@ -71,7 +71,7 @@ enum Cmd {
     /// Replay a trace on a simulated machine and report predicted timings.
     #[command(after_help = NET_HELP)]
     Replay(ReplayArgs),
-    /// Convert a trace from another tool (BigSim, Projections, SimGrid, GOAL) into a whatif trace.
+    /// Convert a trace from another tool (BigSim, Projections, SimGrid, GOAL, OTF2) into a whatif trace.
     #[command(after_help = IMPORT_HELP)]
     Import(ImportArgs),
     /// Write a whatif trace in another tool's format (GOAL, for LogGOPSim and its successors).
@@ -528,7 +528,8 @@ struct ReplayArgs {
     /// Trace file (binary or JSON lines), or with --format a foreign trace.
     trace: PathBuf,
     /// Read the input as this foreign format instead of a whatif trace (as `whatif import`
-    /// does): bgtrace, projections, simgrid, goal.
+    /// does): bgtrace, projections, simgrid, goal, otf2 (otf2 in builds with the `otf2`
+    /// feature).
     #[arg(long, value_parser = parse_format)]
     format: Option<importers::Format>,
     #[command(flatten)]
