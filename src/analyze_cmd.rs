@@ -233,31 +233,19 @@ fn streamed(
     } else {
         Vec::new()
     };
-    let (walked, sink, early) = std::thread::scope(|s| {
-        let side = (!early.is_empty()).then(|| s.spawn(|| analysis::run_early(&sc, early)));
-        let walked = analysis::streamed::replay_and_walk(
-            g,
-            &spec,
-            &cfg,
-            &mut progress,
-            &mut busy,
-            |r, b, _| {
-                analysis::allviews::ViewsSink::new(
-                    &feed,
-                    r.pes,
-                    r.makespan.as_ps(),
-                    &b.totals,
-                    &spec,
-                    crate::views_out::options(bin_ps),
-                )
-            },
-        );
-        let early = side
-            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-            .unwrap_or_default();
-        walked.map(|(w, sink)| (w, sink, early))
-    })
-    .with_context(|| format!("replay of `{}`", body.meta.name))?;
+    let (walked, early) = analysis::with_early(&sc, early, || {
+        analysis::streamed::replay_and_walk(g, &spec, &cfg, &mut progress, &mut busy, |r, b, _| {
+            analysis::allviews::ViewsSink::new(
+                &feed,
+                r.pes,
+                r.makespan.as_ps(),
+                &b.totals,
+                &spec,
+                crate::views_out::options(bin_ps),
+            )
+        })
+    });
+    let (walked, sink) = walked.with_context(|| format!("replay of `{}`", body.meta.name))?;
     crate::memory::checkpoint("the two replays");
     let views = sink.finish(&walked.report.pe_busy_ps)?;
     crate::memory::checkpoint("the views");

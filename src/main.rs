@@ -1585,9 +1585,8 @@ fn replay_out_streamed(input: &Repeated, m: &MachineArgs, o: &OutputArgs) -> Res
     } else {
         Vec::new()
     };
-    let (walked, early) = std::thread::scope(|s| {
-        let side = (!early.is_empty()).then(|| s.spawn(|| analysis::run_early(&sc, early)));
-        let walked = analysis::streamed::replay_and_walk(
+    let (walked, early) = analysis::with_early(&sc, early, || {
+        analysis::streamed::replay_and_walk(
             g,
             &spec,
             &cfg,
@@ -1665,13 +1664,9 @@ fn replay_out_streamed(input: &Repeated, m: &MachineArgs, o: &OutputArgs) -> Res
                     ),
                 ))
             },
-        );
-        let early = side
-            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-            .unwrap_or_default();
-        walked.map(|w| (w, early))
-    })
-    .with_context(|| format!("replay of `{}`", body.meta.name))?;
+        )
+    });
+    let walked = walked.with_context(|| format!("replay of `{}`", body.meta.name))?;
     let (walked, analysis::allviews::Both(views_sink, analysis::allviews::Both(kept, senders))) =
         walked;
     let replay_s = t0.elapsed().as_secs_f64();

@@ -271,6 +271,28 @@ pub fn run_early(
         .collect()
 }
 
+/// A what-if run early and its re-simulation.
+pub type EarlyResult = (WhatIf, Result<ReplayReport, AnalysisError>);
+
+/// Runs `f` on this thread while `what_ifs` ([`early_what_ifs`]) run on another
+/// ([`run_early`]); returns both results, for [`diagnose_with_early`]. With no what-ifs,
+/// just `f`.
+pub fn with_early<R>(
+    sc: &Scenario<'_>,
+    what_ifs: Vec<WhatIf>,
+    f: impl FnOnce() -> R,
+) -> (R, Vec<EarlyResult>) {
+    if what_ifs.is_empty() {
+        return (f(), Vec::new());
+    }
+    std::thread::scope(|s| {
+        let side = s.spawn(|| run_early(sc, what_ifs));
+        let r = f();
+        let early = side.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+        (r, early)
+    })
+}
+
 /// Every block of `b` (a repeated trace expanded, up to [`MAX_EXPANDED_BLOCKS`]).
 fn flat_of<'a>(b: Blocks<'a>, what: &str) -> Result<std::borrow::Cow<'a, Trace>, AnalysisError> {
     match b {

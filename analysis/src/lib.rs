@@ -62,7 +62,7 @@ pub use critical::{
 pub use diagnose::{
     Analysis, Bound, Changed, Diagnosis, Finding, Limits, MAX_EXPANDED_BLOCKS, Options, Scenario,
     Skipped, WhatIf, analyze, analyze_report, apply, diagnose, diagnose_with, diagnose_with_early,
-    early_what_ifs, fmt_ps, greedy_map, run_early, without_cpu_overheads,
+    early_what_ifs, fmt_ps, greedy_map, run_early, with_early, without_cpu_overheads,
 };
 pub use resim::holds_copy;
 
