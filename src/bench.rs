@@ -40,7 +40,44 @@ pub struct BenchArgs {
     /// Folder for the generated trace files (deleted afterwards).
     #[arg(long, default_value_os_t = std::env::temp_dir())]
     dir: PathBuf,
+    /// Print one JSON array (an object per size, the CSV's columns as keys) instead of the
+    /// CSV table.
+    #[arg(long)]
+    json: bool,
+    /// No per-size summary lines on stderr.
+    #[arg(long, short)]
+    quiet: bool,
 }
+
+pub(crate) const BENCH_HELP: &str = "\
+Examples (the table goes to stdout, a line per size to stderr):
+  whatif bench --ranks 1000 --iters 100
+  whatif bench --ranks 4096 --periodic --repeat 1 --json
+  whatif bench --ranks 4096 --repeat 1 --net contention:topo=torus:16x16x16,lat=1us,bw=10GB/s,packet=4KiB
+The documented large run: `whatif bench --ranks 1000000 --iters 10 --periodic` (about 30 s and
+1.3 GB on a release build).";
+
+/// The columns of bench's table (CSV header, JSON keys).
+const COLUMNS: &[&str] = &[
+    "ranks",
+    "dims",
+    "periodic",
+    "iters",
+    "blocks",
+    "messages",
+    "events",
+    "packet_hops",
+    "gen_s",
+    "write_s",
+    "load_s",
+    "plan_s",
+    "loop_s",
+    "messages_per_s_loop",
+    "messages_per_s_end_to_end",
+    "events_per_s_loop",
+    "peak_rss_bytes",
+    "rss_bytes_per_block",
+];
 
 /// The most cubic factorisation a*b*c = n with a <= b <= c.
 pub fn cubic_dims(n: u32) -> [u32; 3] {
@@ -74,9 +111,10 @@ pub fn run(a: BenchArgs) -> Result<()> {
     if a.repeat == 0 {
         bail!("--repeat must be at least 1");
     }
-    println!(
-        "ranks,dims,periodic,iters,blocks,messages,events,packet_hops,gen_s,write_s,load_s,plan_s,loop_s,messages_per_s_loop,messages_per_s_end_to_end,events_per_s_loop,peak_rss_bytes,rss_bytes_per_block"
-    );
+    if !a.json {
+        println!("{}", COLUMNS.join(","));
+    }
+    let mut json_rows = Vec::new();
     for &n in &a.ranks {
         let dims = cubic_dims(n);
         let p = SynthParams {
@@ -148,7 +186,7 @@ pub fn run(a: BenchArgs) -> Result<()> {
         let hops = r.net.as_ref().map_or(0, |s| s.packet_hops);
         let e2e = load_s + plan_s + loop_s;
         let per_block = peak.map(|b| b as f64 / r.blocks as f64);
-        println!(
+        let row = format!(
             "{n},{}x{}x{},{},{},{},{},{},{hops},{gen_s:.3},{write_s:.3},{load_s:.4},{plan_s:.4},{loop_s:.4},{:.0},{:.0},{:.0},{},{}",
             dims[0],
             dims[1],
@@ -164,6 +202,14 @@ pub fn run(a: BenchArgs) -> Result<()> {
             peak.map_or(String::new(), |b| b.to_string()),
             per_block.map_or(String::new(), |b| format!("{b:.1}")),
         );
+        if a.json {
+            json_rows.push(json_row(&row));
+        } else {
+            println!("{row}");
+        }
+        if a.quiet {
+            continue;
+        }
         eprintln!(
             "{n} ranks ({}x{}x{}{}, {} iterations, {} blocks, {} messages): load {load_s:.3} s, plan {plan_s:.3} s, loop {loop_s:.3} s; {:.2} M messages/s in the loop, {:.2} M messages/s end to end{}{}",
             dims[0],
@@ -189,11 +235,34 @@ pub fn run(a: BenchArgs) -> Result<()> {
             }
         );
     }
-    eprintln!(
-        "(median of {} runs; gen and write once per size; load = reading the trace file, plan = compiling it for the machine, loop = the event loop)",
-        a.repeat
-    );
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&json_rows)?);
+    }
+    if !a.quiet {
+        eprintln!(
+            "(median of {} runs; gen and write once per size; load = reading the trace file, plan = compiling it for the machine, loop = the event loop)",
+            a.repeat
+        );
+    }
     Ok(())
+}
+
+/// A CSV row of [`COLUMNS`] as a JSON object: numbers as numbers, `dims` as text, an empty
+/// cell (no peak RSS measured) as null.
+fn json_row(row: &str) -> serde_json::Value {
+    let cells = COLUMNS.iter().zip(row.split(',')).map(|(k, v)| {
+        let value = if v.is_empty() {
+            serde_json::Value::Null
+        } else if *k == "dims" {
+            serde_json::Value::String(v.to_string())
+        } else if *k == "periodic" {
+            serde_json::Value::Bool(v == "true")
+        } else {
+            serde_json::from_str(v).unwrap_or_else(|_| serde_json::Value::String(v.to_string()))
+        };
+        (k.to_string(), value)
+    });
+    serde_json::Value::Object(cells.collect())
 }
 
 #[cfg(test)]

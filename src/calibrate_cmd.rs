@@ -28,8 +28,11 @@ Examples (MK's ATM2D, calibrated on one Paragon run of P = 4, lambda = 128: 0.81
   whatif calibrate scenarios/studies/atm2d-paragon.toml --param params.cell_cost \\
       --measured workload.pes=4,params.lambda=128:0.817s --out atm2d-calibrated.toml
   whatif sweep atm2d-calibrated.toml --out atm/
-  whatif calibrate atm-alphabeta.toml --param params.cell_cost --param net.lat \\
-      --measured params.lambda=64:82.94ms --measured params.lambda=16:6.125ms --out c.toml";
+  whatif calibrate scenarios/studies/atm2d-paragon.toml --param params.cell_cost \\
+      --measured workload.pes=4,params.lambda=128:0.817s \\
+      --measured workload.pes=16,params.lambda=256:3.2s --out atm2d-fit.toml   # least squares
+Several --param flags fit several parameters at once, e.g. --param params.cell_cost --param
+net.lat on a study whose network has a latency, with at least as many measurements.";
 
 #[derive(Args)]
 pub(crate) struct CalibrateArgs {
@@ -41,8 +44,8 @@ pub(crate) struct CalibrateArgs {
     /// as many measurements as parameters).
     #[arg(long, required = true)]
     param: Vec<String>,
-    /// A measurement, repeatable: KEY=VALUE[,KEY=VALUE...]:SECONDS (e.g.
-    /// workload.pes=4,params.lambda=128:0.817s; the unit s/ms/us is optional, s by default).
+    /// A measurement, repeatable: KEY=VALUE[,KEY=VALUE...]:TIME, the time with its unit as
+    /// every duration (e.g. workload.pes=4,params.lambda=128:0.817s or ...:82.94ms).
     #[arg(long = "measured", required = true, value_name = "SETTINGS:TIME")]
     measured: Vec<String>,
     /// The predicted column to match: makespan_s or mean_iteration_s.
@@ -56,7 +59,7 @@ pub(crate) struct CalibrateArgs {
     #[arg(long)]
     hi: Option<String>,
     /// Where to write the calibrated study.
-    #[arg(long)]
+    #[arg(long, value_name = "FILE")]
     out: PathBuf,
     /// No progress on stderr.
     #[arg(short, long)]
@@ -83,10 +86,10 @@ fn value_of(v: &str) -> toml::Value {
     }
 }
 
-fn parse_measured(m: &str) -> Result<Measured> {
-    let (settings, time) = m
-        .rsplit_once(':')
-        .with_context(|| format!("--measured `{m}`: expected KEY=VALUE[,...]:SECONDS"))?;
+fn parse_measured(m: &str, quiet: bool) -> Result<Measured> {
+    let (settings, time) = m.rsplit_once(':').with_context(|| {
+        format!("--measured `{m}`: expected KEY=VALUE[,...]:TIME, e.g. params.lambda=128:0.817s")
+    })?;
     let seconds = if time.chars().any(|c| c.is_ascii_alphabetic()) {
         let d = parse_duration(time).map_err(|e| anyhow::anyhow!("--measured `{m}`: {e}"))?;
         d.as_ps() as f64 / 1e12
@@ -95,7 +98,12 @@ fn parse_measured(m: &str) -> Result<Measured> {
             .ok()
             .filter(|s| s.is_finite() && *s > 0.0)
             .with_context(|| {
-                format!("--measured `{m}`: `{time}` is not a positive number of seconds")
+                format!("--measured `{m}`: `{time}` is not a duration with a unit, e.g. 0.817s or 82.94ms")
+            })
+            .inspect(|_| {
+                // A bare number was read as seconds: the old spelling (every other duration
+                // needs a unit).
+                crate::spelling::note_old(&format!(":{time}"), &format!(":{time}s"), quiet)
             })?
     };
     let settings = settings
@@ -237,7 +245,7 @@ pub(crate) fn calibrate(a: CalibrateArgs) -> Result<()> {
     let measured: Vec<Measured> = a
         .measured
         .iter()
-        .map(|m| parse_measured(m))
+        .map(|m| parse_measured(m, a.quiet))
         .collect::<Result<_>>()?;
     if params.len() > 1 && (a.lo.is_some() || a.hi.is_some()) {
         bail!(crate::BadInput(

@@ -46,10 +46,16 @@ steps = 14
 /// The network of the demo's detailed replay: a contended 4x4x3 torus, 48 nodes.
 const DEMO_NET: &str = "contention:topo=torus:4x4x3,lat=20us,hop=100ns,bw=2GB/s";
 
+pub(crate) const DEMO_HELP: &str = "\
+Examples:
+  whatif demo                                   # whatif-demo/report.html, whatif-demo/sweep/, replay/
+  whatif demo --out my-demo --jobs 2 -q         # elsewhere, on 2 threads, quietly
+  whatif report my-demo --out my-demo/again.html   # the report alone, from the demo's folders";
+
 #[derive(Args)]
 pub(crate) struct DemoArgs {
     /// Output folder.
-    #[arg(long, default_value = "whatif-demo")]
+    #[arg(long, value_name = "DIR", default_value = "whatif-demo")]
     out: PathBuf,
     /// Worker threads for the sweep, 1 to 1024 [default: all cores].
     #[arg(long, value_parser = crate::sweep_cmd::parse_jobs)]

@@ -23,6 +23,12 @@ whatif replay s.trace --net latency:lat=100us   # what if the latency were 100 u
     )
 }
 
+pub(crate) const NATIVE_HELP: &str = "\
+Examples:
+  whatif run-native stencil3d --pes 2 --set block=32x32x24 --repeat 3
+  whatif run-native kneighbor --pes 4 --json
+  whatif emulate stencil3d --pes 2 --timing measured --set block=32x32x24 --out m.trace   # its emulated twin";
+
 pub(crate) fn parse_kv(s: &str) -> Result<(String, String), String> {
     match s.split_once('=') {
         Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.trim().to_string())),
@@ -109,7 +115,7 @@ pub(crate) struct EmulateArgs {
     #[arg(long, value_name = "BYTES", value_parser = sim_core::units::parse_bytes)]
     max_memory: Option<u64>,
     /// Output trace; `.jsonl` writes the JSON-lines text form, anything else the binary form.
-    #[arg(long)]
+    #[arg(long, value_name = "FILE")]
     out: PathBuf,
     /// No progress or summary on stderr.
     #[arg(long, short)]
@@ -451,9 +457,12 @@ fn apply_costs(t: &mut trace::Trace, file: &std::path::Path, x: f64) -> Result<V
 pub(crate) struct NativeArgs {
     /// Program to run (see `whatif emulate --help` for the list).
     program: String,
-    /// OS threads, one per PE, 1 to 1024 (each a real thread of this computer).
-    #[arg(long, default_value_t = 2, value_parser = parse_threads)]
-    threads: u32,
+    /// PEs of the native run, 1 to 1024, each a real thread of this computer [default: 2].
+    #[arg(long, value_name = "N", value_parser = parse_threads)]
+    pes: Option<u32>,
+    /// Old spelling of --pes.
+    #[arg(long = "threads", hide = true, value_parser = parse_threads, conflicts_with = "pes")]
+    threads_old: Option<u32>,
     /// Program parameter, repeatable: --set key=value.
     #[arg(long = "set", value_parser = parse_kv, value_name = "KEY=VALUE")]
     sets: Vec<(String, String)>,
@@ -473,6 +482,9 @@ pub(crate) struct NativeArgs {
     /// this, e.g. `4GiB` [default: 3/4 of this computer's memory].
     #[arg(long, value_name = "BYTES", value_parser = crate::parse_bytes_arg)]
     max_memory: Option<u64>,
+    /// No per-run lines or notes on stderr.
+    #[arg(long, short)]
+    quiet: bool,
 }
 
 /// The emulator's refusal of a program too large (its objects or data, `bytes` with what was
@@ -487,12 +499,12 @@ fn memory_refusal(doing: &str, what: &str, bytes: u64, limit: u64) -> anyhow::Er
     .into()
 }
 
-/// `run-native --threads`: 1 to 1024 OS threads.
+/// `run-native --pes`: 1 to 1024 OS threads.
 fn parse_threads(s: &str) -> Result<u32, String> {
     match s.parse::<u32>() {
         Ok(n @ 1..=1024) => Ok(n),
         _ => Err(format!(
-            "expected a number of OS threads from 1 to 1024, got {}",
+            "expected a number of PEs (OS threads) from 1 to 1024, got {}",
             sim_core::inputs::quote(s)
         )),
     }
@@ -522,8 +534,10 @@ pub(crate) fn run_native(a: NativeArgs) -> Result<()> {
     let limit = a
         .max_memory
         .unwrap_or_else(crate::limits::default_memory_limit);
+    let pes =
+        crate::spelling::either(a.pes, a.threads_old, ("--threads", "--pes"), a.quiet).unwrap_or(2);
     let cfg = NativeConfig {
-        threads: a.threads,
+        threads: pes,
         map: a.map,
         priority: a.priority,
         max_memory_bytes: limit.saturating_sub(emulation_bytes(0, 0)).max(1),
@@ -545,7 +559,7 @@ pub(crate) fn run_native(a: NativeArgs) -> Result<()> {
         };
         let its = r.iteration_times();
         let m = mean(&its);
-        if !a.json {
+        if !a.json && !a.quiet {
             eprintln!(
                 "run {}: wall {:.6} s, {} blocks, {} cross-thread messages, {} iterations{}",
                 i + 1,
@@ -576,7 +590,8 @@ pub(crate) fn run_native(a: NativeArgs) -> Result<()> {
             "{}",
             serde_json::json!({
                 "program": a.program,
-                "threads": a.threads,
+                "pes": pes,
+                "threads": pes,
                 "sets": a.sets.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>(),
                 "runs": runs,
                 "median_wall_s": med_wall,
@@ -585,9 +600,9 @@ pub(crate) fn run_native(a: NativeArgs) -> Result<()> {
         );
     } else {
         println!(
-            "{} on {} threads, {} run(s): median wall {:.6} s{}",
+            "{} on {} PEs (threads), {} run(s): median wall {:.6} s{}",
             a.program,
-            a.threads,
+            pes,
             a.repeat,
             med_wall.unwrap_or(0.0),
             med_iter

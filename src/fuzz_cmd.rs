@@ -19,11 +19,11 @@ Every input the reader accepts is replayed (alphabeta:lat=1us,bw=10GB/s, at most
 Findings (panics, inputs over budget) are saved next to the scratch folder; the exit status is
 1 when there is any.
 
-Examples:
+Examples (--max-execs keeps these short; a real campaign runs for --time 5min or hours):
   whatif gen ring --ranks 8 --iters 3 --out r.trace
-  whatif fuzz-import trace r.trace --time 5min
-  whatif fuzz-import jsonl r.trace --time 5min
-  whatif export goal r.trace --out r.goal && whatif fuzz-import goal r.goal --time 5min";
+  whatif fuzz-import trace r.trace --max-execs 50
+  whatif fuzz-import jsonl r.trace --max-execs 50
+  whatif export goal r.trace --out r.goal && whatif fuzz-import goal r.goal --max-execs 50";
 
 /// What to fuzz.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -96,6 +96,9 @@ pub struct FuzzArgs {
     /// Scratch folder [default: a new folder under the system temp dir].
     #[arg(long)]
     work: Option<PathBuf>,
+    /// No running count on stderr (the summary goes to stdout).
+    #[arg(long, short)]
+    quiet: bool,
 }
 
 /// A duration for people: `90s`, `5min`, `2h`, or the simulator's units.
@@ -208,6 +211,9 @@ pub fn fuzz(a: FuzzArgs) -> Result<()> {
         &cfg,
         target,
         |r, t| {
+            if a.quiet {
+                return;
+            }
             eprint!(
                 "\r{:>6.0} s  {} execs ({:.0}/s), {} accepted, {} rejected, {} panics, {} over budget   ",
                 t.as_secs_f64(),
@@ -220,7 +226,9 @@ pub fn fuzz(a: FuzzArgs) -> Result<()> {
             )
         },
     )?;
-    eprintln!();
+    if !a.quiet {
+        eprintln!();
+    }
     println!(
         "fuzz-import {} {}: {} execs, {} accepted and replayed, {} rejected with an error, {} panics, {} over budget; slowest input {:.3} s, most peak memory {} (seed {})",
         a.format.name(),

@@ -25,9 +25,10 @@ map applied at the LB point (`--at start`: for the whole run) on the simulated n
 pre_lb / post_lb iteration: mean iteration time before the sync point K (iterations < K) and \
 after it (iterations > K; iteration K contains the LB step). At the start, pre_lb is the run \
 without balancing and post_lb the run with the map. Without iteration markers: the makespans.\n\n\
-Example (Lee's SimpleImbalance, LB at iteration 5 of 10):\n  \
+Examples (Lee's SimpleImbalance, LB at iteration 5 of 10):\n  \
 whatif emulate simple-imbalance --pes 100 --set objects_per_pe=2 --out si.trace\n  \
-whatif lb si.trace --strategies dummy,rotate,greedy,refine --at 5\n\n{}",
+whatif lb si.trace --strategies dummy,rotate,greedy,refine --at 5\n  \
+whatif lb si.trace --strategies greedy,topo --at start --pes 64 --net hops:topo=mesh:8x8,lat=1us,bw=1GB/s --json\n\n{}",
         network_models::NET_HELP
     )
 }

@@ -20,6 +20,7 @@ mod predict_cmd;
 mod progress;
 mod report;
 mod scaling_out;
+mod spelling;
 mod svg;
 mod sweep_cmd;
 mod sweep_journal;
@@ -47,34 +48,53 @@ use trace::{Format, Repeated, Trace, TraceSummary};
     about = "What-if performance prediction for message-driven parallel programs",
     long_about = "whatif replays a trace of execution blocks (one non-preemptive run of an entry method, \
 with its duration, triggering message, dependencies and sends) on a simulated machine: \
-any number of PEs, any object placement, CPU speed and network model.\n\n\
-Quick start:\n  whatif demo                                  # a study, a replay and an HTML report in whatif-demo/\n  \
-whatif run                                   # built-in 3-D halo on 512 PEs\n  \
-whatif gen ring --ranks 1000 --iters 100 --out r.trace\n  \
-whatif inspect r.trace\n  \
-whatif replay r.trace --net alphabeta:lat=1us,bw=10GB/s"
+any number of PEs, any object placement, CPU speed and network model.",
+    after_help = TOP_HELP
 )]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
 }
 
+/// The top-level help's closing text: the first steps, and where the words are defined.
+const TOP_HELP: &str = "\
+Quick start:
+  whatif demo                                  # a study, a replay and an HTML report in whatif-demo/
+  whatif run                                   # the built-in 3-D halo on 512 PEs
+
+Examples:
+  whatif gen ring --ranks 1000 --iters 100 --out r.trace
+  whatif inspect r.trace
+  whatif replay r.trace --net alphabeta:lat=1us,bw=10GB/s
+
+`whatif COMMAND --help` explains a command with examples. Every command speaks the same words
+(docs/CLI.md): --pes for the simulated machine's processors, --out FILE or DIR for what it
+writes, -q for a quiet stderr, --json for results as JSON, durations with units (100us).";
+
 #[derive(Subcommand)]
 enum Cmd {
     /// Replay the built-in default scenario (3-D halo, 8x8x8 ranks, 20 iterations) and print the prediction.
-    #[command(after_help = NET_HELP)]
+    #[command(
+        after_help = run_help(),
+        mut_arg("net", |a| a.help("Network model, e.g. `latency:lat=5us` or `alphabeta:lat=1us,bw=10GB/s` [default: alphabeta:lat=1us,bw=10GB/s, the built-in trace's]. Models and parameters are listed below")),
+        mut_arg("force", |a| a.help("Write the --out folder into a non-empty folder that is not a whatif output (its other files are kept)")),
+        mut_arg("pes", |a| a.help("Simulated PEs, or `objects`: one PE per rank [default: 512, one per rank]"))
+    )]
     Run(RunArgs),
     /// Generate a synthetic workload trace (pingpong, ring, halo2d, halo3d, pipeline).
+    #[command(after_help = GEN_HELP)]
     Gen(GenArgs),
     /// Print a trace's counts, entry-method table and time range.
+    #[command(after_help = INSPECT_HELP)]
     Inspect(InspectArgs),
     /// Replay a trace on a simulated machine and report predicted timings.
-    #[command(after_help = NET_HELP)]
+    #[command(after_help = replay_help())]
     Replay(ReplayArgs),
     /// Convert a trace from another tool (BigSim, Projections, SimGrid, GOAL, OTF2) into a whatif trace.
     #[command(after_help = IMPORT_HELP)]
     Import(ImportArgs),
     /// Write a whatif trace in another tool's format (GOAL, for LogGOPSim and its successors).
+    #[command(after_help = EXPORT_HELP)]
     Export(ExportArgs),
     /// Write the machine of a `flow` network as a SimGrid platform (platform.xml, hostfile) and
     /// print the `smpirun -replay` command that runs a SimGrid trace on it, to check whatif's
@@ -87,6 +107,7 @@ enum Cmd {
     Emulate(emulate_cmd::EmulateArgs),
     /// Run a built-in program for real on k threads and report wall time per iteration (to
     /// check predictions against this machine).
+    #[command(after_help = emulate_cmd::NATIVE_HELP)]
     RunNative(emulate_cmd::NativeArgs),
     /// Compare load-balancing strategies on a trace: static metrics of each map and its
     /// replayed iteration time on the simulated network.
@@ -119,14 +140,18 @@ enum Cmd {
     #[command(after_help = sweep_cmd::SWEEP_HELP)]
     Sweep(sweep_cmd::SweepArgs),
     /// Join the outputs of `whatif sweep --shard` runs into the single-run result.
+    #[command(after_help = sweep_cmd::MERGE_HELP)]
     Merge(sweep_cmd::MergeArgs),
     /// Write a self-contained HTML report (SVG charts) for a sweep folder and/or a replay
     /// `--out` folder.
+    #[command(after_help = REPORT_HELP)]
     Report(ReportArgs),
     /// Run a small built-in study end to end (sweep, a detailed replay, the HTML report) into
     /// one folder, in well under a minute.
+    #[command(after_help = demo::DEMO_HELP)]
     Demo(demo::DemoArgs),
     /// Measure simulator speed (simulated messages per second) on 3-D halo workloads.
+    #[command(after_help = bench::BENCH_HELP)]
     Bench(bench::BenchArgs),
     /// Developer tool: mutate a valid input again and again (any of the eight formats whatif
     /// reads), read and replay each, and check that none panics or goes over its time or
@@ -135,14 +160,66 @@ enum Cmd {
     FuzzImport(fuzz_cmd::FuzzArgs),
 }
 
+fn run_help() -> String {
+    format!(
+        "Examples:
+  whatif run                                   # the built-in 3-D halo on 512 PEs
+  whatif run --net latency:lat=50us --json     # the same at 50 us latency, as JSON
+  whatif run --pes 64 --map block --out run1   # 8 ranks per PE; every output in run1/
+
+{NET_HELP}"
+    )
+}
+
+fn replay_help() -> String {
+    format!(
+        "Examples:
+  whatif gen halo3d --dims 4x4x4 --iters 20 --out h.trace
+  whatif replay h.trace --net alphabeta:lat=1us,bw=10GB/s
+  whatif replay h.trace --net latency:lat=5us --pes 8 --map block --json
+  whatif replay h.trace --net contention:topo=torus:4x4x4,bw=10GB/s --out run1 --report
+
+{NET_HELP}"
+    )
+}
+
+const GEN_HELP: &str = "\
+Examples:
+  whatif gen ring --ranks 1000 --iters 100 --out r.trace
+  whatif gen halo3d --dims 10x10x10 --iters 100 --compute 100us --bytes 64KiB --out h.trace
+  whatif gen halo2d --dims 8x8 --periodic --jitter 0.1 --out h2.jsonl   # the JSON-lines text form
+  whatif gen pipeline --stages 16 --iters 50 --net latency:lat=5us --out p.trace";
+
+const INSPECT_HELP: &str = "\
+Examples:
+  whatif gen halo3d --dims 4x4x4 --out h.trace
+  whatif inspect h.trace
+  whatif inspect h.trace --json --objects placement.csv   # placement.csv: for --map file:PATH";
+
+const EXPORT_HELP: &str = "\
+Examples:
+  whatif gen halo3d --dims 4x4x4 --out h.trace
+  whatif export goal h.trace --out h.goal
+  whatif replay h.goal --format goal --net loggops   # LogGOPSim's semantics, exactly";
+
+const REPORT_HELP: &str = "\
+Examples:
+  whatif sweep scenarios/studies/stencil-latency-small.toml --out study
+  whatif report study                           # study/report.html
+  whatif gen halo3d --dims 4x4x4 --out h.trace && whatif replay h.trace --out run1
+  whatif report run1 --out run1.html";
+
 #[derive(Args)]
 struct ReportArgs {
     /// A folder from `whatif sweep` (results.json, manifest.json), from `whatif replay --out`
     /// (summary.json, timeline.csv, ...), or from `whatif demo` (both, in sweep/ and replay/).
     dir: PathBuf,
     /// Output file [default: DIR/report.html].
-    #[arg(long)]
+    #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
+    /// No summary on stderr.
+    #[arg(long, short)]
+    quiet: bool,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -158,8 +235,11 @@ struct ExportArgs {
     /// Trace file (binary or JSON lines).
     trace: PathBuf,
     /// Output file.
-    #[arg(long)]
+    #[arg(long, value_name = "FILE")]
     out: PathBuf,
+    /// No summary on stderr.
+    #[arg(long, short)]
+    quiet: bool,
 }
 
 #[derive(Args)]
@@ -174,11 +254,14 @@ struct PlatformArgs {
     #[arg(long, default_value_t = 1e9, value_parser = parse_flops)]
     flops_per_s: f64,
     /// Output folder (platform.xml, hostfile).
-    #[arg(long)]
+    #[arg(long, value_name = "DIR")]
     out: PathBuf,
     /// Replace a non-empty folder that is not a previous whatif output.
     #[arg(long)]
     force: bool,
+    /// No summary on stderr (the commands to run go to stdout).
+    #[arg(long, short)]
+    quiet: bool,
 }
 
 const PLATFORM_HELP: &str = "\
@@ -190,21 +273,24 @@ and a Full routing zone with the model's route for every pair. With the printed 
 protocol and collectives by default (`--mpi-protocol simgrid --collectives smpi`), so the two
 run the same messages at the same moments.
 
-Example:
-  whatif platform --net flow:topo=torus:4x4,hop=1us,bw=1GB/s,sharing=cm02 --pes 16 --out plat
-  smpirun -np 16 -platform plat/platform.xml -hostfile plat/hostfile -replay index.txt <cfg...>
-  whatif replay index.txt --format simgrid --net flow:topo=torus:4x4,hop=1us,bw=1GB/s,sharing=cm02";
+Examples (a 32-rank SimGrid trace; the smpirun line is printed whole by the first command):
+  whatif platform --net flow:topo=torus:4x8,lat=1us,hop=1us,bw=100MB/s,sharing=cm02 --pes 32 --out plat
+  smpirun -np 32 -platform plat/platform.xml -hostfile plat/hostfile -replay ../shared/data/simgrid-ti/smpi_replay.txt <cfg...>
+  whatif replay ../shared/data/simgrid-ti/smpi_replay.txt --format simgrid \\
+      --net flow:topo=torus:4x8,lat=1us,hop=1us,bw=100MB/s,sharing=cm02
+  whatif platform --net flow:topo=fattree:k=4,levels=2,bw=10GB/s --pes 16 --out plat2 -q";
 
 const IMPORT_HELP: &str = "\
 Examples:
+  whatif gen ring --ranks 4 --out r.trace && whatif replay r.trace --out run1   # run1/projections/
+  whatif import projections run1/projections/predicted.sts --out p.trace   # .log or .log.gz
   whatif import bgtrace ../shared/data/bigsim-jacobi2d/traceJ0 --out j0.trace
-  whatif inspect j0.trace
-  whatif replay j0.trace --net recorded          # the emulation's own message delays
-  whatif replay traceJ0 --format bgtrace --net latency:lat=1us   # without a separate import
-  whatif import projections pingpong.prj.sts --out pp.trace   # reads .log or .log.gz
-  whatif import otf2 traces.otf2 --out p.trace   # Score-P; a build with --features otf2
-  whatif replay p.trace --net recorded --recorded-order   # the recorded run, exactly
-The crate docs of `importers` give the exact record-to-block mapping of each format.";
+  whatif replay j0.trace --net recorded --recorded-order   # the recorded run, exactly
+
+Any replay reads a foreign trace directly with --format (`whatif replay traceJ0 --format bgtrace`),
+and `whatif import otf2 traces.otf2 --out o.trace` reads Score-P archives in a build with
+--features otf2. The crate docs of `importers` give the exact record-to-block mapping of each
+format.";
 
 #[derive(Args)]
 struct ImportArgs {
@@ -214,7 +300,7 @@ struct ImportArgs {
     /// Input file or folder (see the format list).
     input: PathBuf,
     /// Output trace; `.jsonl` writes the JSON-lines text form, anything else the binary form.
-    #[arg(long)]
+    #[arg(long, value_name = "FILE")]
     out: PathBuf,
     #[command(flatten)]
     opts: ImportOpts,
@@ -228,6 +314,7 @@ struct ImportArgs {
 }
 
 #[derive(Args, Clone)]
+#[command(next_help_heading = "Foreign traces (with --format)")]
 struct ImportOpts {
     /// Compute speed for converting flop counts into durations (SimGrid `compute` actions),
     /// e.g. 1e9 or 2.5e10.
@@ -346,7 +433,7 @@ struct GenArgs {
     #[arg(long)]
     net: Option<NetSpec>,
     /// Output file; `.jsonl` writes the JSON-lines text form, anything else the binary form.
-    #[arg(long)]
+    #[arg(long, value_name = "FILE")]
     out: PathBuf,
     /// Refuse a trace estimated to need more memory than this while it is generated, e.g.
     /// `4GiB` [default: 3/4 of this computer's memory].
@@ -368,9 +455,13 @@ struct InspectArgs {
     /// placement file for `--map file:PATH`.
     #[arg(long, value_name = "FILE")]
     objects: Option<PathBuf>,
+    /// No notes on stderr (the summary goes to stdout).
+    #[arg(long, short)]
+    quiet: bool,
 }
 
 #[derive(Args, Clone)]
+#[command(next_help_heading = "Machine")]
 struct MachineArgs {
     /// Network model, e.g. `latency:lat=5us` or `alphabeta:lat=1us,bw=10GB/s` [default: the
     /// trace's recorded model, else ideal]. Models and parameters are listed below.
@@ -464,6 +555,7 @@ struct MachineArgs {
 }
 
 #[derive(Args)]
+#[command(next_help_heading = "Outputs")]
 struct OutputArgs {
     /// Print one JSON object with the simulated results instead of the human summary.
     #[arg(long)]
@@ -684,10 +776,12 @@ fn stop_cleanly_on_interrupt() {
 fn main() -> ExitCode {
     quiet_on_closed_stdout();
     stop_cleanly_on_interrupt();
+    let args: Vec<String> = std::env::args().collect();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => return command_line_error(e),
     };
+    spelling::argv_notes(&args);
     let result = dispatch(cli);
     memory::log_at_exit();
     match result {
@@ -806,7 +900,9 @@ fn dispatch(cli: Cli) -> Result<()> {
         Cmd::Merge(a) => sweep_cmd::merge(a),
         Cmd::Report(a) => {
             let p = html_report::write(&a.dir, a.out.as_deref())?;
-            println!("wrote {}", p.display());
+            if !a.quiet {
+                eprintln!("wrote {}", p.display());
+            }
             Ok(())
         }
         Cmd::Demo(a) => demo::demo(a),
@@ -998,12 +1094,14 @@ fn export_cmd(a: ExportArgs) -> Result<()> {
         ExportFormat::Goal => importers::goal::export(&t)?,
     };
     files::write_text(&a.out, &text)?;
-    eprintln!(
-        "wrote {} ({} ranks from {} blocks)",
-        a.out.display(),
-        t.objects.len(),
-        t.num_blocks()
-    );
+    if !a.quiet {
+        eprintln!(
+            "wrote {} ({} ranks from {} blocks)",
+            a.out.display(),
+            t.objects.len(),
+            t.num_blocks()
+        );
+    }
     Ok(())
 }
 
@@ -1025,9 +1123,14 @@ fn platform_cmd(a: PlatformArgs) -> Result<()> {
     )?;
     files::finish_dir(dir)?;
     let out = a.out.display();
+    if !a.quiet {
+        eprintln!(
+            "wrote {out}/platform.xml and {out}/hostfile ({} hosts)",
+            a.pes
+        );
+    }
     println!(
-        "wrote {out}/platform.xml and {out}/hostfile ({} hosts)\nreplay a SimGrid trace (index file TI) on it with:\n  smpirun -np {} -platform {out}/platform.xml -hostfile {out}/hostfile -replay TI {}\nand compare with:\n  whatif replay TI --format simgrid --flops-per-s {} --net {}",
-        a.pes,
+        "replay a SimGrid trace (index file TI) on it with:\n  smpirun -np {} -platform {out}/platform.xml -hostfile {out}/hostfile -replay TI {}\nand compare with:\n  whatif replay TI --format simgrid --flops-per-s {} --net {}",
         a.pes,
         network_models::simgrid::smpirun_cfg(p).join(" "),
         a.flops_per_s,

@@ -76,6 +76,9 @@ pub(crate) struct ModelArgs {
     /// Also write the measurements as an Extra-P text file (to open or check in Extra-P).
     #[arg(long, value_name = "FILE")]
     extrap_out: Option<PathBuf>,
+    /// No notes on stderr (the models go to stdout).
+    #[arg(long, short)]
+    quiet: bool,
 }
 
 /// A results.csv as an experiment: one series per combination of the other axes.

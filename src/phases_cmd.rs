@@ -27,10 +27,10 @@ and the whole run: MK's T_s (the busiest object's time outside phases) + T_p (in
 order, consecutive independent ones overlapped) against the replay's makespan.
 
 Examples:
-  whatif emulate pge --pes 8 --set ways=2 --net paragon --out pge2.trace
-  whatif phases pge2.trace --net paragon
-  whatif emulate atm2d --pes 16 --net paragon --out atm.trace
-  whatif phases atm.trace --net paragon --csv atm-phases.csv";
+  whatif emulate pge --pes 8 --set ways=2 --machine paragon --out pge2.trace
+  whatif phases pge2.trace --machine paragon
+  whatif emulate atm2d --pes 16 --machine paragon --out atm.trace
+  whatif phases atm.trace --machine paragon --csv atm-phases.csv";
 
 #[derive(Args)]
 pub(crate) struct PhasesArgs {

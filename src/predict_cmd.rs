@@ -31,9 +31,9 @@ How it works:
      contention, busy receivers or pipeline fill.
 
 Examples:
-  whatif predict stencil3d --small 8,16,32,64,128 --at 1024,4096 \\
-      --set grid=128x128x128 --set block=8x8x8 --net alphabeta:lat=2us,bw=10GB/s
-  whatif predict atm2d --small 4,8,16,32,64 --at 128,1024 --machine paragon --set steps=3
+  whatif predict stencil3d --small 4,8,16,32 --at 64,512 \\
+      --set grid=64x64x64 --set block=8x8x8 --net alphabeta:lat=2us,bw=10GB/s
+  whatif predict atm2d --small 4,8,16,32,64 --at 128,256 --machine paragon --set steps=3
   whatif predict pge --small 4,8,16,32 --at 64,128 --set ways=2 --machine paragon --csv p.csv";
 
 #[derive(Args)]

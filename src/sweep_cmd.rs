@@ -29,10 +29,19 @@ the network, an optional load balancer and sweep axes; see docs/STUDIES.md and t
 scenarios/ for complete examples. Every point gets a fingerprint of its resolved configuration
 and a seed derived from the study's seed and the point index.
 
-Beyond one machine: run shards anywhere (e.g. a Slurm job array, docs/slurm.md) and merge:
-  whatif sweep study.toml --shard 0/4 --out shard0     (points 0, 4, 8, ...)
-  whatif merge shard0 shard1 shard2 shard3 --out results
-The merged files are byte-identical to a single `whatif sweep study.toml --out results`.";
+Examples:
+  whatif sweep scenarios/studies/stencil-latency-small.toml --out study
+  whatif sweep scenarios/studies/stencil-latency-small.toml --list   # the points, nothing run
+  whatif sweep scenarios/studies/atm2d-paragon.toml --out atm --report --jobs 2 --json
+
+Beyond one machine: run shards anywhere (e.g. a Slurm job array, docs/slurm.md) and join them
+with `whatif merge` (see its help); the merged files are byte-identical to a single run's.";
+
+pub(crate) const MERGE_HELP: &str = "\
+Examples (shard i of n runs points i, i+n, i+2n, ...):
+  whatif sweep scenarios/studies/stencil-latency-small.toml --shard 0/2 --out shard0
+  whatif sweep scenarios/studies/stencil-latency-small.toml --shard 1/2 --out shard1
+  whatif merge shard0 shard1 --out results      # byte-identical to a single sweep's folder";
 
 /// `i/n`: shard `i` of `n` (0-based).
 #[derive(Clone, Copy, Debug)]
@@ -62,7 +71,7 @@ pub(crate) struct SweepArgs {
     /// Study file (TOML).
     study: PathBuf,
     /// Output folder [default: `<study name>-results` in the current folder].
-    #[arg(long)]
+    #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
     /// Worker threads, 1 to 1024 [default: all cores]. Results do not depend on it.
     #[arg(long, value_parser = parse_jobs)]
@@ -79,9 +88,13 @@ pub(crate) struct SweepArgs {
     /// Also write the HTML report (OUT/report.html).
     #[arg(long)]
     report: bool,
-    /// No progress on stderr.
+    /// No progress or notes on stderr.
     #[arg(long, short)]
     quiet: bool,
+    /// Also print the results on stdout as one JSON array (the rows of results.json; with
+    /// --list, the points).
+    #[arg(long)]
+    json: bool,
     /// Write into --out even if it is a non-empty folder that is not a whatif output (its
     /// other files are kept). A previous whatif output is always replaced as a whole.
     #[arg(long)]
@@ -94,11 +107,14 @@ pub(crate) struct MergeArgs {
     #[arg(required = true)]
     shards: Vec<PathBuf>,
     /// Output folder.
-    #[arg(long)]
+    #[arg(long, value_name = "DIR")]
     out: PathBuf,
     /// Write into --out even if it is a non-empty folder that is not a whatif output.
     #[arg(long)]
     force: bool,
+    /// No summary on stderr.
+    #[arg(long, short)]
+    quiet: bool,
 }
 
 /// One result cell: exact text for CSV and its JSON form.
@@ -512,6 +528,7 @@ pub(crate) fn run_study(study: &Path, out: &Path, jobs: Option<usize>, quiet: bo
         list: false,
         report: false,
         quiet,
+        json: false,
         force: false,
     })
 }
@@ -533,6 +550,21 @@ fn run(a: &SweepArgs) -> Result<()> {
         .map(|&i| study.point(i))
         .collect::<Result<_, _>>()?;
     if a.list {
+        if a.json {
+            let v: Vec<serde_json::Value> = points
+                .iter()
+                .map(|p| {
+                    let vals: serde_json::Map<String, serde_json::Value> = p
+                        .values
+                        .iter()
+                        .map(|(k, v)| (k.to_string(), serde_json::Value::String(v.to_string())))
+                        .collect();
+                    serde_json::json!({"index": p.index, "fingerprint": p.fingerprint, "values": vals})
+                })
+                .collect();
+            println!("{}", serde_json::to_string_pretty(&v)?);
+            return Ok(());
+        }
         for p in &points {
             let vals: Vec<String> = p.values.iter().map(|(k, v)| format!("{k}={v}")).collect();
             println!("{:>5}  {}  {}", p.index, p.fingerprint, vals.join("  "));
@@ -690,6 +722,9 @@ fn run(a: &SweepArgs) -> Result<()> {
     if a.report && !a.quiet {
         eprintln!("wrote {}", out.join("report.html").display());
     }
+    if a.json {
+        println!("[\n{}\n]", json_rows.join(",\n"));
+    }
     if !a.quiet {
         eprintln!(
             "wrote {} ({} rows: results.csv, results.json, manifest.json) in {:.2} s",
@@ -829,10 +864,12 @@ pub(crate) fn merge(a: MergeArgs) -> Result<()> {
         false,
         a.force,
     )?;
-    eprintln!(
-        "merged {} shards: {total} points into {}",
-        a.shards.len(),
-        a.out.display()
-    );
+    if !a.quiet {
+        eprintln!(
+            "merged {} shards: {total} points into {}",
+            a.shards.len(),
+            a.out.display()
+        );
+    }
     Ok(())
 }

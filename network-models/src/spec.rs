@@ -105,7 +105,7 @@ Network models (--net MODEL[:key=value,...]; durations take ps|ns|us|ms|s, bandw
                                           lv08 defaults them to 13.01 and 0.97, weight_s=20537.
                                           Checked against SimGrid 3.32 (see `whatif platform`).
                                           Other defaults as hops
-Machines (a name instead of a model; also --machine NAME):
+Machines (--machine NAME on the command line; model = NAME in a study file):
   paragon                                 Intel Paragon at NASA Ames (MK 5.2): hops:topo=mesh:16x16,
                                           lat=120us,hop=0ns,bw=30MB/s (120 us + bytes / 30 MB/s)
 Messages between objects on the same PE arrive when sent and pay no overheads.";

@@ -480,10 +480,10 @@ fn emulate_and_run_native_errors_are_clear() {
         "{}",
         stderr(&o)
     );
-    let o = whatif(&["run-native", "ring", "--threads", "0"]);
+    let o = whatif(&["run-native", "ring", "--pes", "0"]);
     assert!(!o.status.success());
     assert!(
-        stderr(&o).contains("OS threads from 1 to 1024"),
+        stderr(&o).contains("PEs (OS threads) from 1 to 1024"),
         "{}",
         stderr(&o)
     );

@@ -530,7 +530,7 @@ fn network_specs_and_programs_too_large_are_refused_before_allocating() {
         &["the data of 1 blocks", "memory limit of 1.0 GiB"],
     );
     refused(
-        &["run-native", "stencil3d", "--threads", "100000"],
+        &["run-native", "stencil3d", "--pes", "100000"],
         &["1 to 1024"],
     );
     // predict's target replay holds a state per PE (its emulation only per PE with

@@ -10,6 +10,7 @@ mod emulator;
 mod engine;
 mod hardening;
 mod hardening33;
+mod help_examples;
 mod importers;
 mod lb;
 mod loggopsim;
