@@ -288,7 +288,8 @@ fn reads_otf2(dir: &Path) -> bool {
     let o = Command::new(bin())
         .args(["import", "otf2"])
         .arg(&probe)
-        .args(["--out", "/nonexistent/x.trace"])
+        .arg("--out")
+        .arg(dir.join("probe.trace"))
         .output()
         .expect("run whatif");
     std::fs::remove_file(&probe).unwrap();
@@ -603,5 +604,15 @@ fn sweep_and_bench_print_json() {
     // 125 ranks x 2 iterations of a non-periodic halo: 6 faces less the boundary ones.
     assert_eq!(rows[1]["messages"], 2 * 6 * 4 * 5 * 5);
     assert!(rows[1]["loop_s"].as_f64().unwrap() >= 0.0);
+    let _ = std::fs::remove_dir_all(dir.parent().unwrap());
+}
+
+#[test]
+fn the_tour_knows_whether_the_binary_reads_otf2() {
+    if std::env::var_os("WHATIF_BIN").is_some() {
+        return; // another binary: its features are not this test build's
+    }
+    let dir = scratch("otf2-probe");
+    assert_eq!(reads_otf2(&dir), cfg!(feature = "otf2"));
     let _ = std::fs::remove_dir_all(dir.parent().unwrap());
 }
