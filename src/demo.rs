@@ -1,7 +1,7 @@
 //! `whatif demo`: a small built-in study, end to end, into one folder with an HTML report.
 
-use crate::report::RunInfo;
-use crate::{files, html_report, outputs, sweep_cmd};
+use crate::summary::RunInfo;
+use crate::{files, outputs, sweep_cmd};
 use anyhow::{Context, Result};
 use clap::Args;
 use network_models::NetSpec;
@@ -165,7 +165,7 @@ pub(crate) fn demo(a: DemoArgs) -> Result<()> {
     if !a.quiet {
         eprintln!("3/3 report");
     }
-    html_report::write_titled(&w, None, &a.out)?;
+    report::html::write_titled(&w, None, &a.out)?;
     files::finish_dir(staged)?;
     let page = a.out.join("report.html");
     println!(

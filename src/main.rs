@@ -8,7 +8,6 @@ mod demo;
 mod emulate_cmd;
 mod files;
 mod fuzz_cmd;
-mod html_report;
 mod lb_cmd;
 mod limits;
 mod memory;
@@ -18,10 +17,9 @@ mod outputs;
 mod phases_cmd;
 mod predict_cmd;
 mod progress;
-mod report;
 mod scaling_out;
 mod spelling;
-mod svg;
+mod summary;
 mod sweep_cmd;
 mod sweep_journal;
 mod views_out;
@@ -899,7 +897,7 @@ fn dispatch(cli: Cli) -> Result<()> {
         Cmd::Sweep(a) => sweep_cmd::sweep(a),
         Cmd::Merge(a) => sweep_cmd::merge(a),
         Cmd::Report(a) => {
-            let p = html_report::write(&a.dir, a.out.as_deref())?;
+            let p = report::html::write(&a.dir, a.out.as_deref())?;
             if !a.quiet {
                 eprintln!("wrote {}", p.display());
             }
@@ -1776,7 +1774,7 @@ fn replay_out_streamed(input: &Repeated, m: &MachineArgs, o: &OutputArgs) -> Res
     memory::checkpoint("the two replays");
     let r = walked.report;
     let views = views_sink.finish(&r.pe_busy_ps)?;
-    let info = report::RunInfo {
+    let info = summary::RunInfo {
         trace: body,
         net: spec.to_string(),
         mapping: m.map.to_string(),
@@ -1805,7 +1803,7 @@ fn replay_out_streamed(input: &Repeated, m: &MachineArgs, o: &OutputArgs) -> Res
     let staged = files::begin_dir(dir, m.force)?;
     let mut rs = r.clone();
     rs.timeline = Some(runs);
-    let sub_info = report::RunInfo {
+    let sub_info = summary::RunInfo {
         trace: &sub,
         ..info.clone()
     };
@@ -1888,9 +1886,9 @@ fn replay_out_streamed(input: &Repeated, m: &MachineArgs, o: &OutputArgs) -> Res
         );
     }
     if o.json {
-        println!("{}", report::json(&info, &r)?);
+        println!("{}", summary::json(&info, &r)?);
     } else {
-        print!("{}", report::human(&info, &r));
+        print!("{}", summary::human(&info, &r));
     }
     finish_out(
         staged,
@@ -1929,7 +1927,7 @@ fn finish_out(
         let args: Vec<String> = std::env::args().skip(2).collect();
         let base = analyze_cmd::strip(&args, REPLAY_OUTPUT_FLAGS);
         analyze_cmd::write_outputs(staged.path(), an, trace, &spec.to_string(), &base)?;
-        html_report::write_titled(staged.path(), None, dir)?;
+        report::html::write_titled(staged.path(), None, dir)?;
         memory::checkpoint("outputs: the report");
     }
     files::finish_dir(staged)?;
@@ -1957,13 +1955,13 @@ fn finish_out(
 /// `--per-pe`, `--links` and `--entries`.
 fn write_side_files(o: &OutputArgs, r: &replay::ReplayReport, trace: &Trace) -> Result<()> {
     if let Some(p) = &o.per_pe {
-        report::write_per_pe(p, r)?;
+        summary::write_per_pe(p, r)?;
     }
     if let Some(p) = &o.links {
-        report::write_links(p, r)?;
+        summary::write_links(p, r)?;
     }
     if let Some(p) = &o.entries {
-        report::write_entries(p, trace, r)?;
+        summary::write_entries(p, trace, r)?;
     }
     Ok(())
 }
@@ -2066,7 +2064,7 @@ fn replay_and_report(input: Repeated, m: &MachineArgs, o: &OutputArgs) -> Result
             progress::rate(r.messages.total() as f64, loop_s, "messages")
         );
     }
-    let info = report::RunInfo {
+    let info = summary::RunInfo {
         trace,
         net: spec.to_string(),
         mapping: m.map.to_string(),
@@ -2086,12 +2084,12 @@ fn replay_and_report(input: Repeated, m: &MachineArgs, o: &OutputArgs) -> Result
         ),
     };
     if o.json {
-        println!("{}", report::json(&info, &r)?);
+        println!("{}", summary::json(&info, &r)?);
     } else {
-        print!("{}", report::human(&info, &r));
+        print!("{}", summary::human(&info, &r));
     }
     if let Some(p) = &o.timeline {
-        report::write_timeline(p, trace, &r)?;
+        summary::write_timeline(p, trace, &r)?;
     }
     if let Some(dir) = &o.out {
         let t0 = Instant::now();

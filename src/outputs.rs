@@ -27,7 +27,7 @@
 //! `trace.json.gz` (Perfetto opens it as is) and `predicted.<pe>.log.gz` (as Charm++ writes
 //! them with zlib; Projections and `whatif import projections` read them).
 
-use crate::report::{self, RunInfo};
+use crate::summary::{self, RunInfo};
 use anyhow::{Context, Result};
 use replay::{ReplayReport, TimelineRecord};
 use sim_core::Ratio;
@@ -90,7 +90,7 @@ pub fn write_all(dir: &Path, info: &RunInfo, r: &ReplayReport, o: Options) -> Re
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     std::fs::write(
         dir.join("summary.json"),
-        report::json_summary(info, r)? + "\n",
+        summary::json_summary(info, r)? + "\n",
     )
     .with_context(|| format!("cannot write {}", dir.join("summary.json").display()))?;
     let sel = analysis::select::select(
@@ -107,7 +107,7 @@ pub fn write_all(dir: &Path, info: &RunInfo, r: &ReplayReport, o: Options) -> Re
     crate::memory::checkpoint("outputs: the selection");
     let ids = o.partial.as_ref().map(|p| p.block_ids);
     write_timeline(&dir.join("timeline.csv"), t, tl, &sel, ids)?;
-    report::write_links(&dir.join("links.csv"), r)?;
+    summary::write_links(&dir.join("links.csv"), r)?;
     write_pe_csv(&dir.join("pe.csv"), r)?;
     let stats = match &o.partial {
         Some(p) => EntryStats {
@@ -178,7 +178,7 @@ pub fn write_all(dir: &Path, info: &RunInfo, r: &ReplayReport, o: Options) -> Re
     Ok(notes)
 }
 
-/// `timeline.csv`: one row per kept block (see [`report::write_timeline`]).
+/// `timeline.csv`: one row per kept block (see [`summary::write_timeline`]).
 fn write_timeline(
     path: &Path,
     t: &Trace,
@@ -186,7 +186,7 @@ fn write_timeline(
     sel: &analysis::select::Selection,
     ids: Option<&[u32]>,
 ) -> Result<()> {
-    report::write_timeline_records(
+    summary::write_timeline_records(
         path,
         t,
         tl.iter()
@@ -249,7 +249,7 @@ fn csv_writer(path: &Path) -> Result<csv::Writer<File>> {
     csv::Writer::from_path(path).with_context(|| format!("cannot write {}", path.display()))
 }
 
-use crate::report::secs as s;
+use crate::summary::secs as s;
 
 /// Picoseconds as microseconds, exactly (6 decimals): Chrome trace timestamps.
 fn us(ps: u64) -> String {

@@ -158,7 +158,7 @@ pub(crate) fn render(name: &str, pes: u32, net: &str, ph: &Phases) -> String {
         let _ = writeln!(
             s,
             "{:<16} {:<11} {:>13} {:>7} {:>9} {:>10} {:>10} {:>5} {:>10} {:>10} {:>7}",
-            crate::svg::truncate(&p.name, 16),
+            report::svg::truncate(&p.name, 16),
             p.kind.name(),
             format!("{}/{}", p.senders, p.receivers),
             shape,

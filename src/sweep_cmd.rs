@@ -497,7 +497,7 @@ fn write_outputs(
         crate::files::write_text(&staged.path().join(name), &text)?;
     }
     if report {
-        crate::html_report::write_titled(staged.path(), None, dir)?;
+        report::html::write_titled(staged.path(), None, dir)?;
     }
     crate::files::finish_dir(staged)
 }

@@ -267,25 +267,7 @@ pub fn human(info: &RunInfo, r: &ReplayReport) -> String {
     s
 }
 
-/// Picoseconds as seconds, exactly (12 decimals): the time unit of every CSV file.
-pub fn secs(ps: u64) -> String {
-    SimDuration::from_ps(ps).secs_exact()
-}
-
-/// Seconds with up to 12 decimals (as [`secs`] writes them) back to picoseconds, exactly.
-pub fn parse_secs(s: &str) -> Option<u64> {
-    let (whole, frac) = s.split_once('.').unwrap_or((s, ""));
-    if frac.len() > 12 || !frac.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    let w: u64 = whole.parse().ok()?;
-    let f: u64 = if frac.is_empty() {
-        0
-    } else {
-        format!("{frac:0<12}").parse().ok()?
-    };
-    w.checked_mul(1_000_000_000_000)?.checked_add(f)
-}
+pub use report::secs;
 
 /// Writes the timeline as CSV: one row per block, in start order.
 pub fn write_timeline(path: &Path, t: &Trace, r: &ReplayReport) -> Result<()> {
@@ -336,19 +318,7 @@ pub fn write_per_pe(path: &Path, r: &ReplayReport) -> Result<()> {
     crate::files::commit_csv(w)
 }
 
-/// The columns of `links.csv` (and `--links`).
-pub const LINK_COLUMNS: [&str; 10] = [
-    "kind",
-    "node",
-    "port",
-    "to_node",
-    "bytes",
-    "packets",
-    "busy_s",
-    "utilization",
-    "max_queue",
-    "max_wait_s",
-];
+pub use report::LINK_COLUMNS;
 
 /// Writes per-link (and per-NIC) traffic as CSV; models without links write only the header.
 pub fn write_links(path: &Path, r: &ReplayReport) -> Result<()> {

@@ -1131,6 +1131,31 @@ pub fn heat(u: f64) -> String {
     )
 }
 
+// Charts hold formatting closures, which have no `Debug`: show what identifies them.
+impl std::fmt::Debug for LineChart<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LineChart")
+            .field("title", &self.title)
+            .finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for Grid<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Grid")
+            .field("title", &self.title)
+            .finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for Overview<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Overview")
+            .field("title", &self.title)
+            .finish_non_exhaustive()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,8 +3,8 @@
 //! --out`): sweep curves with a knee table, a timeline window, the time profile, usage per PE,
 //! grain-size histograms per entry method, and a machine plot laid out on the topology.
 
+use crate::error::{Ctx, Result, bail};
 use crate::svg::{self, LineChart, Series};
-use anyhow::{Context, Result, bail};
 use network_models::{NetSpec, Topology};
 use serde_json::Value;
 use sim_core::Bandwidth;
@@ -180,17 +180,11 @@ fn sweep_section(dir: &Path) -> Result<Option<Section>> {
     if !mpath.exists() || !rpath.exists() {
         return Ok(None);
     }
-    let m: Value = serde_json::from_str(&crate::files::read_text(
-        &mpath,
-        crate::files::REPORT_FILE_BYTES,
-    )?)
-    .with_context(|| format!("{}: not JSON", mpath.display()))?;
-    let rows: Value = serde_json::from_str(&crate::files::read_text(
-        &rpath,
-        crate::files::REPORT_FILE_BYTES,
-    )?)
-    .with_context(|| format!("{}: not JSON", rpath.display()))?;
-    let rows = rows.as_array().context("results.json is not a list")?;
+    let m: Value = serde_json::from_str(&crate::read_text(&mpath)?)
+        .ctx(|| format!("{}: not JSON", mpath.display()))?;
+    let rows: Value = serde_json::from_str(&crate::read_text(&rpath)?)
+        .ctx(|| format!("{}: not JSON", rpath.display()))?;
+    let rows = rows.as_array().ctx(|| "results.json is not a list")?;
     let study = m["study"].as_str().unwrap_or("study");
     let mut h = String::new();
     if rows.is_empty() {
@@ -223,8 +217,7 @@ fn sweep_section(dir: &Path) -> Result<Option<Section>> {
         })
         .unwrap_or_default();
     // serde_json keeps keys sorted; restore the column order of the CSV (axis order).
-    let csv = crate::files::read_text(&dir.join("results.csv"), crate::files::REPORT_FILE_BYTES)
-        .unwrap_or_default();
+    let csv = crate::read_text(&dir.join("results.csv")).unwrap_or_default();
     let header = csv_header(dir, "results.csv");
     let mut axes_ordered: Vec<String> = header
         .iter()
@@ -479,9 +472,7 @@ fn scaling_html(dir: &Path) -> Result<String> {
     }
     let op = read_csv(dir, "optimum.csv")?;
     if let Some(first) = op.first() {
-        let csv =
-            crate::files::read_text(&dir.join("optimum.csv"), crate::files::REPORT_FILE_BYTES)
-                .unwrap_or_default();
+        let csv = crate::read_text(&dir.join("optimum.csv")).unwrap_or_default();
         let header: Vec<&str> = csv.lines().next().unwrap_or("").split(',').collect();
         let best = header
             .iter()
@@ -511,8 +502,7 @@ fn scaling_html(dir: &Path) -> Result<String> {
 
 /// The column names of a CSV file of `dir` (empty when it cannot be read).
 fn csv_header(dir: &Path, name: &str) -> Vec<String> {
-    let csv = crate::files::read_text(&dir.join(name), crate::files::REPORT_FILE_BYTES)
-        .unwrap_or_default();
+    let csv = crate::read_text(&dir.join(name)).unwrap_or_default();
     csv.lines()
         .next()
         .unwrap_or("")
@@ -606,13 +596,12 @@ struct Rec {
 /// The rows of `timeline.csv` and the entry names they index (interned: a row costs 32
 /// bytes, not a string).
 fn read_timeline(path: &Path) -> Result<(Vec<Rec>, Vec<String>)> {
-    let mut r =
-        csv::Reader::from_path(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let mut r = csv::Reader::from_path(path).ctx(|| format!("cannot read {}", path.display()))?;
     let h = r.headers()?.clone();
     let col = |n: &str| {
         h.iter()
             .position(|c| c == n)
-            .with_context(|| format!("{}: no column {n}", path.display()))
+            .ctx(|| format!("{}: no column {n}", path.display()))
     };
     let (bl, e, p, s, en) = (
         col("block")?,
@@ -622,8 +611,7 @@ fn read_timeline(path: &Path) -> Result<(Vec<Rec>, Vec<String>)> {
         col("end_s")?,
     );
     let ps = |v: &str| {
-        crate::report::parse_secs(v)
-            .with_context(|| format!("{}: `{v}` is not a time in seconds", path.display()))
+        crate::parse_secs(v).ctx(|| format!("{}: `{v}` is not a time in seconds", path.display()))
     };
     let mut v = Vec::new();
     let mut names: Vec<String> = Vec::new();
@@ -641,11 +629,9 @@ fn read_timeline(path: &Path) -> Result<(Vec<Rec>, Vec<String>)> {
             }
         };
         v.push(Rec {
-            block: rec[bl]
-                .parse()
-                .with_context(|| bad("block is not a number"))?,
+            block: rec[bl].parse().ctx(|| bad("block is not a number"))?,
             entry,
-            pe: rec[p].parse().with_context(|| bad("pe is not a number"))?,
+            pe: rec[p].parse().ctx(|| bad("pe is not a number"))?,
             start: ps(&rec[s])?,
             end: ps(&rec[en])?,
         });
@@ -659,12 +645,11 @@ fn read_csv(dir: &Path, name: &str) -> Result<Vec<std::collections::HashMap<Stri
     if !p.exists() {
         return Ok(Vec::new());
     }
-    let mut r =
-        csv::Reader::from_path(&p).with_context(|| format!("cannot read {}", p.display()))?;
+    let mut r = csv::Reader::from_path(&p).ctx(|| format!("cannot read {}", p.display()))?;
     let h = r.headers()?.clone();
     let mut out = Vec::new();
     for rec in r.records() {
-        let rec = rec.with_context(|| format!("{}: not CSV", p.display()))?;
+        let rec = rec.ctx(|| format!("{}: not CSV", p.display()))?;
         out.push(
             h.iter()
                 .zip(rec.iter())
@@ -687,15 +672,14 @@ fn csv_rows(
     if !p.exists() {
         return Ok(false);
     }
-    let mut r =
-        csv::Reader::from_path(&p).with_context(|| format!("cannot read {}", p.display()))?;
+    let mut r = csv::Reader::from_path(&p).ctx(|| format!("cannot read {}", p.display()))?;
     let h = r.headers()?.clone();
     let idx: Vec<usize> = cols
         .iter()
         .map(|c| {
             h.iter()
                 .position(|x| x == *c)
-                .with_context(|| format!("{}: no column {c}", p.display()))
+                .ctx(|| format!("{}: no column {c}", p.display()))
         })
         .collect::<Result<_>>()?;
     let mut rec = csv::StringRecord::new();
@@ -704,21 +688,19 @@ fn csv_rows(
         line += 1;
         if !r
             .read_record(&mut rec)
-            .with_context(|| format!("{}: not CSV", p.display()))?
+            .ctx(|| format!("{}: not CSV", p.display()))?
         {
             break;
         }
         let v: Vec<&str> = idx.iter().map(|&i| rec.get(i).unwrap_or("")).collect();
-        f(&v).with_context(|| format!("{} line {line}", p.display()))?;
+        f(&v).ctx(|| format!("{} line {line}", p.display()))?;
     }
     Ok(true)
 }
 
 /// A number in a CSV field.
 fn num<T: std::str::FromStr>(v: &str) -> Result<T> {
-    v.parse()
-        .ok()
-        .with_context(|| format!("`{v}` is not a number"))
+    v.parse().ok().ctx(|| format!("`{v}` is not a number"))
 }
 
 fn field<T: std::str::FromStr>(
@@ -1035,11 +1017,8 @@ fn analysis_html(dir: &Path) -> Result<Option<String>> {
     if !p.exists() {
         return Ok(None);
     }
-    let a: Value = serde_json::from_str(&crate::files::read_text(
-        &p,
-        crate::files::REPORT_FILE_BYTES,
-    )?)
-    .with_context(|| format!("{}: not JSON", p.display()))?;
+    let a: Value = serde_json::from_str(&crate::read_text(&p)?)
+        .ctx(|| format!("{}: not JSON", p.display()))?;
     let cp = &a["critical_path"];
     let n = &cp["network"];
     let m = a["makespan_ps"].as_u64().unwrap_or(0).max(1) as f64;
@@ -1182,10 +1161,7 @@ impl Zoom {
 /// to show its neighbourhood. Without findings: the start and the end of the run.
 fn zooms(dir: &Path, makespan: u64) -> Result<Vec<Zoom>> {
     let steps = read_csv(dir, "critical_path.csv")?;
-    let a: Value = match crate::files::read_text(
-        &dir.join("analysis.json"),
-        crate::files::REPORT_FILE_BYTES,
-    ) {
+    let a: Value = match crate::read_text(&dir.join("analysis.json")) {
         Ok(t) => serde_json::from_str(&t).unwrap_or(Value::Null),
         Err(_) => Value::Null,
     };
@@ -1313,22 +1289,18 @@ fn replay_section(dir: &Path, rel: &str) -> Result<Option<Section>> {
     if !spath.exists() || !dir.join("timeline.csv").exists() {
         return Ok(None);
     }
-    let s: Value = serde_json::from_str(&crate::files::read_text(
-        &spath,
-        crate::files::REPORT_FILE_BYTES,
-    )?)
-    .with_context(|| format!("{}: not JSON", spath.display()))?;
+    let s: Value = serde_json::from_str(&crate::read_text(&spath)?)
+        .ctx(|| format!("{}: not JSON", spath.display()))?;
     let (tl, tl_names) = read_timeline(&dir.join("timeline.csv"))?;
     let pes = s["pes"].as_u64().unwrap_or(1).max(1);
     // Per-PE arrays follow; a replay's PE count is a u32, and more than 2^26 PEs would not
     // fit a report anyway.
     if pes > 1 << 26 {
-        return Err(crate::BadInput(format!(
+        bail!(
             "{}: {pes} PEs; a report covers at most {} PEs",
             spath.display(),
             1u64 << 26
-        ))
-        .into());
+        );
     }
     let pes = pes as u32;
     if let Some(r) = tl.iter().find(|r| r.pe >= pes) {
@@ -1355,9 +1327,7 @@ fn replay_section(dir: &Path, rel: &str) -> Result<Option<Section>> {
         s["remote_messages"]
     );
     // What the outputs left out (notes.txt, from `replay --out`).
-    if let Ok(text) =
-        crate::files::read_text(&dir.join("notes.txt"), crate::files::REPORT_FILE_BYTES)
-    {
+    if let Ok(text) = crate::read_text(&dir.join("notes.txt")) {
         for line in text.lines().filter(|l| !l.trim().is_empty()).take(20) {
             let _ = write!(h, "<p class=\"note\">{}</p>", esc(line));
         }
@@ -1375,10 +1345,8 @@ fn replay_section(dir: &Path, rel: &str) -> Result<Option<Section>> {
         }
         index.entry(v[0].to_string()).or_insert(entries.len());
         entries.push(v[0].to_string());
-        totals.push(
-            crate::report::parse_secs(v[1])
-                .with_context(|| format!("`{}` is not a time in seconds", v[1]))?,
-        );
+        totals
+            .push(crate::parse_secs(v[1]).ctx(|| format!("`{}` is not a time in seconds", v[1]))?);
         Ok(())
     })?;
     // The timeline's entry names in the section's numbering.
@@ -1474,7 +1442,7 @@ fn replay_section(dir: &Path, rel: &str) -> Result<Option<Section>> {
             (0, makespan.max(1)),
             OVERVIEW_COLS,
         )
-        .context("the overview")?;
+        .ctx(|| "the overview")?;
         fraction = (0..rows * OVERVIEW_COLS)
             .map(|i| ras.fraction(i / OVERVIEW_COLS, i % OVERVIEW_COLS))
             .collect();
@@ -1721,11 +1689,8 @@ fn replay_section(dir: &Path, rel: &str) -> Result<Option<Section>> {
     let mut busy = vec![0u64; pes as usize];
     let from_pe = csv_rows(dir, "pe.csv", &["pe", "busy_s"], |v| {
         let pe: usize = num(v[0])?;
-        let b = crate::report::parse_secs(v[1])
-            .with_context(|| format!("`{}` is not a time in seconds", v[1]))?;
-        *busy
-            .get_mut(pe)
-            .with_context(|| format!("PE {pe} of {pes}"))? = b;
+        let b = crate::parse_secs(v[1]).ctx(|| format!("`{}` is not a time in seconds", v[1]))?;
+        *busy.get_mut(pe).ctx(|| format!("PE {pe} of {pes}"))? = b;
         Ok(())
     })?;
     for r in tl.iter().filter(|_| !from_pe) {
@@ -1868,8 +1833,7 @@ fn iterations_html(dir: &Path) -> Result<String> {
     let mut pts: Vec<(f64, f64)> = Vec::new();
     csv_rows(dir, "iterations.csv", &["iteration", "time_s"], |v| {
         let it: f64 = num(v[0])?;
-        let t = crate::report::parse_secs(v[1])
-            .with_context(|| format!("`{}` is not a time in seconds", v[1]))?;
+        let t = crate::parse_secs(v[1]).ctx(|| format!("`{}` is not a time in seconds", v[1]))?;
         pts.push((it, t as f64));
         Ok(())
     })?;
@@ -2033,14 +1997,12 @@ fn links_html(dir: &Path, topo: Option<&Topology>, makespan: u64) -> Result<Stri
     };
     let mut rows = 0u64;
     // Every column but the utilisation (recomputed from the busy time).
-    let cols: Vec<&str> = crate::report::LINK_COLUMNS
+    let cols: Vec<&str> = crate::LINK_COLUMNS
         .into_iter()
         .filter(|c| *c != "utilization")
         .collect();
     let present = csv_rows(dir, "links.csv", &cols, |v| {
-        let secs = |x: &str| {
-            crate::report::parse_secs(x).with_context(|| format!("`{x}` is not a time in seconds"))
-        };
+        let secs = |x: &str| crate::parse_secs(x).ctx(|| format!("`{x}` is not a time in seconds"));
         let r = LinkRow {
             kind: v[0].to_string(),
             node: num(v[1])?,
@@ -2313,12 +2275,11 @@ fn comm_html(dir: &Path, pes: u32) -> Result<String> {
         let size = size.max(1);
         let g = pes.div_ceil(size) as usize;
         if g > analysis::views::MAX_MATRIX_GROUPS as usize {
-            return Err(crate::BadInput(format!(
+            bail!(
                 "{}: groups of {size} PEs make {g} groups per side; at most {} (whatif writes it with at most 64)",
                 dir.join("comm_matrix.csv").display(),
                 analysis::views::MAX_MATRIX_GROUPS
-            ))
-            .into());
+            );
         }
         let mut cells = vec![vec![Some(0.0f64); g]; g];
         let mut max = 0u64;
@@ -2547,11 +2508,10 @@ fn grains_html(dir: &Path, top: &[String], colours: &[&str]) -> Result<String> {
 /// lays them out) to `out` (default `dir/report.html`).
 pub fn write(dir: &Path, out: Option<&Path>) -> Result<PathBuf> {
     if !dir.is_dir() {
-        return Err(crate::BadInput(format!(
+        bail!(
             "{}: no such folder (give a folder written by `whatif sweep`, `whatif replay --out` or `whatif demo`)",
             dir.display()
-        ))
-        .into());
+        );
     }
     write_titled(dir, out, dir)
 }
@@ -2611,7 +2571,7 @@ h2{border-bottom:2px solid #4e79a7;padding-bottom:4px}.note{background:#fff8e1;b
     let path = out
         .map(Path::to_path_buf)
         .unwrap_or_else(|| dir.join("report.html"));
-    crate::files::write_text(&path, &html)?;
+    crate::write_text(&path, &html)?;
     Ok(path)
 }
 
