@@ -163,7 +163,7 @@ pub(crate) fn analyze(a: AnalyzeArgs) -> Result<()> {
         let an = analysis::analyze_report(&sc, &base_run, &opts)
             .with_context(|| format!("analysis of `{}`", trace.meta.name))?;
         crate::memory::checkpoint("the analysis");
-        let views = crate::views_out::of(trace, &base_run, &spec, bin_ps)?;
+        let views = report::views::of(trace, &base_run, &spec, bin_ps)?;
         crate::memory::checkpoint("the views");
         (an, views, spec)
     } else {
@@ -183,13 +183,13 @@ pub(crate) fn analyze(a: AnalyzeArgs) -> Result<()> {
     if let Some(dir) = &a.out {
         let staged = crate::files::begin_dir(dir, a.machine.force)?;
         write_outputs(staged.path(), &an, trace, &spec.to_string(), &base)?;
-        crate::views_out::write(&views, staged.path(), trace)?;
+        report::views::write(&views, staged.path(), trace)?;
         crate::files::finish_dir(staged)?;
         if !a.quiet {
             eprintln!(
                 "wrote {} (analysis.json, critical_path.csv, {})",
                 dir.display(),
-                crate::views_out::FILES
+                report::views::FILES
             );
         }
     }
@@ -214,7 +214,7 @@ fn streamed(
     opts: &Options,
     bin_ps: u64,
     quiet: bool,
-) -> Result<(Analysis, crate::views_out::Views, network_models::NetSpec)> {
+) -> Result<(Analysis, report::views::Views, network_models::NetSpec)> {
     let body = input.body();
     let crate::Machine { spec, cfg, map, .. } = crate::machine_for(body, m)?;
     let g = analysis::Blocks::Repeated(input);
@@ -241,7 +241,7 @@ fn streamed(
                 r.makespan.as_ps(),
                 &b.totals,
                 &spec,
-                crate::views_out::options(bin_ps),
+                report::views::options(bin_ps),
             )
         })
     });

@@ -1,11 +1,11 @@
 //! `whatif demo`: a small built-in study, end to end, into one folder with an HTML report.
 
-use crate::summary::RunInfo;
-use crate::{files, outputs, sweep_cmd};
+use crate::{files, sweep_cmd};
 use anyhow::{Context, Result};
 use clap::Args;
 use network_models::NetSpec;
 use replay::ReplayConfig;
+use report::summary::RunInfo;
 use sim_core::Ratio;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -124,12 +124,12 @@ pub(crate) fn demo(a: DemoArgs) -> Result<()> {
     };
     std::fs::create_dir_all(w.join("replay"))
         .with_context(|| format!("cannot create {}", w.join("replay").display()))?;
-    let views = crate::views_out::of(&e.trace, &r, &spec, 0)?;
-    outputs::write_all(
+    let views = report::views::of(&e.trace, &r, &spec, 0)?;
+    report::outputs::write_all(
         &w.join("replay"),
         &info,
         &r,
-        outputs::Options {
+        report::outputs::Options {
             cpu_scale: Ratio::ONE,
             force: false,
             compress: false,
@@ -141,7 +141,7 @@ pub(crate) fn demo(a: DemoArgs) -> Result<()> {
             partial: None,
         },
     )?;
-    crate::views_out::write(&views, &w.join("replay"), &e.trace)?;
+    report::views::write(&views, &w.join("replay"), &e.trace)?;
     // Why the replay takes as long as it does: critical path and re-simulated diagnoses, with
     // commands on the trace the demo wrote.
     let an = analysis::analyze_report(

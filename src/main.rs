@@ -13,16 +13,12 @@ mod limits;
 mod memory;
 mod model_cmd;
 mod opsim_cmd;
-mod outputs;
 mod phases_cmd;
 mod predict_cmd;
 mod progress;
-mod scaling_out;
 mod spelling;
-mod summary;
 mod sweep_cmd;
 mod sweep_journal;
-mod views_out;
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -1618,7 +1614,7 @@ fn replay_out_streamed(input: &Repeated, m: &MachineArgs, o: &OutputArgs) -> Res
     let feed = analysis::feed::Feed::new(g, analysis::feed::PeOf::Object(map.clone()));
     let bin_ps = o.bin.map_or(0, |d| d.as_ps());
     let all_bytes = analysis::select::all_bytes(g);
-    let all_projections = pes <= outputs::MAX_PROJECTIONS_PES || m.force;
+    let all_projections = pes <= report::outputs::MAX_PROJECTIONS_PES || m.force;
     let every = match &o.trace_pes {
         analysis::select::PeChoice::All => true,
         analysis::select::PeChoice::Auto => all_bytes <= o.trace_budget,
@@ -1633,12 +1629,12 @@ fn replay_out_streamed(input: &Repeated, m: &MachineArgs, o: &OutputArgs) -> Res
                 analysis::select::PeChoice::List(v) => v.len(),
                 _ => 0,
             };
-            (views_out::REPRESENTATIVES + MAX_PATH_PES + listed).min(pes as usize) as u64
+            (report::views::REPRESENTATIVES + MAX_PATH_PES + listed).min(pes as usize) as u64
         };
         let shown_pes = if every {
             pes as u64
         } else {
-            kept_pes.min((views_out::REPRESENTATIVES + MAX_PATH_PES) as u64)
+            kept_pes.min((report::views::REPRESENTATIVES + MAX_PATH_PES) as u64)
         };
         let (jobs, est) = memory::what_if_jobs(None, cfg.limits.max_memory_bytes, |j| {
             memory::replay_out_estimate(input, &spec, &cfg, (pes, kept_pes, shown_pes), o.report, j)
@@ -1646,7 +1642,7 @@ fn replay_out_streamed(input: &Repeated, m: &MachineArgs, o: &OutputArgs) -> Res
         if let Some(limit) = cfg.limits.max_memory_bytes
             && est.bytes() > limit
             && kept_pes == pes as u64
-            && kept_pes > (views_out::REPRESENTATIVES + MAX_PATH_PES) as u64
+            && kept_pes > (report::views::REPRESENTATIVES + MAX_PATH_PES) as u64
         {
             return Err(BadInput(format!(
                 "writing every PE's blocks (for {}) needs {}, above the memory limit of {}: --trace-pes representatives keeps the representative PEs' only{}, or raise the limit with --max-memory",
@@ -1657,7 +1653,7 @@ fn replay_out_streamed(input: &Repeated, m: &MachineArgs, o: &OutputArgs) -> Res
                 },
                 est.describe(),
                 replay::footprint::human_bytes(limit),
-                if all_projections && pes > outputs::MAX_PROJECTIONS_PES {
+                if all_projections && pes > report::outputs::MAX_PROJECTIONS_PES {
                     " (and without --force, projections/ too)"
                 } else {
                     ""
@@ -1695,7 +1691,7 @@ fn replay_out_streamed(input: &Repeated, m: &MachineArgs, o: &OutputArgs) -> Res
             &mut first,
             |r, f, path| {
                 reps = f
-                    .clusters(views_out::CLUSTERS, views_out::REPRESENTATIVES)?
+                    .clusters(report::views::CLUSTERS, report::views::REPRESENTATIVES)?
                     .representatives();
                 // The critical path's PEs (from its end), as the flat path shows them.
                 let mut path_pes: Vec<u32> = Vec::new();
@@ -1757,7 +1753,7 @@ fn replay_out_streamed(input: &Repeated, m: &MachineArgs, o: &OutputArgs) -> Res
                         r.makespan.as_ps(),
                         &f.totals,
                         &spec,
-                        views_out::options(bin_ps),
+                        report::views::options(bin_ps),
                     )?,
                     analysis::allviews::Both(
                         analysis::allviews::KeepPes::new(keep, expected),
@@ -1774,7 +1770,7 @@ fn replay_out_streamed(input: &Repeated, m: &MachineArgs, o: &OutputArgs) -> Res
     memory::checkpoint("the two replays");
     let r = walked.report;
     let views = views_sink.finish(&r.pe_busy_ps)?;
-    let info = summary::RunInfo {
+    let info = report::summary::RunInfo {
         trace: body,
         net: spec.to_string(),
         mapping: m.map.to_string(),
@@ -1803,7 +1799,7 @@ fn replay_out_streamed(input: &Repeated, m: &MachineArgs, o: &OutputArgs) -> Res
     let staged = files::begin_dir(dir, m.force)?;
     let mut rs = r.clone();
     rs.timeline = Some(runs);
-    let sub_info = summary::RunInfo {
+    let sub_info = report::summary::RunInfo {
         trace: &sub,
         ..info.clone()
     };
@@ -1811,11 +1807,11 @@ fn replay_out_streamed(input: &Repeated, m: &MachineArgs, o: &OutputArgs) -> Res
     // another core while the re-simulations run.
     let (analysed, notes) = std::thread::scope(|s| {
         let writer = s.spawn(|| {
-            outputs::write_all(
+            report::outputs::write_all(
                 staged.path(),
                 &sub_info,
                 &rs,
-                outputs::Options {
+                report::outputs::Options {
                     cpu_scale,
                     force: m.force,
                     compress: o.compress,
@@ -1824,7 +1820,7 @@ fn replay_out_streamed(input: &Repeated, m: &MachineArgs, o: &OutputArgs) -> Res
                     trace_pes: &o.trace_pes,
                     trace_window_ps: o.trace_window.map(|(a, b)| (a.as_ps(), b.as_ps())),
                     trace_budget_bytes: o.trace_budget,
-                    partial: Some(outputs::Partial {
+                    partial: Some(report::outputs::Partial {
                         all_bytes,
                         block_ids: &ids,
                         entry_blocks: &first.blocks,
@@ -1835,7 +1831,7 @@ fn replay_out_streamed(input: &Repeated, m: &MachineArgs, o: &OutputArgs) -> Res
                 },
             )
             .and_then(|notes| {
-                views_out::write(&views, staged.path(), body)?;
+                report::views::write(&views, staged.path(), body)?;
                 memory::checkpoint("outputs: the views");
                 Ok(notes)
             })
@@ -1886,9 +1882,9 @@ fn replay_out_streamed(input: &Repeated, m: &MachineArgs, o: &OutputArgs) -> Res
         );
     }
     if o.json {
-        println!("{}", summary::json(&info, &r)?);
+        println!("{}", report::summary::json(&info, &r)?);
     } else {
-        print!("{}", summary::human(&info, &r));
+        print!("{}", report::summary::human(&info, &r));
     }
     finish_out(
         staged,
@@ -1911,7 +1907,7 @@ fn replay_out_streamed(input: &Repeated, m: &MachineArgs, o: &OutputArgs) -> Res
 fn finish_out(
     staged: safe_output::OutputDir,
     dir: &std::path::Path,
-    views: Option<&views_out::Views>,
+    views: Option<&report::views::Views>,
     analysed: Option<&analysis::Analysis>,
     trace: &Trace,
     spec: &NetSpec,
@@ -1920,7 +1916,7 @@ fn finish_out(
     t0: Instant,
 ) -> Result<()> {
     if let Some(views) = views {
-        views_out::write(views, staged.path(), trace)?;
+        report::views::write(views, staged.path(), trace)?;
         memory::checkpoint("outputs: the views");
     }
     if let Some(an) = analysed {
@@ -1955,13 +1951,13 @@ fn finish_out(
 /// `--per-pe`, `--links` and `--entries`.
 fn write_side_files(o: &OutputArgs, r: &replay::ReplayReport, trace: &Trace) -> Result<()> {
     if let Some(p) = &o.per_pe {
-        summary::write_per_pe(p, r)?;
+        report::summary::write_per_pe(p, r)?;
     }
     if let Some(p) = &o.links {
-        summary::write_links(p, r)?;
+        report::summary::write_links(p, r)?;
     }
     if let Some(p) = &o.entries {
-        summary::write_entries(p, trace, r)?;
+        report::summary::write_entries(p, trace, r)?;
     }
     Ok(())
 }
@@ -2064,7 +2060,7 @@ fn replay_and_report(input: Repeated, m: &MachineArgs, o: &OutputArgs) -> Result
             progress::rate(r.messages.total() as f64, loop_s, "messages")
         );
     }
-    let info = summary::RunInfo {
+    let info = report::summary::RunInfo {
         trace,
         net: spec.to_string(),
         mapping: m.map.to_string(),
@@ -2084,17 +2080,17 @@ fn replay_and_report(input: Repeated, m: &MachineArgs, o: &OutputArgs) -> Result
         ),
     };
     if o.json {
-        println!("{}", summary::json(&info, &r)?);
+        println!("{}", report::summary::json(&info, &r)?);
     } else {
-        print!("{}", summary::human(&info, &r));
+        print!("{}", report::summary::human(&info, &r));
     }
     if let Some(p) = &o.timeline {
-        summary::write_timeline(p, trace, &r)?;
+        report::summary::write_timeline(p, trace, &r)?;
     }
     if let Some(dir) = &o.out {
         let t0 = Instant::now();
         let staged = files::begin_dir(dir, m.force)?;
-        let views = views_out::of(trace, &r, &spec, o.bin.map_or(0, |d| d.as_ps()))?;
+        let views = report::views::of(trace, &r, &spec, o.bin.map_or(0, |d| d.as_ps()))?;
         memory::checkpoint("the views");
         let reps = views.clusters.representatives();
         // The analysis (critical path, re-simulated diagnoses) for the report's "why"; the
@@ -2144,11 +2140,11 @@ fn replay_and_report(input: Repeated, m: &MachineArgs, o: &OutputArgs) -> Result
             shown.sort_unstable();
             shown.dedup();
         }
-        let notes = outputs::write_all(
+        let notes = report::outputs::write_all(
             staged.path(),
             &info,
             &r,
-            outputs::Options {
+            report::outputs::Options {
                 cpu_scale,
                 force: m.force,
                 compress: o.compress,

@@ -492,7 +492,7 @@ fn write_outputs(
     });
     let constant_time = m["constant_time"].as_str().map(|k| (k, targets.as_slice()));
     for (name, text) in
-        crate::scaling_out::files(&csv, m["x"].as_str(), m["optimum"].as_str(), constant_time)?
+        report::scaling::files(&csv, m["x"].as_str(), m["optimum"].as_str(), constant_time)?
     {
         crate::files::write_text(&staged.path().join(name), &text)?;
     }

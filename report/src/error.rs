@@ -47,6 +47,8 @@ cause_from!(
     std::fmt::Error,
     safe_output::OutputError,
     sim_core::inputs::ReadError,
+    std::string::FromUtf8Error,
+    csv::IntoInnerError<csv::Writer<Vec<u8>>>,
 );
 
 /// Adds what was being done to an error, or turns a missing value into one.

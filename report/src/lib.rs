@@ -44,7 +44,11 @@
 
 mod error;
 pub mod html;
+pub mod outputs;
+pub mod scaling;
+pub mod summary;
 pub mod svg;
+pub mod views;
 
 pub use error::{ReportError, Result};
 
@@ -102,5 +106,25 @@ fn write_text(path: &std::path::Path, text: &str) -> Result<()> {
             source: Box::new(e),
         })?;
     f.commit()?;
+    Ok(())
+}
+
+/// A CSV writer on an atomic file; finish it with [`commit_csv`].
+fn csv_file(path: &std::path::Path) -> Result<csv::Writer<safe_output::AtomicFile>> {
+    Ok(csv::Writer::from_writer(safe_output::AtomicFile::create(
+        path,
+    )?))
+}
+
+/// Flushes a CSV writer from [`csv_file`] and puts the file in place.
+fn commit_csv(w: csv::Writer<safe_output::AtomicFile>) -> Result<()> {
+    let f = w.into_inner().map_err(|e| {
+        error::ReportError::Invalid(format!("cannot write a CSV file: {}", e.error()))
+    })?;
+    let p = f.path().display().to_string();
+    f.commit().map_err(|e| error::ReportError::Context {
+        what: format!("cannot write {p}"),
+        source: Box::new(e),
+    })?;
     Ok(())
 }

@@ -5,7 +5,7 @@
 //! when there is an optimum axis. The metric is `mean_iteration_s` when every row has it,
 //! else `makespan_s` (as the report).
 
-use anyhow::{Context, Result};
+use crate::error::{Ctx, Result};
 use std::collections::HashMap;
 
 /// Groups in first-seen order (the order of results.csv, row-major over the study's axes).
@@ -49,7 +49,7 @@ fn table(csv_text: &str) -> Result<Table> {
         Some(i) if recs.iter().all(|r| !r[i].is_empty()) => "mean_iteration_s",
         _ => "makespan_s",
     };
-    let mi = col(metric).context("results.csv has no makespan_s")?;
+    let mi = col(metric).ctx(|| "results.csv has no makespan_s")?;
     let mut rows = Vec::new();
     for rec in &recs {
         let Ok(v) = rec[mi].parse::<f64>() else {
@@ -72,7 +72,7 @@ fn line(cells: &[String]) -> Result<String> {
 
 /// The files (name, text) for results.csv text and the manifest's `x`, `optimum` and
 /// `constant_time` (size axis, target seconds).
-pub(crate) fn files(
+pub fn files(
     csv_text: &str,
     x: Option<&str>,
     optimum: Option<&str>,

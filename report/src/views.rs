@@ -6,7 +6,7 @@
 //! matrix (`comm_matrix.csv`) and the message sizes (`message_sizes.csv`). Times are integer
 //! picoseconds (`_ps`); ratios are plain decimals.
 
-use anyhow::{Context, Result};
+use crate::error::{Ctx, Result};
 use network_models::NetSpec;
 use replay::ReplayReport;
 use trace::Trace;
@@ -34,7 +34,7 @@ pub fn options(bin_ps: u64) -> analysis::allviews::ViewOptions {
 
 /// Computes every view of a replay with its timeline.
 pub fn of(trace: &Trace, r: &ReplayReport, net: &NetSpec, bin_ps: u64) -> Result<Views> {
-    analysis::allviews::of_timeline(trace, r, net, options(bin_ps)).context("the analysis views")
+    analysis::allviews::of_timeline(trace, r, net, options(bin_ps)).ctx(|| "the analysis views")
 }
 
 /// The file names [`write`] writes.
@@ -53,7 +53,7 @@ impl WriteFiles for Views {
     fn write_files(&self, dir: &std::path::Path, trace: &Trace) -> Result<()> {
         write_profiles(dir, &self.profiles, trace)?;
         let opt = |v: Option<f64>| v.map_or(String::new(), |x| format!("{x:.6}"));
-        let mut w = crate::files::csv_file(&dir.join("metrics.csv"))?;
+        let mut w = crate::csv_file(&dir.join("metrics.csv"))?;
         w.write_record([
             "bin_start_ps",
             "bin_end_ps",
@@ -78,18 +78,18 @@ impl WriteFiles for Views {
                 opt(m.channel_utilization),
             ])?;
         }
-        crate::files::commit_csv(w)?;
-        let mut w = crate::files::csv_file(&dir.join("snapshots.csv"))?;
+        crate::commit_csv(w)?;
+        let mut w = crate::csv_file(&dir.join("snapshots.csv"))?;
         w.write_record(["slice", "pe", "utilization"])?;
         for (k, s) in self.snapshots.iter().enumerate() {
             for (pe, u) in s.iter().enumerate() {
                 w.write_record([k.to_string(), pe.to_string(), format!("{u:.4}")])?;
             }
         }
-        crate::files::commit_csv(w)?;
+        crate::commit_csv(w)?;
         let c = &self.clusters;
         let reps = c.representatives();
-        let mut w = crate::files::csv_file(&dir.join("clusters.csv"))?;
+        let mut w = crate::csv_file(&dir.join("clusters.csv"))?;
         w.write_record(["pe", "cluster", "role", "distance_ps", "cluster_size"])?;
         for (pe, &k) in c.assignment.iter().enumerate() {
             let cl = &c.clusters[k as usize];
@@ -108,9 +108,9 @@ impl WriteFiles for Views {
                 cl.size.to_string(),
             ])?;
         }
-        crate::files::commit_csv(w)?;
+        crate::commit_csv(w)?;
         let m = &self.matrix;
-        let mut w = crate::files::csv_file(&dir.join("comm_matrix.csv"))?;
+        let mut w = crate::csv_file(&dir.join("comm_matrix.csv"))?;
         w.write_record([
             "src_first_pe",
             "dst_first_pe",
@@ -132,11 +132,11 @@ impl WriteFiles for Views {
                 }
             }
         }
-        crate::files::commit_csv(w)?;
+        crate::commit_csv(w)?;
         // The overview: its busy cells (row of PEs, time column, busy time, dominant entry).
         let o = &self.overview;
         let ras = &o.raster;
-        let mut w = crate::files::csv_file(&dir.join("overview.csv"))?;
+        let mut w = crate::csv_file(&dir.join("overview.csv"))?;
         w.write_record([
             "row", "pe_first", "pe_last", "col", "t0_ps", "t1_ps", "busy_ps", "dominant",
         ])?;
@@ -167,8 +167,8 @@ impl WriteFiles for Views {
             }
             first += u64::from(n);
         }
-        crate::files::commit_csv(w)?;
-        let mut w = crate::files::csv_file(&dir.join("message_sizes.csv"))?;
+        crate::commit_csv(w)?;
+        let mut w = crate::csv_file(&dir.join("message_sizes.csv"))?;
         w.write_record(["lo_bytes", "hi_bytes", "messages", "bytes"])?;
         for s in &self.sizes {
             w.write_record([
@@ -178,7 +178,7 @@ impl WriteFiles for Views {
                 s.bytes.to_string(),
             ])?;
         }
-        crate::files::commit_csv(w)
+        crate::commit_csv(w)
     }
 }
 
@@ -194,7 +194,7 @@ fn write_profiles(
             .get(e as usize)
             .map_or(String::new(), |x| x.name.clone())
     };
-    let mut w = crate::files::csv_file(&dir.join("time_profile.csv"))?;
+    let mut w = crate::csv_file(&dir.join("time_profile.csv"))?;
     w.write_record(["bin_start_ps", "bin_ps", "entry", "busy_ps"])?;
     for r in &p.time_profile {
         w.write_record([
@@ -204,8 +204,8 @@ fn write_profiles(
             r.busy_ps.to_string(),
         ])?;
     }
-    crate::files::commit_csv(w)?;
-    let mut w = crate::files::csv_file(&dir.join("usage.csv"))?;
+    crate::commit_csv(w)?;
+    let mut w = crate::csv_file(&dir.join("usage.csv"))?;
     w.write_record(["pe", "entry", "busy_ps", "blocks"])?;
     for r in &p.usage {
         w.write_record([
@@ -215,8 +215,8 @@ fn write_profiles(
             r.blocks.to_string(),
         ])?;
     }
-    crate::files::commit_csv(w)?;
-    let mut w = crate::files::csv_file(&dir.join("communication.csv"))?;
+    crate::commit_csv(w)?;
+    let mut w = crate::csv_file(&dir.join("communication.csv"))?;
     w.write_record([
         "bin_start_ps",
         "bin_ps",
@@ -235,8 +235,8 @@ fn write_profiles(
             r.local_bytes.to_string(),
         ])?;
     }
-    crate::files::commit_csv(w)?;
-    let mut w = crate::files::csv_file(&dir.join("grain_sizes.csv"))?;
+    crate::commit_csv(w)?;
+    let mut w = crate::csv_file(&dir.join("grain_sizes.csv"))?;
     w.write_record(["entry", "lo_ps", "hi_ps", "blocks"])?;
     for r in &p.grains {
         w.write_record([
@@ -246,8 +246,8 @@ fn write_profiles(
             r.blocks.to_string(),
         ])?;
     }
-    crate::files::commit_csv(w)?;
-    let mut w = crate::files::csv_file(&dir.join("extrema.csv"))?;
+    crate::commit_csv(w)?;
+    let mut w = crate::csv_file(&dir.join("extrema.csv"))?;
     w.write_record([
         "measure",
         "rank",
@@ -268,5 +268,5 @@ fn write_profiles(
             ])?;
         }
     }
-    crate::files::commit_csv(w)
+    crate::commit_csv(w)
 }

@@ -19,7 +19,7 @@
 //! | `entries.csv` | per entry method: blocks, total / mean / max time, share of busy time, remote messages and their network cost |
 //! | `iterations.csv` | per iteration label: end time and duration |
 //! | `links.csv` | per link and NIC traffic (topology models; header only otherwise) |
-//! | analyses | `time_profile.csv`, `usage.csv`, `communication.csv`, `grain_sizes.csv`, `extrema.csv`, `metrics.csv`, `snapshots.csv`, `clusters.csv`, `comm_matrix.csv`, `message_sizes.csv` (see `views_out`) |
+//! | analyses | `time_profile.csv`, `usage.csv`, `communication.csv`, `grain_sizes.csv`, `extrema.csv`, `metrics.csv`, `snapshots.csv`, `clusters.csv`, `comm_matrix.csv`, `message_sizes.csv` (see `report::views`) |
 //!
 //! | `otf2/traces.otf2` (+ `traces.def`, `traces/`) | with the `otf2` feature: the predicted run as an OTF2 archive (Vampir, otf2-print): one location per PE, an Enter/Leave of its entry method's region per block, an MPI send and receive per delivered message (tag = the send's index), times in picoseconds |
 //!
@@ -27,8 +27,8 @@
 //! `trace.json.gz` (Perfetto opens it as is) and `predicted.<pe>.log.gz` (as Charm++ writes
 //! them with zlib; Projections and `whatif import projections` read them).
 
-use crate::summary::{self, RunInfo};
-use anyhow::{Context, Result};
+use crate::error::{Ctx, Result};
+use crate::summary::RunInfo;
 use replay::{ReplayReport, TimelineRecord};
 use sim_core::Ratio;
 use std::fs::File;
@@ -40,6 +40,7 @@ use trace::{BlockId, Trace};
 pub const MAX_PROJECTIONS_PES: u32 = 1 << 16;
 
 /// How [`write_all`] writes.
+#[derive(Debug)]
 pub struct Options<'a> {
     /// The factor on send offsets (flows start at the send's time inside its block).
     pub cpu_scale: Ratio,
@@ -66,18 +67,24 @@ pub struct Options<'a> {
 }
 
 /// See [`Options::partial`].
+#[derive(Debug)]
 pub struct Partial<'a> {
+    /// The estimated size of trace.json with every PE.
     pub all_bytes: u64,
+    /// Each kept block's id in the whole run.
     pub block_ids: &'a [u32],
+    /// Per entry method, the whole run's blocks.
     pub entry_blocks: &'a [u64],
+    /// Per entry method, the whole run's busy time (ps).
     pub entry_busy_ps: &'a [u64],
+    /// Per entry method, the whole run's longest block (ps).
     pub entry_max_ps: &'a [u64],
     /// Messages into the kept blocks from blocks left out: `(consumer's id in the whole run,
     /// sending PE, the send's event number on it, bytes)`, sorted by consumer.
     pub senders: &'a [Sender],
 }
 
-/// Writes every output into `dir` (a staging folder, see `files::begin_dir`). `r` must carry
+/// Writes every output into `dir` (a staging folder, see `safe_output::OutputDir`). `r` must carry
 /// the timeline. Returns notes for the user (outputs left out, and why), also written to
 /// `notes.txt` when there are any.
 pub fn write_all(dir: &Path, info: &RunInfo, r: &ReplayReport, o: Options) -> Result<Vec<String>> {
@@ -86,13 +93,13 @@ pub fn write_all(dir: &Path, info: &RunInfo, r: &ReplayReport, o: Options) -> Re
     let tl = r
         .timeline
         .as_ref()
-        .context("the timeline was not recorded")?;
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        .ctx(|| "the timeline was not recorded")?;
+    std::fs::create_dir_all(dir).ctx(|| format!("cannot create {}", dir.display()))?;
     std::fs::write(
         dir.join("summary.json"),
-        summary::json_summary(info, r)? + "\n",
+        crate::summary::json_summary(info, r)? + "\n",
     )
-    .with_context(|| format!("cannot write {}", dir.join("summary.json").display()))?;
+    .ctx(|| format!("cannot write {}", dir.join("summary.json").display()))?;
     let sel = analysis::select::select(
         t,
         tl,
@@ -104,10 +111,10 @@ pub fn write_all(dir: &Path, info: &RunInfo, r: &ReplayReport, o: Options) -> Re
         o.partial.as_ref().map(|p| p.all_bytes),
     );
     notes.extend(sel.notes.iter().map(|n| format!("note: {n}")));
-    crate::memory::checkpoint("outputs: the selection");
+    sim_core::memory::checkpoint("outputs: the selection");
     let ids = o.partial.as_ref().map(|p| p.block_ids);
     write_timeline(&dir.join("timeline.csv"), t, tl, &sel, ids)?;
-    summary::write_links(&dir.join("links.csv"), r)?;
+    crate::summary::write_links(&dir.join("links.csv"), r)?;
     write_pe_csv(&dir.join("pe.csv"), r)?;
     let stats = match &o.partial {
         Some(p) => EntryStats {
@@ -119,7 +126,7 @@ pub fn write_all(dir: &Path, info: &RunInfo, r: &ReplayReport, o: Options) -> Re
     };
     write_entries_csv(&dir.join("entries.csv"), t, r, &stats)?;
     write_iterations_csv(&dir.join("iterations.csv"), r)?;
-    crate::memory::checkpoint("outputs: the CSVs");
+    sim_core::memory::checkpoint("outputs: the CSVs");
     let deliveries = Deliveries::of(t);
     write_chrome(
         &dir.join("trace.json"),
@@ -130,7 +137,7 @@ pub fn write_all(dir: &Path, info: &RunInfo, r: &ReplayReport, o: Options) -> Re
         o.compress,
         (&sel, ids),
     )?;
-    crate::memory::checkpoint("outputs: trace.json");
+    sim_core::memory::checkpoint("outputs: trace.json");
     // Above the limit, Lee's data reduction: the logs of the representative PEs only
     // (clusters.csv says which cluster each stands for).
     let all = r.pes <= MAX_PROJECTIONS_PES || o.force;
@@ -153,7 +160,7 @@ pub fn write_all(dir: &Path, info: &RunInfo, r: &ReplayReport, o: Options) -> Re
             outside: o.partial.as_ref().map(|p| (p.block_ids, p.senders)),
         },
     )?;
-    crate::memory::checkpoint("outputs: projections/");
+    sim_core::memory::checkpoint("outputs: projections/");
     if !all {
         notes.push(format!(
             "note: projections/ holds the logs of the representative PEs only ({}, see clusters.csv): all {} PEs would make {} log files (limit {MAX_PROJECTIONS_PES}; --force writes them)",
@@ -173,12 +180,12 @@ pub fn write_all(dir: &Path, info: &RunInfo, r: &ReplayReport, o: Options) -> Re
     }
     if !notes.is_empty() {
         let text: String = notes.iter().map(|n| format!("{n}\n")).collect();
-        crate::files::write_text(&dir.join("notes.txt"), &text)?;
+        crate::write_text(&dir.join("notes.txt"), &text)?;
     }
     Ok(notes)
 }
 
-/// `timeline.csv`: one row per kept block (see [`summary::write_timeline`]).
+/// `timeline.csv`: one row per kept block (see [`crate::summary::write_timeline`]).
 fn write_timeline(
     path: &Path,
     t: &Trace,
@@ -186,7 +193,7 @@ fn write_timeline(
     sel: &analysis::select::Selection,
     ids: Option<&[u32]>,
 ) -> Result<()> {
-    summary::write_timeline_records(
+    crate::summary::write_timeline_records(
         path,
         t,
         tl.iter()
@@ -196,9 +203,9 @@ fn write_timeline(
 }
 
 fn create(path: &Path) -> Result<BufWriter<File>> {
-    Ok(BufWriter::new(File::create(path).with_context(|| {
-        format!("cannot write {}", path.display())
-    })?))
+    Ok(BufWriter::new(
+        File::create(path).ctx(|| format!("cannot write {}", path.display()))?,
+    ))
 }
 
 /// An output file, plain or gzip-compressed (then named `<path>.gz`).
@@ -246,7 +253,7 @@ impl Write for Out {
 }
 
 fn csv_writer(path: &Path) -> Result<csv::Writer<File>> {
-    csv::Writer::from_path(path).with_context(|| format!("cannot write {}", path.display()))
+    csv::Writer::from_path(path).ctx(|| format!("cannot write {}", path.display()))
 }
 
 use crate::summary::secs as s;
@@ -552,7 +559,7 @@ fn write_otf2(
         machine: format!("whatif: {}", t.meta.name),
     };
     otf2_sys::write(dir, "traces", &out)
-        .with_context(|| format!("cannot write the OTF2 archive {}", dir.display()))
+        .ctx(|| format!("cannot write the OTF2 archive {}", dir.display()))
 }
 
 /// Whole microseconds (Projections' time unit), rounded down.
@@ -591,7 +598,7 @@ fn write_projections(
         outside,
     } = files;
     let t = info.trace;
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    std::fs::create_dir_all(dir).ctx(|| format!("cannot create {}", dir.display()))?;
     let pes = r.pes;
     // Names inside double quotes on one line: quotes and control characters (a newline
     // would end the record) become harmless.

@@ -1,20 +1,28 @@
-//! Turning a replay report into the outputs users read and plot.
+//! A replay's summary for people and scripts: the human summary, the `--json` object and
+//! `summary.json`, and the CSV tables a replay writes (timeline, per PE, links, entries).
+//! Times in CSV files are seconds with 12 decimals ([`secs`]): exact picoseconds.
 
-use anyhow::{Context, Result};
+use crate::error::{Ctx, Result};
 use replay::ReplayReport;
 use serde::Serialize;
 use sim_core::SimDuration;
 use std::path::Path;
 use trace::Trace;
 
-/// What was replayed, for the report header.
-#[derive(Clone)]
+/// What was replayed, for the summary's header and the JSON object's settings.
+#[derive(Clone, Debug)]
 pub struct RunInfo<'a> {
+    /// The trace replayed (its name, counts and entry methods).
     pub trace: &'a Trace,
+    /// The network model, as its canonical spec.
     pub net: String,
+    /// The object placement, as given (`recorded`, `block`, `file:PATH`, ...).
     pub mapping: String,
+    /// The CPU-speed factor applied, as text.
     pub cpu_scale: String,
+    /// The scheduling policy (`fifo`, `priority`, ...).
     pub policy: &'static str,
+    /// The root seed of the run.
     pub seed: u64,
     /// The runtime's costs and the noise (`ReplayConfig::block_overhead`, `local_msg_cost`,
     /// `noise`), as `(block_overhead_ps, local_msg_cost_ps, noise spec)`.
@@ -160,6 +168,8 @@ fn mb(bytes: u64) -> String {
     sim_core::units::human_bytes(bytes)
 }
 
+/// The human summary a replay prints: the trace, the machine, the makespan and iterations,
+/// utilisation, messages and the network model's statistics.
 pub fn human(info: &RunInfo, r: &ReplayReport) -> String {
     use std::fmt::Write;
     let t = info.trace;
@@ -267,11 +277,11 @@ pub fn human(info: &RunInfo, r: &ReplayReport) -> String {
     s
 }
 
-pub use report::secs;
+pub use crate::secs;
 
 /// Writes the timeline as CSV: one row per block, in start order.
 pub fn write_timeline(path: &Path, t: &Trace, r: &ReplayReport) -> Result<()> {
-    let tl = r.timeline.as_ref().context("timeline was not recorded")?;
+    let tl = r.timeline.as_ref().ctx(|| "timeline was not recorded")?;
     write_timeline_records(path, t, tl.iter(), None)
 }
 
@@ -283,7 +293,7 @@ pub fn write_timeline_records<'a>(
     tl: impl Iterator<Item = &'a replay::TimelineRecord>,
     ids: Option<&[u32]>,
 ) -> Result<()> {
-    let mut w = crate::files::csv_file(path)?;
+    let mut w = crate::csv_file(path)?;
     w.write_record(["block", "object", "entry", "pe", "start_s", "end_s"])?;
     for rec in tl {
         let b = t.block(trace::BlockId(rec.block));
@@ -298,12 +308,12 @@ pub fn write_timeline_records<'a>(
             secs(rec.end.as_ps()),
         ])?;
     }
-    crate::files::commit_csv(w)
+    crate::commit_csv(w)
 }
 
 /// Writes per-PE busy/idle as CSV.
 pub fn write_per_pe(path: &Path, r: &ReplayReport) -> Result<()> {
-    let mut w = crate::files::csv_file(path)?;
+    let mut w = crate::csv_file(path)?;
     w.write_record(["pe", "blocks", "busy_s", "idle_s", "utilization"])?;
     let span = r.makespan.as_ps();
     for (pe, (busy, blocks)) in r.pe_busy_ps.iter().zip(&r.pe_blocks).enumerate() {
@@ -315,14 +325,14 @@ pub fn write_per_pe(path: &Path, r: &ReplayReport) -> Result<()> {
             format!("{:.6}", *busy as f64 / span.max(1) as f64),
         ])?;
     }
-    crate::files::commit_csv(w)
+    crate::commit_csv(w)
 }
 
-pub use report::LINK_COLUMNS;
+pub use crate::LINK_COLUMNS;
 
 /// Writes per-link (and per-NIC) traffic as CSV; models without links write only the header.
 pub fn write_links(path: &Path, r: &ReplayReport) -> Result<()> {
-    let mut w = crate::files::csv_file(path)?;
+    let mut w = crate::csv_file(path)?;
     w.write_record(LINK_COLUMNS)?;
     let span = r.makespan.as_ps().max(1) as f64;
     for l in r.net.iter().flat_map(|n| &n.links) {
@@ -339,12 +349,12 @@ pub fn write_links(path: &Path, r: &ReplayReport) -> Result<()> {
             secs(l.max_wait_ps),
         ])?;
     }
-    crate::files::commit_csv(w)
+    crate::commit_csv(w)
 }
 
 /// Writes the per-entry network cost table as CSV.
 pub fn write_entries(path: &Path, t: &Trace, r: &ReplayReport) -> Result<()> {
-    let mut w = crate::files::csv_file(path)?;
+    let mut w = crate::csv_file(path)?;
     w.write_record([
         "entry",
         "messages",
@@ -365,5 +375,5 @@ pub fn write_entries(path: &Path, t: &Trace, r: &ReplayReport) -> Result<()> {
             secs(e.mean_wire_ps),
         ])?;
     }
-    crate::files::commit_csv(w)
+    crate::commit_csv(w)
 }
