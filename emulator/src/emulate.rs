@@ -17,8 +17,6 @@ use crate::record::{Recorded, Recorder};
 use crate::runtime::{Instance, RUNTIME_ENTRIES, Scratch, instantiate};
 use network_models::{Driving, MessageInfo, NetIo, NetworkModel};
 use sim_core::{EventClass, RadixQueue, Ratio, RunLimits, Scheduler, SimDuration, SimTime};
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 use trace::{
     Block, BlockId, Destination, EntryId, MsgId, ObjectId, PeId, Periodic, Send, Trace, TraceMeta,
 };
@@ -143,7 +141,7 @@ struct Vp {
     dispatch_pending: bool,
     /// Continuations released when the running block ends.
     release: Vec<u32>,
-    ready: BinaryHeap<Reverse<(i32, u64, u64, u32)>>,
+    ready: crate::ready::Ready,
 }
 
 struct Emu<'a, P: Program> {
@@ -428,7 +426,7 @@ impl<P: Program> Emu<'_, P> {
         let prio = if self.cfg.priority { item.prio } else { 0 };
         self.seq += 1;
         let vp = &mut self.vps[v as usize];
-        vp.ready.push(Reverse((prio, item.key_ps, self.seq, it)));
+        vp.ready.push((prio, item.key_ps, self.seq, it));
         if !vp.busy && !vp.dispatch_pending {
             vp.dispatch_pending = true;
             self.sched.schedule(t, EventClass::Late, ev(DISPATCH, v))?;
@@ -444,7 +442,7 @@ impl<P: Program> Emu<'_, P> {
             if vp.busy {
                 break;
             }
-            let Some(Reverse((_, _, _, it))) = vp.ready.pop() else {
+            let Some((_, _, _, it)) = vp.ready.pop() else {
                 break;
             };
             let dur = self.start(it, pe, t)?;

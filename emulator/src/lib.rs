@@ -36,6 +36,7 @@ pub mod emulate;
 mod error;
 pub mod model;
 pub mod native;
+mod ready;
 mod record;
 mod runtime;
 
