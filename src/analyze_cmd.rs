@@ -375,7 +375,7 @@ pub(crate) fn write_outputs(
             opt(msg.map(|m| m.4)),
         ])?;
     }
-    crate::files::commit_csv(w)
+    Ok(crate::files::commit_csv(w)?)
 }
 
 /// The extrema, in words: the top PEs by busy time and messages sent against the rest.

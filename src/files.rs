@@ -3,33 +3,10 @@
 //! the finished-run marker written last, and every output path checked before long work.
 
 use anyhow::{Context, Result};
-use safe_output::{AtomicFile, OutputDir};
-use std::io::Write;
+use safe_output::OutputDir;
 use std::path::Path;
 
-/// A CSV writer on an atomic file; finish it with [`commit_csv`].
-pub fn csv_file(path: &Path) -> Result<csv::Writer<AtomicFile>> {
-    Ok(csv::Writer::from_writer(AtomicFile::create(path)?))
-}
-
-/// Flushes a CSV writer from [`csv_file`] and puts the file in place.
-pub fn commit_csv(w: csv::Writer<AtomicFile>) -> Result<()> {
-    let f = w
-        .into_inner()
-        .map_err(|e| anyhow::anyhow!("cannot write a CSV file: {}", e.error()))?;
-    let p = f.path().display().to_string();
-    f.commit().with_context(|| format!("cannot write {p}"))?;
-    Ok(())
-}
-
-/// Writes a text file atomically.
-pub fn write_text(path: &Path, text: &str) -> Result<()> {
-    let mut f = AtomicFile::create(path)?;
-    f.write_all(text.as_bytes())
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    f.commit()?;
-    Ok(())
-}
+pub use report::{REPORT_FILE_BYTES, commit_csv, csv_file, write_text};
 
 /// Checks, before any long work, that every output can be written: files' folders exist,
 /// folders are absent, empty, previous whatif outputs, or (with `force`) anything.
@@ -73,6 +50,3 @@ pub fn read_text(path: &std::path::Path, max_bytes: u64) -> anyhow::Result<Strin
 
 /// The bound for small text inputs: studies, network files, cost models, report JSON.
 pub const SMALL_TEXT_BYTES: u64 = 64 << 20;
-
-/// The bound for the files a report or a merge reads back (results, summaries, analyses).
-pub const REPORT_FILE_BYTES: u64 = 1 << 30;

@@ -109,7 +109,7 @@ fn write_csv(path: &std::path::Path, ph: &Phases) -> Result<()> {
             ])?;
         }
     }
-    crate::files::commit_csv(w)
+    Ok(crate::files::commit_csv(w)?)
 }
 
 /// The human-readable table.

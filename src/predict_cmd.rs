@@ -466,5 +466,5 @@ fn write_csv(path: &std::path::Path, rows: &[Row]) -> Result<()> {
             r.outside_band.map_or(String::new(), |b| b.to_string()),
         ])?;
     }
-    crate::files::commit_csv(w)
+    Ok(crate::files::commit_csv(w)?)
 }

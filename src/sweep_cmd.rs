@@ -143,9 +143,7 @@ impl Row {
     }
 }
 
-fn secs(ps: u64) -> String {
-    sim_core::SimDuration::from_ps(ps).secs_exact()
-}
+use report::secs;
 
 impl Row {
     fn csv_line(&self) -> Result<String> {

@@ -96,8 +96,8 @@ fn read_text(path: &std::path::Path) -> Result<String> {
     Ok(sim_core::inputs::read_to_string(path, REPORT_FILE_BYTES)?)
 }
 
-/// Writes a text file atomically.
-fn write_text(path: &std::path::Path, text: &str) -> Result<()> {
+/// Writes a text file atomically (`safe_output`): the whole file or none of it.
+pub fn write_text(path: &std::path::Path, text: &str) -> Result<()> {
     use std::io::Write;
     let mut f = safe_output::AtomicFile::create(path)?;
     f.write_all(text.as_bytes())
@@ -110,14 +110,14 @@ fn write_text(path: &std::path::Path, text: &str) -> Result<()> {
 }
 
 /// A CSV writer on an atomic file; finish it with [`commit_csv`].
-fn csv_file(path: &std::path::Path) -> Result<csv::Writer<safe_output::AtomicFile>> {
+pub fn csv_file(path: &std::path::Path) -> Result<csv::Writer<safe_output::AtomicFile>> {
     Ok(csv::Writer::from_writer(safe_output::AtomicFile::create(
         path,
     )?))
 }
 
 /// Flushes a CSV writer from [`csv_file`] and puts the file in place.
-fn commit_csv(w: csv::Writer<safe_output::AtomicFile>) -> Result<()> {
+pub fn commit_csv(w: csv::Writer<safe_output::AtomicFile>) -> Result<()> {
     let f = w.into_inner().map_err(|e| {
         error::ReportError::Invalid(format!("cannot write a CSV file: {}", e.error()))
     })?;
