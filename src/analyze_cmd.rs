@@ -1,13 +1,14 @@
 //! `whatif analyze`: why a predicted run takes as long as it does (the `analysis` crate),
 //! with a command that reproduces each finding's re-simulation.
 
-use crate::{ImportOpts, MachineArgs, cpu_scale_for, machine_config, net_for};
-use analysis::{Analysis, Edge, Options, Scenario, WhatIf, fmt_ps};
-use anyhow::{Context, Result};
+use crate::{ImportOpts, MachineArgs};
+use analysis::{Analysis, Edge, WhatIf, fmt_ps};
+use anyhow::Result;
 use clap::Args;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use trace::Trace;
+use workflow::analyze::{command, strip, to_json, write_outputs};
 
 /// Help shown after the options: what it prints, examples, then the network models.
 pub(crate) fn analyze_help() -> String {
@@ -101,74 +102,33 @@ const OWN_FLAGS: &[(&str, bool)] = &[
     ("-q", false),
 ];
 
-/// A trace's replay on the machine the flags describe, with its timeline: what the analyses
-/// start from.
-pub(crate) struct Baseline {
-    pub spec: network_models::NetSpec,
-    pub cfg: replay::ReplayConfig,
-    pub report: replay::ReplayReport,
-}
-
-/// Replays `trace` on the machine `m` describes, with a timeline (PE count checked).
-pub(crate) fn baseline(trace: &Trace, m: &MachineArgs) -> Result<Baseline> {
-    let spec = net_for(trace, m)?;
-    let cpu = cpu_scale_for(trace, m)?;
-    let cfg = machine_config(m, trace, cpu, true)?;
-    let pes = cfg.pes.unwrap_or(trace.meta.recorded_pes);
-    crate::limits::check_pes(pes as u64, trace.objects.len() as u64, m.force)?;
-    let mut net = spec.build();
-    let report = replay::replay(trace, net.as_mut(), &cfg)
-        .with_context(|| format!("replay of `{}`", trace.meta.name))?;
-    Ok(Baseline { spec, cfg, report })
-}
-
 pub(crate) fn analyze(a: AnalyzeArgs) -> Result<()> {
+    let machine = a.machine.spec();
     if let Some(dir) = &a.out {
-        let inputs = [vec![a.trace.clone()], a.machine.files_read()].concat();
+        let inputs = [vec![a.trace.clone()], machine.files_read()].concat();
         crate::limits::refuse_overwrite(&inputs, &[("--out", dir)])?;
         crate::files::check_outputs(&[], &[("--out", dir)], a.machine.force)?;
     }
-    let input = crate::whatif_trace(
-        crate::load_input(&a.trace, a.format, &a.import, &a.machine, a.quiet)?,
-        &a.machine,
+    let input = workflow::whatif_trace(
+        workflow::load(&a.trace, a.format, &a.import.spec(), &machine, a.quiet)?,
+        &machine,
     )?;
-    let jobs = {
-        let crate::Machine { spec, cfg, pes, .. } = crate::machine_for(input.body(), &a.machine)?;
-        let (j, est) = crate::memory::what_if_jobs(a.jobs, cfg.limits.max_memory_bytes, |j| {
-            crate::memory::analyze_estimate(&input, &spec, &cfg, pes, j)
-        })?;
-        crate::memory::settle(&est, cfg.limits.max_memory_bytes, a.quiet)?;
-        j
-    };
     let t0 = std::time::Instant::now();
-    let opts = Options {
-        resimulate: !a.no_resim,
-        speedup: a.factor,
-        jobs,
-    };
-    let bin_ps = a.bin.map_or(0, |d| d.as_ps());
-    let (an, views, spec) = if input.is_flat() {
-        let trace = input.body();
-        let Baseline {
-            spec,
-            cfg,
-            report: base_run,
-        } = baseline(trace, &a.machine)?;
-        let sc = Scenario {
-            trace: analysis::Blocks::Flat(trace),
-            net: &spec,
-            cfg: &cfg,
-            seed: a.machine.seed,
-        };
-        let an = analysis::analyze_report(&sc, &base_run, &opts)
-            .with_context(|| format!("analysis of `{}`", trace.meta.name))?;
-        crate::memory::checkpoint("the analysis");
-        let views = report::views::of(trace, &base_run, &spec, bin_ps)?;
-        crate::memory::checkpoint("the views");
-        (an, views, spec)
-    } else {
-        streamed(&input, &a.machine, &opts, bin_ps, a.quiet)?
-    };
+    let workflow::analyze::Analysed {
+        analysis: an,
+        views,
+        spec,
+    } = workflow::analyze::analyze(
+        &input,
+        &machine,
+        &workflow::analyze::AnalyzeSpec {
+            resimulate: !a.no_resim,
+            factor: a.factor,
+            jobs: a.jobs,
+            bin: a.bin,
+            quiet: a.quiet,
+        },
+    )?;
     let trace = input.body();
     let prof = &views.profiles;
     if !a.quiet {
@@ -202,180 +162,6 @@ pub(crate) fn analyze(a: AnalyzeArgs) -> Result<()> {
         print!("{}", extrema_text(prof));
     }
     Ok(())
-}
-
-/// The analysis of a repeated trace without its timeline or its expansion: two replays
-/// (`analysis::streamed`: the bindings, then the path's runs and the views, one run at a
-/// time), then the re-simulations on the compact trace. Memory: the replay's, plus 5 bytes
-/// per block during the first replay.
-fn streamed(
-    input: &trace::Repeated,
-    m: &MachineArgs,
-    opts: &Options,
-    bin_ps: u64,
-    quiet: bool,
-) -> Result<(Analysis, report::views::Views, network_models::NetSpec)> {
-    let body = input.body();
-    let crate::Machine { spec, cfg, map, .. } = crate::machine_for(body, m)?;
-    let g = analysis::Blocks::Repeated(input);
-    let feed = analysis::feed::Feed::new(g, analysis::feed::PeOf::Object(map));
-    let mut progress = crate::progress::Reporter::new(quiet);
-    let mut busy = analysis::allviews::RunTotals::new(&feed, None)?;
-    let sc = Scenario {
-        trace: g,
-        net: &spec,
-        cfg: &cfg,
-        seed: m.seed,
-    };
-    // The what-ifs that do not need the base run start on another core meanwhile.
-    let early = if opts.resimulate && opts.jobs > 1 {
-        analysis::early_what_ifs(&sc)
-    } else {
-        Vec::new()
-    };
-    let (walked, early) = analysis::with_early(&sc, early, || {
-        analysis::streamed::replay_and_walk(g, &spec, &cfg, &mut progress, &mut busy, |r, b, _| {
-            analysis::allviews::ViewsSink::new(
-                &feed,
-                r.pes,
-                r.makespan.as_ps(),
-                &b.totals,
-                &spec,
-                report::views::options(bin_ps),
-            )
-        })
-    });
-    let (walked, sink) = walked.with_context(|| format!("replay of `{}`", body.meta.name))?;
-    crate::memory::checkpoint("the two replays");
-    let views = sink.finish(&walked.report.pe_busy_ps)?;
-    crate::memory::checkpoint("the views");
-    let an = analysis::diagnose_with_early(
-        &sc,
-        &walked.report,
-        walked.critical_path,
-        opts,
-        early,
-        &mut progress,
-    )
-    .with_context(|| format!("analysis of `{}`", body.meta.name))?;
-    progress.done();
-    crate::memory::checkpoint("the re-simulations");
-    Ok((an, views, spec))
-}
-
-/// The analysis as JSON, with the network, the trace's name and each finding's command.
-pub(crate) fn to_json(
-    an: &Analysis,
-    trace: &Trace,
-    net: &str,
-    base: &[String],
-) -> Result<serde_json::Value> {
-    let mut v = serde_json::to_value(an)?;
-    v["network"] = serde_json::Value::String(net.to_string());
-    v["trace"] = serde_json::Value::String(trace.meta.name.clone());
-    if let Some(fs) = v["findings"].as_array_mut() {
-        for (f, x) in fs.iter_mut().zip(&an.findings) {
-            f["command"] = serde_json::Value::String(command(base, &x.what_if));
-        }
-    }
-    if let Some(b) = &an.limits.one_pe_per_object {
-        v["limits"]["one_pe_per_object"]["command"] =
-            serde_json::Value::String(command(base, &b.what_if));
-    }
-    Ok(v)
-}
-
-/// Writes `analysis.json` and `critical_path.csv` (one row per path block, first to last)
-/// into `dir`.
-pub(crate) fn write_outputs(
-    dir: &std::path::Path,
-    an: &Analysis,
-    trace: &Trace,
-    net: &str,
-    base: &[String],
-) -> Result<()> {
-    let v = to_json(an, trace, net, base)?;
-    crate::files::write_text(
-        &dir.join("analysis.json"),
-        &(serde_json::to_string_pretty(&v)? + "\n"),
-    )?;
-    let mut w = crate::files::csv_file(&dir.join("critical_path.csv"))?;
-    w.write_record([
-        "block",
-        "entry",
-        "object",
-        "pe",
-        "start_ps",
-        "end_ps",
-        "compute_ps",
-        "overhead_ps",
-        "queued_ps",
-        "idle_before_ps",
-        "bound_by",
-        "from_block",
-        "message_bytes",
-        "net_overhead_ps",
-        "net_latency_ps",
-        "net_serialization_ps",
-        "net_queueing_ps",
-    ])?;
-    for s in &an.critical_path.steps {
-        let (kind, from, msg) = match &s.edge {
-            Edge::Start => ("start", None, None),
-            Edge::Message {
-                from,
-                bytes,
-                overhead_ps,
-                latency_ps,
-                serialization_ps,
-                queueing_ps,
-                remote,
-                ..
-            } => (
-                if *remote {
-                    "remote_message"
-                } else {
-                    "local_message"
-                },
-                Some(*from),
-                Some((
-                    *bytes,
-                    *overhead_ps,
-                    *latency_ps,
-                    *serialization_ps,
-                    *queueing_ps,
-                )),
-            ),
-            Edge::Dependency { from } => ("dependency", Some(*from), None),
-            Edge::ObjectOrder { from } => ("object_order", Some(*from), None),
-            Edge::RecordedOrder { from } => ("recorded_order", Some(*from), None),
-            Edge::Pe { from, .. } => ("pe_busy", Some(*from), None),
-        };
-        let opt = |x: Option<u64>| x.map_or(String::new(), |v| v.to_string());
-        w.write_record([
-            s.block.to_string(),
-            trace
-                .entries
-                .get(s.entry as usize)
-                .map_or(String::new(), |e| e.name.clone()),
-            s.object.to_string(),
-            s.pe.to_string(),
-            s.start_ps.to_string(),
-            s.end_ps.to_string(),
-            s.compute_ps.to_string(),
-            s.overhead_ps.to_string(),
-            s.queued_ps.to_string(),
-            s.idle_before_ps.to_string(),
-            kind.to_string(),
-            opt(from.map(u64::from)),
-            opt(msg.map(|m| m.0)),
-            opt(msg.map(|m| m.1)),
-            opt(msg.map(|m| m.2)),
-            opt(msg.map(|m| m.3)),
-            opt(msg.map(|m| m.4)),
-        ])?;
-    }
-    Ok(crate::files::commit_csv(w)?)
 }
 
 /// The extrema, in words: the top PEs by busy time and messages sent against the rest.
@@ -590,91 +376,4 @@ fn clip(s: &str, n: usize) -> String {
         t.push('~');
         t
     }
-}
-
-/// `args` without the flags in `drop` (`(flag, takes a value)`), in either `--f v` or `--f=v`
-/// form.
-pub(crate) fn strip(args: &[String], drop: &[(&str, bool)]) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < args.len() {
-        let a = &args[i];
-        let hit = drop.iter().find(|(f, _)| {
-            a == f || (a.starts_with(f) && a[f.len()..].starts_with('=') && f.starts_with("--"))
-        });
-        match hit {
-            Some((f, true)) if a == f => i += 2,
-            Some(_) => i += 1,
-            None => {
-                out.push(a.clone());
-                i += 1;
-            }
-        }
-    }
-    out
-}
-
-/// A shell word.
-fn quote(s: &str) -> String {
-    if !s.is_empty()
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "_-./:=,+@%".contains(c))
-    {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', "'\\''"))
-    }
-}
-
-/// The command that reproduces a what-if, from the analysis's own arguments (`base`: the
-/// trace and replay flags).
-pub(crate) fn command(base: &[String], w: &WhatIf) -> String {
-    let (sub, drop, add): (&str, Vec<(&str, bool)>, Vec<String>) = match w {
-        WhatIf::GreedyBalance => (
-            "lb",
-            vec![],
-            vec![
-                "--strategies".into(),
-                "greedy".into(),
-                "--at".into(),
-                "start".into(),
-            ],
-        ),
-        WhatIf::IdealNetwork => (
-            "replay",
-            vec![("--net", true), ("--net-file", true)],
-            vec!["--net".into(), "ideal".into()],
-        ),
-        WhatIf::OnePePerObject { .. } => (
-            "replay",
-            vec![("--pes", true), ("--map", true)],
-            vec!["--pes".into(), "objects".into()],
-        ),
-        WhatIf::Faster(s) => ("replay", vec![], vec!["--speedup".into(), s.to_string()]),
-        WhatIf::NoCpuOverheads { net } => (
-            "replay",
-            vec![
-                ("--block-overhead", true),
-                ("--local-msg-cost", true),
-                ("--net", true),
-                ("--net-file", true),
-            ],
-            vec!["--net".into(), net.clone()],
-        ),
-        WhatIf::CriticalPathPriority => (
-            "replay",
-            vec![("--priority", false)],
-            vec!["--critical-path-priority".into()],
-        ),
-    };
-    let mut words = vec!["whatif".to_string(), sub.to_string()];
-    words.extend(strip(base, &drop));
-    words.extend(add);
-    let shown: Vec<String> = words.iter().map(|w| quote(w)).collect();
-    let tail = if sub == "lb" {
-        "   (column makespan_s)"
-    } else {
-        ""
-    };
-    format!("{}{tail}", shown.join(" "))
 }

@@ -160,7 +160,7 @@ pub(crate) fn demo(a: DemoArgs) -> Result<()> {
         "--net".to_string(),
         spec.to_string(),
     ];
-    crate::analyze_cmd::write_outputs(&w.join("replay"), &an, &e.trace, &spec.to_string(), &base)?;
+    workflow::analyze::write_outputs(&w.join("replay"), &an, &e.trace, &spec.to_string(), &base)?;
 
     if !a.quiet {
         eprintln!("3/3 report");

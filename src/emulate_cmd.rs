@@ -79,7 +79,7 @@ pub(crate) struct EmulateArgs {
     net: NetSpec,
     /// A named machine instead of --net: `paragon` (the Intel Paragon of MK's ATM2D study:
     /// 2-D mesh, 120 us latency, 30 MB/s).
-    #[arg(long, value_name = "NAME", value_parser = crate::parse_machine, conflicts_with = "net")]
+    #[arg(long, value_name = "NAME", value_parser = workflow::machine::parse_machine, conflicts_with = "net")]
     machine: Option<NetSpec>,
     /// Block-cost models (from `whatif model --trace ... --costs-out`): the blocks of every
     /// entry method the file models are scaled by one factor so that its time per object per

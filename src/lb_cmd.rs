@@ -1,6 +1,6 @@
 //! `whatif lb`: compare load-balancing strategies on a trace, statically and by replay.
 
-use crate::{MachineArgs, cpu_scale_for, machine_config, net_for};
+use crate::MachineArgs;
 use anyhow::{Context, Result};
 use clap::Args;
 use lb_strategies::{
@@ -13,6 +13,7 @@ use sim_core::units::parse_bytes;
 use std::path::PathBuf;
 use std::time::Instant;
 use trace::Trace;
+use workflow::{cpu_scale_for, machine_config, net_for};
 
 /// Help shown after the options.
 pub(crate) fn lb_help() -> String {
@@ -154,12 +155,19 @@ pub(crate) fn lb(a: LbArgs) -> Result<()> {
         Some(LbFormat::Trace(f)) => Some(f),
         None => None,
     };
-    let input = crate::whatif_trace(
-        crate::load_input(&a.trace, format, &a.import, &a.machine, a.quiet)?,
-        &a.machine,
+    let input = workflow::whatif_trace(
+        workflow::load(
+            &a.trace,
+            format,
+            &a.import.spec(),
+            &a.machine.spec(),
+            a.quiet,
+        )?,
+        &a.machine.spec(),
     )?;
     {
-        let crate::Machine { spec, cfg, .. } = crate::machine_for(input.body(), &a.machine)?;
+        let workflow::Machine { spec, cfg, .. } =
+            workflow::machine_for(input.body(), &a.machine.spec())?;
         crate::memory::settle(
             &crate::memory::lb_estimate(&input, &spec, &cfg)?,
             cfg.limits.max_memory_bytes,
@@ -167,9 +175,9 @@ pub(crate) fn lb(a: LbArgs) -> Result<()> {
         )?;
     }
     let trace = crate::memory::expand(input, a.machine.max_memory, Vec::new(), a.quiet)?;
-    let spec = net_for(&trace, &a.machine)?;
-    let cpu = cpu_scale_for(&trace, &a.machine)?;
-    let base_cfg = machine_config(&a.machine, &trace, cpu, false)?;
+    let spec = net_for(&trace, &a.machine.spec())?;
+    let cpu = cpu_scale_for(&trace, &a.machine.spec())?;
+    let base_cfg = machine_config(&a.machine.spec(), &trace, cpu, false)?;
     let pes = base_cfg.pes.unwrap_or(trace.meta.recorded_pes);
     crate::limits::check_pes(pes as u64, trace.objects.len() as u64, a.machine.force)?;
     check_outputs(&a)?;
@@ -324,10 +332,10 @@ fn check_outputs(a: &LbArgs) -> Result<()> {
         .filter_map(|(f, p)| p.as_deref().map(|p| (f, p)))
         .collect();
     crate::limits::refuse_overwrite(
-        &[vec![a.trace.clone()], a.machine.files_read()].concat(),
+        &[vec![a.trace.clone()], a.machine.spec().files_read()].concat(),
         &[files.clone(), dirs.clone()].concat(),
     )?;
-    crate::files::check_outputs(&files, &dirs, a.machine.force)
+    Ok(crate::files::check_outputs(&files, &dirs, a.machine.force)?)
 }
 
 /// `--strategies`, else every strategy (and `topo` when the network has a topology).
@@ -534,8 +542,8 @@ fn lb_dump(a: &LbArgs) -> Result<()> {
     let dump = lb_strategies::parse_lbdump(&bytes, &name)?;
     let pes = match a.machine.pes {
         None => None,
-        Some(crate::PeCount::N(n)) => Some(n),
-        Some(crate::PeCount::PerObject) => Some(dump.objects.len().max(1) as u32),
+        Some(workflow::PeCount::N(n)) => Some(n),
+        Some(workflow::PeCount::PerObject) => Some(dump.objects.len().max(1) as u32),
     };
     let empty = trace::TraceBuilder::new(trace::TraceMeta {
         name: name.clone(),
@@ -548,8 +556,8 @@ fn lb_dump(a: &LbArgs) -> Result<()> {
         sequential_objects: false,
     })
     .finish()?;
-    let spec = net_for(&empty, &a.machine)?;
-    let cpu = cpu_scale_for(&empty, &a.machine)?;
+    let spec = net_for(&empty, &a.machine.spec())?;
+    let cpu = cpu_scale_for(&empty, &a.machine.spec())?;
     let (db, used) = dump.database(pes, cpu, a.migrate_bytes)?;
     let pes = db.num_pes();
     crate::limits::check_pes(pes as u64, db.objects.len() as u64, a.machine.force)?;

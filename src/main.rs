@@ -6,34 +6,31 @@ mod bench;
 mod calibrate_cmd;
 mod demo;
 mod emulate_cmd;
-mod files;
 mod fuzz_cmd;
 mod lb_cmd;
-mod limits;
-mod memory;
 mod model_cmd;
 mod opsim_cmd;
 mod phases_cmd;
 mod predict_cmd;
-mod progress;
 mod spelling;
 mod sweep_cmd;
 mod sweep_journal;
 
+use workflow::{files, limits, memory, progress};
+
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Result, anyhow, bail};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use network_models::{NET_HELP, NetSpec};
-use replay::{CpuScale, Mapping, ReplayConfig, ReplayError, SchedPolicy};
-use scenarios::SynthParams;
+use replay::{Mapping, ReplayError};
 use sim_core::units::{parse_bytes, parse_duration};
-use sim_core::{QueueKind, Ratio, RunLimits, SeedTree, SimDuration, SimTime};
+use sim_core::{QueueKind, Ratio, SeedTree, SimDuration, SimTime};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
-use trace::{Format, Repeated, Trace, TraceSummary};
+use trace::{Format, Repeated, TraceSummary};
 
 #[derive(Parser)]
 #[command(
@@ -463,7 +460,7 @@ struct MachineArgs {
     net: Option<NetSpec>,
     /// A named machine instead of --net: `paragon` (the Intel Paragon of MK's ATM2D study:
     /// 2-D mesh, 120 us latency, 30 MB/s).
-    #[arg(long, value_name = "NAME", value_parser = parse_machine, conflicts_with = "net_file")]
+    #[arg(long, value_name = "NAME", value_parser = workflow::machine::parse_machine, conflicts_with = "net_file")]
     machine: Option<NetSpec>,
     /// Network model from a TOML file: a `[net]` table (or top-level keys) with
     /// `model = "..."` and the model's parameters, e.g. `model = "hops"`, `topo = "torus:8x8x8"`,
@@ -473,16 +470,16 @@ struct MachineArgs {
     /// Simulated PEs, or `objects`: one PE per object, each object on its own PE (the
     /// "infinite processors" bound) [default: as recorded].
     #[arg(long)]
-    pes: Option<PeCount>,
+    pes: Option<workflow::PeCount>,
     /// Object placement: recorded (folded/spread when --pes differs), block, round-robin, or
     /// `file:PATH`: a CSV with `name` and `pe` (or `to_pe`) columns placing objects by name,
     /// as `whatif inspect --objects` and `whatif lb --maps` write them (objects it does not
     /// name stay as recorded), e.g. to place a 1-PE log's chares as a 2-PE run placed them.
     #[arg(long, default_value = "recorded")]
-    map: MapArg,
+    map: workflow::MapSpec,
     /// Factor on recorded block durations and send offsets (0.5 = a CPU twice as fast)
     /// [default: the factor recorded in the trace, else 1].
-    #[arg(long, value_parser = parse_cpu_scale)]
+    #[arg(long, value_parser = workflow::machine::parse_cpu_scale)]
     cpu_scale: Option<Ratio>,
     /// The runtime's scheduling cost: CPU time a PE spends before every block it starts,
     /// e.g. 500ns (Lee's per-block overhead; with it, more objects per PE cost time).
@@ -499,7 +496,7 @@ struct MachineArgs {
     /// `jitter:max=5us` (every working block takes an extra U[0, max] of CPU) and
     /// `jitter:cv=0.1` (every working block's duration times a log-normal factor of mean 1 and
     /// that coefficient of variation). Draws and phases come from --seed.
-    #[arg(long, value_name = "SPEC", value_parser = parse_noise)]
+    #[arg(long, value_name = "SPEC", value_parser = workflow::machine::parse_noise)]
     noise: Vec<String>,
     /// Run ready blocks by their priority (smaller first) instead of FIFO.
     #[arg(long)]
@@ -664,56 +661,19 @@ impl std::fmt::Display for RunFailed {
 impl std::error::Error for RunFailed {}
 
 /// Exit status 1 for a run that failed (a replay that cannot finish, a run limit reached:
-/// [`RunFailed`], `ReplayError::Stuck`/`Sched`) or a failure of the machine (a full or
-/// read-only disk, an I/O error: [`machine_failure`]); 2 for everything else: whatever a
-/// command refuses is bad input by default, so a new check needs no registration to exit 2.
+/// [`RunFailed`], or what `workflow::error::is_run_failure` counts: a stuck replay, a full or
+/// read-only disk, an I/O error of the machine); 2 for everything else: whatever a command
+/// refuses is bad input by default, so a new check needs no registration to exit 2.
 fn exit_status(e: &anyhow::Error) -> u8 {
-    let failed = e.chain().any(|c| {
-        c.is::<RunFailed>()
-            || matches!(
-                c.downcast_ref::<ReplayError>(),
-                Some(ReplayError::Stuck(_)) | Some(ReplayError::Sched(_))
-            )
-            || c.downcast_ref::<safe_output::OutputError>()
-                .is_some_and(|o| !files::is_bad_output(o))
-            || c.downcast_ref::<std::io::Error>()
-                .is_some_and(machine_failure)
-    });
+    let failed =
+        e.chain().any(|c| c.is::<RunFailed>()) || workflow::error::is_run_failure(e.as_ref());
     if failed { 1 } else { 2 }
 }
 
-/// An I/O error that is the machine's, not the input's: no space, quota, read-only file
-/// system, a device error, a write that wrote nothing.
-fn machine_failure(e: &std::io::Error) -> bool {
-    use std::io::ErrorKind as K;
-    matches!(
-        e.kind(),
-        K::StorageFull | K::QuotaExceeded | K::ReadOnlyFilesystem | K::WriteZero | K::OutOfMemory
-    ) || matches!(e.raw_os_error(), Some(5) | Some(28) | Some(30) | Some(122))
-}
-
-/// The error and its causes on one line, each cause once: a cause whose text the message
-/// already ends with (libraries that print their source inside their own message) is not
-/// repeated.
+/// The error and its causes on one line (`workflow::error::render`).
 fn render(e: &anyhow::Error) -> String {
-    let mut out = String::new();
-    for c in e.chain() {
-        // A cause quoting its input (a TOML parser's line, a JSON value) is cut: an error
-        // never floods the terminal with a megabyte line.
-        let t = sim_core::inputs::cut(&c.to_string(), MAX_CAUSE_BYTES);
-        if out.ends_with(&t) || out.contains(&format!("{t}: ")) {
-            continue;
-        }
-        if !out.is_empty() {
-            out.push_str(": ");
-        }
-        out.push_str(&t);
-    }
-    out
+    workflow::error::render(e.as_ref())
 }
-
-/// The most bytes of one cause an error message prints.
-const MAX_CAUSE_BYTES: usize = 1000;
 
 /// A reader that stops early (`whatif inspect t.trace | head`) closes the pipe: end quietly
 /// with the shell's SIGPIPE status instead of a panic message (the standard library reports a
@@ -834,7 +794,7 @@ fn dispatch(cli: Cli) -> Result<()> {
                 }
                 None => vec![a.trace.clone()],
             };
-            inputs.extend(a.machine.files_read());
+            inputs.extend(a.machine.spec().files_read());
             let o = &a.out;
             let outputs: Vec<(&str, &std::path::Path)> = [
                 ("--timeline", &o.timeline),
@@ -855,7 +815,10 @@ fn dispatch(cli: Cli) -> Result<()> {
                     !outputs.is_empty(),
                     &[
                         ("--pes", m.pes.is_some()),
-                        ("--map", m.map != MapArg::Builtin(Mapping::Recorded)),
+                        (
+                            "--map",
+                            m.map != workflow::MapSpec::Builtin(Mapping::Recorded),
+                        ),
                         ("--cpu-scale", m.cpu_scale.is_some()),
                         ("--priority", m.priority),
                         ("--recorded-order", m.recorded_order),
@@ -879,7 +842,13 @@ fn dispatch(cli: Cli) -> Result<()> {
             let (dirs, file_outs): (Vec<_>, Vec<_>) =
                 outputs.iter().partition(|(f, _)| *f == "--out");
             files::check_outputs(&file_outs, &dirs, a.machine.force)?;
-            let trace = load_input(&a.trace, a.format, &a.import, &a.machine, a.out.quiet)?;
+            let trace = workflow::load(
+                &a.trace,
+                a.format,
+                &a.import.spec(),
+                &a.machine.spec(),
+                a.out.quiet,
+            )?;
             replay_and_report(trace, &a.machine, &a.out)
         }
         Cmd::Emulate(a) => emulate_cmd::emulate(a),
@@ -905,140 +874,6 @@ fn dispatch(cli: Cli) -> Result<()> {
     }
 }
 
-/// Reads a whatif trace, or imports a foreign one (`--format`), reporting progress and the
-/// importer's notes unless `quiet`.
-pub(crate) fn load_input(
-    path: &std::path::Path,
-    format: Option<importers::Format>,
-    import: &ImportOpts,
-    m: &MachineArgs,
-    quiet: bool,
-) -> Result<Repeated> {
-    let t0 = Instant::now();
-    let mut progress = progress::Reporter::new(quiet);
-    let trace = match format {
-        None => trace::read_repeated_file_with(path, &mut progress).map_err(|e| hinted(e, path))?,
-        Some(f) => {
-            let imp = importers::import_with(
-                f,
-                path,
-                &import_options(import, m.net.as_ref(), m.max_memory),
-                &mut progress,
-            )?;
-            progress.done();
-            if !quiet {
-                for n in &imp.notes {
-                    eprintln!("{n}");
-                }
-            }
-            Repeated::flat(imp.trace)
-        }
-    };
-    progress.done();
-    memory::checkpoint(&format!(
-        "loading the trace ({} B on the heap)",
-        trace.heap_bytes()
-    ));
-    if !quiet {
-        eprintln!(
-            "loaded {} ({} blocks{}) in {:.3} s",
-            path.display(),
-            trace.num_blocks(),
-            repeat_note(&trace),
-            t0.elapsed().as_secs_f64()
-        );
-    }
-    Ok(trace)
-}
-
-/// A whatif trace file, with [`format_hint`] on the error when it is not one.
-pub(crate) fn read_whatif_trace(path: &std::path::Path) -> Result<Repeated> {
-    trace::read_repeated_file(path).map_err(|e| hinted(e, path))
-}
-
-/// `e` with the `--format` hint for `path`, if any.
-fn hinted(e: trace::TraceError, path: &std::path::Path) -> anyhow::Error {
-    match format_hint(path) {
-        Some(hint) => anyhow::Error::new(e).context(hint),
-        None => e.into(),
-    }
-}
-
-/// What to do when a path read as a whatif trace is not one: the `--format` its name or
-/// kind suggests (`None` when nothing does).
-fn format_hint(path: &std::path::Path) -> Option<String> {
-    let name = path.file_name()?.to_string_lossy().to_lowercase();
-    let is = |ext: &str| name.ends_with(ext);
-    let format = if path.is_dir() {
-        return Some(format!(
-            "{} is a folder: a BigSim log set is read with --format bgtrace (or `whatif import bgtrace`)",
-            path.display()
-        ));
-    } else if is(".goal") || is(".goal.gz") {
-        "goal"
-    } else if is(".sts") || is(".log") || is(".log.gz") {
-        "projections"
-    } else if is(".otf2") {
-        "otf2"
-    } else if is(".txt") || is(".ti") {
-        "simgrid"
-    } else {
-        return None;
-    };
-    Some(format!(
-        "{} is not a whatif trace; if it is a {format} file, add --format {format}",
-        path.display()
-    ))
-}
-
-/// [`load_input`] then [`whatif_trace`], as one flat trace (for commands that need every
-/// block: `lb`, `analyze`).
-fn load_flat(
-    path: &std::path::Path,
-    format: Option<importers::Format>,
-    import: &ImportOpts,
-    m: &MachineArgs,
-    quiet: bool,
-) -> Result<Trace> {
-    let input = whatif_trace(load_input(path, format, import, m, quiet)?, m)?;
-    memory::expand(input, m.max_memory, Vec::new(), quiet)
-}
-
-/// The trace with `--speedup` and `--critical-path-priority` applied (expanded to every block
-/// when one is given).
-pub(crate) fn whatif_trace(input: Repeated, m: &MachineArgs) -> Result<Repeated> {
-    if m.speedup.is_empty() && !m.critical_path_priority {
-        return Ok(input);
-    }
-    let mut t = memory::expand(input, m.max_memory, Vec::new(), true)?;
-    for s in &m.speedup {
-        analysis::transform::speed_up(&mut t, s)?;
-    }
-    if m.critical_path_priority {
-        analysis::transform::critical_path_priorities(&mut t)?;
-    }
-    Ok(Repeated::flat(t))
-}
-
-fn import_options(
-    o: &ImportOpts,
-    net: Option<&NetSpec>,
-    max_memory: Option<u64>,
-) -> importers::ImportOptions {
-    let d = importers::ImportOptions::default();
-    importers::ImportOptions {
-        max_memory_bytes: max_memory.unwrap_or_else(limits::default_memory_limit),
-        parallel: true,
-        flops_per_s: o.flops_per_s,
-        eager_limit: o.eager_limit.unwrap_or(match net {
-            Some(NetSpec::LogGops(p)) => p.eager_limit,
-            _ => d.eager_limit,
-        }),
-        collectives: o.collectives,
-        mpi_protocol: o.mpi_protocol,
-    }
-}
-
 fn import_cmd(a: ImportArgs) -> Result<()> {
     let inputs =
         importers::input_files(a.format, &a.input).unwrap_or_else(|_| vec![a.input.clone()]);
@@ -1049,7 +884,7 @@ fn import_cmd(a: ImportArgs) -> Result<()> {
     let imp = importers::import_with(
         a.format,
         &a.input,
-        &import_options(&a.opts, None, a.max_memory),
+        &workflow::input::import_options(&a.opts.spec(), None, a.max_memory),
         &mut progress,
     )?;
     progress.done();
@@ -1078,7 +913,7 @@ fn export_cmd(a: ExportArgs) -> Result<()> {
     limits::refuse_overwrite(std::slice::from_ref(&a.trace), &[("--out", &a.out)])?;
     files::check_outputs(&[("--out", &a.out)], &[], false)?;
     // The GOAL text is built in memory: about 64 bytes per operation.
-    let r = read_whatif_trace(&a.trace)?;
+    let r = workflow::read_whatif_trace(&a.trace)?;
     let text_bytes = r
         .num_blocks()
         .saturating_add(r.num_sends())
@@ -1134,35 +969,8 @@ fn platform_cmd(a: PlatformArgs) -> Result<()> {
 }
 
 /// ", one iteration of B blocks repeated K times" for a repeated trace, "" otherwise.
-fn repeat_note(r: &Repeated) -> String {
-    if r.is_flat() {
-        String::new()
-    } else {
-        format!(
-            ": one iteration of {} blocks repeated {} times",
-            r.body().num_blocks(),
-            r.reps()
-        )
-    }
-}
-
-/// The default scenario of `whatif run`.
-fn default_scenario() -> Result<Repeated> {
-    let p = SynthParams {
-        iters: 20,
-        compute: SimDuration::from_us(100),
-        bytes: 65536,
-        generator:
-            "whatif run (built-in: halo3d 8x8x8, 20 iterations, 100us compute, 64KiB messages)"
-                .into(),
-        ..SynthParams::default()
-    };
-    let t = scenarios::halo_repeated(&[8, 8, 8], false, &p)?;
-    Ok(t.with_meta(|m| m.net = Some("alphabeta:lat=1us,bw=10GB/s".into())))
-}
-
 fn run_default(a: RunArgs) -> Result<()> {
-    let trace = default_scenario()?;
+    let trace = workflow::default_scenario()?;
     replay_and_report(trace, &a.machine, &a.out)?;
     if !a.out.json && !a.out.quiet {
         eprintln!(
@@ -1173,70 +981,28 @@ fn run_default(a: RunArgs) -> Result<()> {
 }
 
 fn gen_cmd(a: GenArgs) -> Result<()> {
-    let generator = canonical_gen_command(&a);
-    let p = SynthParams {
+    let t = workflow::generate::generate(&workflow::generate::GenSpec {
+        kind: match a.kind {
+            GenKind::Pingpong => workflow::generate::GenKind::Pingpong,
+            GenKind::Ring => workflow::generate::GenKind::Ring,
+            GenKind::Halo2d => workflow::generate::GenKind::Halo2d,
+            GenKind::Halo3d => workflow::generate::GenKind::Halo3d,
+            GenKind::Pipeline => workflow::generate::GenKind::Pipeline,
+        },
+        ranks: a.ranks,
+        dims: a.dims.clone(),
+        periodic: a.periodic,
+        stages: a.stages,
         iters: a.iters,
         compute: a.compute,
         bytes: a.bytes,
         jitter: a.jitter,
         seed: a.seed,
-        generator,
-    };
-    // Blocks the trace stores (one iteration of a repeated trace; every block in the text
-    // form): about 110 bytes each on the heap, 136 while the generator builds it, plus its
-    // indexes (up to 14 MiB): measured on halos of 2,000 to 100,000 ranks.
-    let dims: u64 = match a.kind {
-        GenKind::Halo2d | GenKind::Halo3d => parse_dims(&a.dims)?
-            .iter()
-            .fold(1u64, |x, &d| x.saturating_mul(d as u64)),
-        _ => 0,
-    };
-    let stored: u64 = match a.kind {
-        GenKind::Pingpong => 2 * a.iters as u64,
-        GenKind::Ring => 2 * a.ranks as u64,
-        GenKind::Halo2d => 5 * dims,
-        GenKind::Halo3d => 7 * dims,
-        GenKind::Pipeline => (a.stages as u64).saturating_mul(a.iters as u64),
-    };
-    let stored = if Format::from_path(&a.out) == Format::Text
-        && matches!(a.kind, GenKind::Ring | GenKind::Halo2d | GenKind::Halo3d)
-    {
-        stored.saturating_mul(a.iters as u64)
-    } else {
-        stored
-    };
-    memory::settle(
-        &memory::gen_estimate(stored),
-        Some(a.max_memory.unwrap_or_else(limits::default_memory_limit)),
-        a.quiet,
-    )?;
-    let mut progress = progress::Reporter::new(a.quiet);
-    let t = match a.kind {
-        GenKind::Pingpong => Repeated::flat(scenarios::pingpong(&p)?),
-        GenKind::Ring => scenarios::ring_repeated_with(a.ranks, &p, &mut progress)?,
-        GenKind::Halo2d | GenKind::Halo3d => {
-            let want = if matches!(a.kind, GenKind::Halo2d) {
-                2
-            } else {
-                3
-            };
-            let dims = parse_dims(&a.dims)?;
-            if dims.len() != want {
-                bail!(
-                    "--dims `{}` has {} dimensions; {} needs {want} (e.g. {})",
-                    a.dims,
-                    dims.len(),
-                    if want == 2 { "halo2d" } else { "halo3d" },
-                    if want == 2 { "32x32" } else { "10x10x10" }
-                );
-            }
-            scenarios::halo_repeated_with(&dims, a.periodic, &p, &mut progress)?
-        }
-        GenKind::Pipeline => Repeated::flat(scenarios::pipeline(a.stages, &p)?),
-    };
-    progress.done();
-    memory::checkpoint(&format!("generating ({} B on the heap)", t.heap_bytes()));
-    let t = t.with_meta(|m| m.net = a.net.map(|n| n.to_string()));
+        net: a.net.clone(),
+        max_memory: a.max_memory,
+        every_iteration: Format::from_path(&a.out) == Format::Text,
+        quiet: a.quiet,
+    })?;
     trace::write_repeated_file(&t, &a.out, Format::from_path(&a.out))?;
     memory::checkpoint("writing");
     if a.quiet {
@@ -1248,49 +1014,9 @@ fn gen_cmd(a: GenArgs) -> Result<()> {
         t.body().objects.len(),
         t.num_blocks(),
         t.num_sends(),
-        repeat_note(&t)
+        workflow::input::repeat_note(&t)
     );
     Ok(())
-}
-
-/// The generator recorded in the trace: every parameter that shapes it, in a fixed form, and
-/// nothing else (not the output path), so equal inputs give byte-identical traces.
-fn canonical_gen_command(a: &GenArgs) -> String {
-    let shape = match a.kind {
-        GenKind::Pingpong => "pingpong".to_string(),
-        GenKind::Ring => format!("ring --ranks {}", a.ranks),
-        GenKind::Halo2d | GenKind::Halo3d => {
-            let k = if matches!(a.kind, GenKind::Halo2d) {
-                "halo2d"
-            } else {
-                "halo3d"
-            };
-            format!(
-                "{k} --dims {}{}",
-                a.dims,
-                if a.periodic { " --periodic" } else { "" }
-            )
-        }
-        GenKind::Pipeline => format!("pipeline --stages {}", a.stages),
-    };
-    format!(
-        "whatif gen {shape} --iters {} --compute {} --bytes {} --jitter {} --seed {}",
-        a.iters,
-        a.compute.to_string().replace(' ', ""),
-        a.bytes,
-        a.jitter,
-        a.seed
-    )
-}
-
-fn parse_dims(s: &str) -> Result<Vec<u32>> {
-    s.split('x')
-        .map(|d| {
-            d.trim().parse::<u32>().with_context(|| {
-                format!("--dims `{s}`: expected sizes separated by `x`, e.g. 10x10x10")
-            })
-        })
-        .collect()
 }
 
 fn inspect(a: InspectArgs) -> Result<()> {
@@ -1300,7 +1026,7 @@ fn inspect(a: InspectArgs) -> Result<()> {
             &[("--objects", out.as_path())],
         )?;
     }
-    let t = read_whatif_trace(&a.trace)?;
+    let t = workflow::read_whatif_trace(&a.trace)?;
     if let Some(out) = &a.objects {
         safe_output::write_atomic(out, &lb_strategies::mapfile::recorded_csv(t.body()))?;
     }
@@ -1313,862 +1039,91 @@ fn inspect(a: InspectArgs) -> Result<()> {
     Ok(())
 }
 
-/// The CPU-speed factor: `--cpu-scale`, else the trace's recorded factor, else 1.
-pub(crate) fn cpu_scale_for(trace: &Trace, m: &MachineArgs) -> Result<Ratio> {
-    Ok(match (m.cpu_scale, &trace.meta.cpu_scale) {
-        (Some(r), _) => r,
-        (None, Some(rec)) => Ratio::parse(rec).with_context(|| {
-            format!(
-                "the CPU-speed factor recorded in trace `{}`",
-                trace.meta.name
-            )
-        })?,
-        (None, None) => Ratio::ONE,
-    })
-}
-
-/// A CPU-speed factor: a positive ratio.
-fn parse_cpu_scale(s: &str) -> Result<Ratio, String> {
-    let r = Ratio::parse(s).map_err(|e| e.to_string())?;
-    if r == Ratio::new(0, 1).expect("0/1") {
-        return Err(format!(
-            "`{s}`: a CPU-speed factor must be greater than 0 (0.5 = a CPU twice as fast, 2 = half as fast)"
-        ));
-    }
-    Ok(r)
-}
-
-/// A PE count on the command line: a number, or `objects` (one PE per object).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum PeCount {
-    /// This many.
-    N(u32),
-    /// As many as the trace has objects.
-    PerObject,
-}
-
-impl std::str::FromStr for PeCount {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s.trim() {
-            "objects" | "per-object" => Ok(PeCount::PerObject),
-            t => match t.parse::<u32>() {
-                Ok(0) => Err("the machine needs at least one PE".into()),
-                Ok(n) => Ok(PeCount::N(n)),
-                Err(_) if t.bytes().all(|b| b.is_ascii_digit()) && !t.is_empty() => {
-                    Err(format!("`{s}`: at most {} PEs (a 32-bit count)", u32::MAX))
-                }
-                Err(_) => Err(format!(
-                    "`{s}`: expected a PE count (e.g. 64) or `objects` (one PE per object)"
-                )),
-            },
-        }
-    }
-}
-
-/// `--map`: a built-in placement or a placement file.
-#[derive(Clone, Debug, PartialEq)]
-enum MapArg {
-    Builtin(Mapping),
-    File(PathBuf),
-}
-
-impl std::str::FromStr for MapArg {
-    type Err = String;
-    fn from_str(s: &str) -> std::result::Result<Self, String> {
-        match s.strip_prefix("file:") {
-            Some("") => Err("`file:` needs a path, e.g. `file:map.csv`".into()),
-            Some(p) => Ok(MapArg::File(PathBuf::from(p))),
-            None => s
-                .parse()
-                .map(MapArg::Builtin)
-                .map_err(|e: String| format!("{e}, or file:PATH (a CSV placing objects by name)")),
-        }
-    }
-}
-
-impl std::fmt::Display for MapArg {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            MapArg::Builtin(m) => write!(f, "{m}"),
-            MapArg::File(p) => write!(f, "file:{}", p.display()),
-        }
-    }
-}
-
-/// The placement `--map` asks for, on `trace` with `pes` PEs (`None`: as recorded). A
-/// placement file becomes an explicit map; what it leaves out or names in vain is said on
-/// stderr.
-fn mapping_for(m: &MachineArgs, trace: &Trace, pes: Option<u32>) -> Result<Mapping> {
-    Ok(match (m.pes, &m.map) {
-        // One PE per object means each object on its own PE.
-        (Some(PeCount::PerObject), MapArg::Builtin(Mapping::Recorded)) => Mapping::Block,
-        (_, MapArg::Builtin(map)) => map.clone(),
-        (_, MapArg::File(path)) => {
-            let file = lb_strategies::mapfile::read_map(path)?;
-            let pes = pes.unwrap_or(trace.meta.recorded_pes).max(1);
-            let fallback = Mapping::Recorded.resolve(trace, pes)?;
-            let r = file.resolve(trace, pes, &fallback)?;
-            if r.unnamed > 0 {
-                eprintln!(
-                    "note: {}: {} of {} objects not named (e.g. `{}`) keep the recorded placement",
-                    path.display(),
-                    r.unnamed,
-                    trace.objects.len(),
-                    r.first_unnamed.as_deref().unwrap_or("")
-                );
-            }
-            if r.unknown > 0 {
-                eprintln!(
-                    "note: {}: {} names are not objects of the trace; ignored",
-                    path.display(),
-                    r.unknown
-                );
-            }
-            Mapping::Explicit(r.pes)
-        }
-    })
-}
-
 impl MachineArgs {
-    /// Files the machine options read (`--map file:`, `--net-file`): outputs must not
-    /// overwrite them.
-    pub(crate) fn files_read(&self) -> Vec<PathBuf> {
-        let map = match &self.map {
-            MapArg::File(p) => Some(p.clone()),
-            MapArg::Builtin(_) => None,
-        };
-        // Noise traces: `trace:file=PATH[,...]`.
-        let noise = self.noise.iter().filter_map(|spec| {
-            spec.strip_prefix("trace:")?
-                .split(',')
-                .find_map(|kv| kv.strip_prefix("file="))
-                .map(PathBuf::from)
-        });
-        map.into_iter()
-            .chain(self.net_file.clone())
-            .chain(noise)
-            .collect()
-    }
-}
-
-impl PeCount {
-    fn resolve(self, trace: &Trace) -> u32 {
-        match self {
-            PeCount::N(n) => n,
-            PeCount::PerObject => (trace.objects.len() as u32).max(1),
+    /// The machine the flags describe (`--machine` is a network model like `--net`).
+    pub(crate) fn spec(&self) -> workflow::MachineSpec {
+        workflow::MachineSpec {
+            net: self.net.clone().or_else(|| self.machine.clone()),
+            net_file: self.net_file.clone(),
+            pes: self.pes,
+            map: self.map.clone(),
+            cpu_scale: self.cpu_scale,
+            block_overhead: self.block_overhead,
+            local_msg_cost: self.local_msg_cost,
+            noise: self.noise.clone(),
+            priority: self.priority,
+            critical_path_priority: self.critical_path_priority,
+            speedup: self.speedup.clone(),
+            recorded_order: self.recorded_order,
+            free_object_order: self.free_object_order,
+            queue: self.queue,
+            max_events: self.max_events,
+            max_time: self.max_time,
+            seed: self.seed,
+            max_memory: self.max_memory,
+            force: self.force,
         }
     }
 }
 
-fn machine_config(
-    m: &MachineArgs,
-    trace: &Trace,
-    cpu_scale: Ratio,
-    timeline: bool,
-) -> Result<ReplayConfig> {
-    let pes = m.pes.map(|p| p.resolve(trace));
-    Ok(ReplayConfig {
-        block_scale: None,
-        pes,
-        mapping: mapping_for(m, trace, pes)?,
-        cpu_scale: CpuScale::Uniform(cpu_scale),
-        policy: if m.priority || m.critical_path_priority {
-            SchedPolicy::Priority
-        } else {
-            SchedPolicy::Fifo
-        },
-        queue: m.queue,
-        limits: RunLimits {
-            max_events: m.max_events,
-            max_sim_time: m
-                .max_time
-                .map(|d| SimTime::ZERO.checked_add(d).unwrap_or(SimTime::MAX)),
-            max_memory_bytes: Some(m.max_memory.unwrap_or_else(limits::default_memory_limit)),
-        },
-        timeline,
-        bindings: false,
-        recorded_delays: false,
-        recorded_order: m.recorded_order,
-        remap: None,
-        object_order: if m.free_object_order {
-            Some(false)
-        } else {
-            None
-        },
-        block_overhead: m.block_overhead,
-        local_msg_cost: m.local_msg_cost,
-        noise: noise_of(&m.noise, m.seed)?,
-    })
-}
-
-/// The noise of `--noise` specs (checked by clap's parser first), seeded from `--seed`.
-fn noise_of(specs: &[String], seed: u64) -> Result<replay::Noise> {
-    let mut n = replay::Noise {
-        seed: sim_core::rng::derive_seed(seed, "noise"),
-        ..Default::default()
-    };
-    for s in specs {
-        // Checked at parse time (parse_noise), but a noise trace is read again here.
-        n.add(s).map_err(|e| anyhow::anyhow!("--noise: {e}"))?;
-    }
-    Ok(n)
-}
-
-fn parse_noise(s: &str) -> Result<String, String> {
-    s.parse::<replay::Noise>().map(|_| s.to_string())
-}
-
-/// Reads a network model from a TOML file (`[net]` table or top-level keys).
-fn net_from_file(path: &std::path::Path) -> Result<NetSpec> {
-    let text = files::read_text(path, files::SMALL_TEXT_BYTES)
-        .with_context(|| format!("network file {}", path.display()))?;
-    let mut doc: toml::Table =
-        toml::from_str(&text).with_context(|| format!("{}: not valid TOML", path.display()))?;
-    let table = match doc.remove("net") {
-        Some(toml::Value::Table(t)) => t,
-        Some(_) => bail!("{}: `net` must be a table ([net])", path.display()),
-        None => doc,
-    };
-    table
-        .try_into()
-        .with_context(|| format!("{}: network model", path.display()))
-}
-
-/// `--machine NAME`: the machine's network model.
-pub(crate) fn parse_machine(name: &str) -> Result<NetSpec, String> {
-    network_models::machine(name).map_err(|e| e.to_string())
-}
-
-pub(crate) fn net_for(trace: &Trace, m: &MachineArgs) -> Result<NetSpec> {
-    if let Some(p) = &m.net_file {
-        return net_from_file(p);
-    }
-    Ok(
-        match (m.net.as_ref().or(m.machine.as_ref()), &trace.meta.net) {
-            (Some(n), _) => n.clone(),
-            (None, Some(rec)) => rec.parse().with_context(|| {
-                format!("the network model recorded in trace `{}`", trace.meta.name)
-            })?,
-            (None, None) => NetSpec::Ideal,
-        },
-    )
-}
-
-/// The machine the flags describe, for a replay without a timeline (the PE count checked):
-/// the model, the CPU factor, the configuration and each object's PE.
-pub(crate) struct Machine {
-    pub spec: NetSpec,
-    pub cpu_scale: Ratio,
-    pub cfg: ReplayConfig,
-    pub pes: u32,
-    pub map: Vec<u32>,
-}
-
-pub(crate) fn machine_for(body: &Trace, m: &MachineArgs) -> Result<Machine> {
-    let spec = net_for(body, m)?;
-    let cpu_scale = cpu_scale_for(body, m)?;
-    let cfg = machine_config(m, body, cpu_scale, false)?;
-    let pes = cfg.pes.unwrap_or(body.meta.recorded_pes);
-    limits::check_pes(pes as u64, body.objects.len() as u64, m.force)?;
-    let map = cfg
-        .mapping
-        .resolve(body, pes)
-        .with_context(|| format!("placing the objects of `{}`", body.meta.name))?;
-    Ok(Machine {
-        spec,
-        cpu_scale,
-        cfg,
-        pes,
-        map,
-    })
-}
-
-/// `replay --out` of a repeated trace without its timeline or its expansion: two replays
-/// (`analysis::streamed`): the first keeps the bindings and the totals the selection needs
-/// (per entry; PE x entry for the representatives); the second feeds the views and keeps
-/// the runs of the PEs the per-block files show (all PEs when trace.json fits its budget,
-/// else the representatives and the critical path's PEs, and every PE's for projections/
-/// up to its limit). The per-block files are written from the trace of those blocks only
-/// (`Repeated::subset`), with each block's id in the whole run.
-fn replay_out_streamed(input: &Repeated, m: &MachineArgs, o: &OutputArgs) -> Result<()> {
-    let dir = o.out.as_ref().context("--out")?;
-    let body = input.body();
-    let Machine {
-        spec,
-        cpu_scale,
-        cfg,
-        pes,
-        map,
-    } = machine_for(body, m)?;
-    let objects = body.objects.len();
-    if !o.quiet {
-        let mut on = map.clone();
-        on.sort_unstable();
-        on.dedup();
-        if let Some(w) = limits::idle_warning(pes, on.len(), objects, &m.map.to_string()) {
-            eprintln!("{w}");
+impl ImportOpts {
+    /// The import options the flags describe.
+    pub(crate) fn spec(&self) -> workflow::ImportSpec {
+        workflow::ImportSpec {
+            flops_per_s: self.flops_per_s,
+            eager_limit: self.eager_limit,
+            collectives: self.collectives,
+            mpi_protocol: self.mpi_protocol,
         }
     }
-    let g = analysis::Blocks::Repeated(input);
-    let feed = analysis::feed::Feed::new(g, analysis::feed::PeOf::Object(map.clone()));
-    let bin_ps = o.bin.map_or(0, |d| d.as_ps());
-    let all_bytes = analysis::select::all_bytes(g);
-    let all_projections = pes <= report::outputs::MAX_PROJECTIONS_PES || m.force;
-    let every = match &o.trace_pes {
-        analysis::select::PeChoice::All => true,
-        analysis::select::PeChoice::Auto => all_bytes <= o.trace_budget,
-        _ => false,
-    };
-    let jobs = {
-        // The kept PEs: all, or the representatives, the path's and the listed ones.
-        let kept_pes = if every || all_projections {
-            pes as u64
-        } else {
-            let listed = match &o.trace_pes {
-                analysis::select::PeChoice::List(v) => v.len(),
-                _ => 0,
-            };
-            (report::views::REPRESENTATIVES + MAX_PATH_PES + listed).min(pes as usize) as u64
-        };
-        let shown_pes = if every {
-            pes as u64
-        } else {
-            kept_pes.min((report::views::REPRESENTATIVES + MAX_PATH_PES) as u64)
-        };
-        let (jobs, est) = memory::what_if_jobs(None, cfg.limits.max_memory_bytes, |j| {
-            memory::replay_out_estimate(input, &spec, &cfg, (pes, kept_pes, shown_pes), o.report, j)
-        })?;
-        if let Some(limit) = cfg.limits.max_memory_bytes
-            && est.bytes() > limit
-            && kept_pes == pes as u64
-            && kept_pes > (report::views::REPRESENTATIVES + MAX_PATH_PES) as u64
-        {
-            return Err(BadInput(format!(
-                "writing every PE's blocks (for {}) needs {}, above the memory limit of {}: --trace-pes representatives keeps the representative PEs' only{}, or raise the limit with --max-memory",
-                if every {
-                    "trace.json and timeline.csv"
-                } else {
-                    "projections/"
-                },
-                est.describe(),
-                replay::footprint::human_bytes(limit),
-                if all_projections && pes > report::outputs::MAX_PROJECTIONS_PES {
-                    " (and without --force, projections/ too)"
-                } else {
-                    ""
-                }
-            ))
-            .into());
-        }
-        memory::settle(&est, cfg.limits.max_memory_bytes, o.quiet)?;
-        jobs
-    };
-    let t0 = Instant::now();
-    let mut progress = progress::Reporter::new(o.quiet);
-    let mut first = analysis::allviews::RunTotals::new(&feed, Some(pes))?;
-    let mut reps = Vec::new();
-    let mut shown = Vec::new();
-    let sc = analysis::Scenario {
-        trace: g,
-        net: &spec,
-        cfg: &cfg,
-        seed: m.seed,
-    };
-    // With --report, the what-ifs that do not need the base run start on another core
-    // meanwhile.
-    let early = if o.report && jobs > 1 {
-        analysis::early_what_ifs(&sc)
-    } else {
-        Vec::new()
-    };
-    let (walked, early) = analysis::with_early(&sc, early, || {
-        analysis::streamed::replay_and_walk(
-            g,
-            &spec,
-            &cfg,
-            &mut progress,
-            &mut first,
-            |r, f, path| {
-                reps = f
-                    .clusters(report::views::CLUSTERS, report::views::REPRESENTATIVES)?
-                    .representatives();
-                // The critical path's PEs (from its end), as the flat path shows them.
-                let mut path_pes: Vec<u32> = Vec::new();
-                if o.report {
-                    let mut by_end: Vec<u32> = path.to_vec();
-                    by_end.sort_unstable_by(|a, b| b.cmp(a));
-                    for b in by_end {
-                        if path_pes.len() == MAX_PATH_PES {
-                            break;
-                        }
-                        let obj =
-                            body.columns().object[(b % body.num_blocks().max(1) as u32) as usize];
-                        let pe = map[obj as usize];
-                        if !path_pes.contains(&pe) {
-                            path_pes.push(pe);
-                        }
-                    }
-                }
-                shown = reps.clone();
-                shown.extend(path_pes);
-                shown.sort_unstable();
-                shown.dedup();
-                let keep = if every {
-                    None
-                } else {
-                    let mut k = vec![all_projections; pes as usize];
-                    let listed: &[u32] = match &o.trace_pes {
-                        analysis::select::PeChoice::List(v) => v,
-                        _ => &[],
-                    };
-                    for &p in shown.iter().chain(listed) {
-                        if let Some(x) = k.get_mut(p as usize) {
-                            *x = true;
-                        }
-                    }
-                    Some(k)
-                };
-                // The kept PEs' blocks: every iteration places its blocks the same way.
-                let expected = match &keep {
-                    None => input.num_blocks() as usize,
-                    Some(k) => {
-                        body.columns()
-                            .object
-                            .iter()
-                            .filter(|&&o| k[map[o as usize] as usize])
-                            .count()
-                            * input.reps() as usize
-                    }
-                };
-                // Messages into the kept PEs from the others (the logs name their senders).
-                let senders = keep
-                    .as_ref()
-                    .filter(|k| k.contains(&false))
-                    .map(|k| analysis::allviews::Senders::new(&feed, k.clone()));
-                Ok(analysis::allviews::Both(
-                    analysis::allviews::ViewsSink::new(
-                        &feed,
-                        r.pes,
-                        r.makespan.as_ps(),
-                        &f.totals,
-                        &spec,
-                        report::views::options(bin_ps),
-                    )?,
-                    analysis::allviews::Both(
-                        analysis::allviews::KeepPes::new(keep, expected),
-                        senders,
-                    ),
-                ))
-            },
-        )
-    });
-    let walked = walked.with_context(|| format!("replay of `{}`", body.meta.name))?;
-    let (walked, analysis::allviews::Both(views_sink, analysis::allviews::Both(kept, senders))) =
-        walked;
-    let replay_s = t0.elapsed().as_secs_f64();
-    memory::checkpoint("the two replays");
-    let r = walked.report;
-    let views = views_sink.finish(&r.pe_busy_ps)?;
-    let info = report::summary::RunInfo {
-        trace: body,
-        net: spec.to_string(),
-        mapping: m.map.to_string(),
-        cpu_scale: cpu_scale.to_string(),
-        policy: if m.priority { "priority" } else { "fifo" },
-        seed: m.seed,
-        cpu_costs: (
-            m.block_overhead.as_ps(),
-            m.local_msg_cost.as_ps(),
-            cfg.noise.to_string(),
-        ),
-    };
-    // The kept blocks as a trace of their own, the runs renumbered to it.
-    let mut runs = kept.runs;
-    let mut senders = senders.map(|s| s.into_kept).unwrap_or_default();
-    senders.sort_unstable_by_key(|x| x.0);
-    let mut ids: Vec<u32> = runs.iter().map(|x| x.block).collect();
-    ids.sort_unstable();
-    ids.dedup();
-    let sub = input.subset(&ids);
-    memory::checkpoint("the kept blocks' trace");
-    for x in &mut runs {
-        x.block = ids.binary_search(&x.block).map_or(u32::MAX, |i| i as u32);
-    }
-    let t2 = Instant::now();
-    let staged = files::begin_dir(dir, m.force)?;
-    let mut rs = r.clone();
-    rs.timeline = Some(runs);
-    let sub_info = report::summary::RunInfo {
-        trace: &sub,
-        ..info.clone()
-    };
-    // The per-block outputs and the views do not depend on the analysis: written on
-    // another core while the re-simulations run.
-    let (analysed, notes) = std::thread::scope(|s| {
-        let writer = s.spawn(|| {
-            report::outputs::write_all(
-                staged.path(),
-                &sub_info,
-                &rs,
-                report::outputs::Options {
-                    cpu_scale,
-                    force: m.force,
-                    compress: o.compress,
-                    representatives: &reps,
-                    shown_pes: &shown,
-                    trace_pes: &o.trace_pes,
-                    trace_window_ps: o.trace_window.map(|(a, b)| (a.as_ps(), b.as_ps())),
-                    trace_budget_bytes: o.trace_budget,
-                    partial: Some(report::outputs::Partial {
-                        all_bytes,
-                        block_ids: &ids,
-                        entry_blocks: &first.blocks,
-                        entry_busy_ps: &first.totals,
-                        entry_max_ps: &first.max_ps,
-                        senders: &senders,
-                    }),
-                },
-            )
-            .and_then(|notes| {
-                report::views::write(&views, staged.path(), body)?;
-                memory::checkpoint("outputs: the views");
-                Ok(notes)
-            })
-        });
-        let analysed = (|| -> Result<Option<analysis::Analysis>> {
-            Ok(if o.report {
-                let t1 = Instant::now();
-                let an = analysis::diagnose_with_early(
-                    &sc,
-                    &r,
-                    walked.critical_path,
-                    &analysis::Options {
-                        jobs,
-                        ..Default::default()
-                    },
-                    early,
-                    &mut progress,
-                )
-                .context("analysis for the report")?;
-                progress.done();
-                memory::checkpoint("the analysis");
-                if !o.quiet {
-                    eprintln!(
-                        "analysed (critical path, {} re-simulations) in {:.2} s",
-                        an.findings.len() + an.skipped.len(),
-                        t1.elapsed().as_secs_f64()
-                    );
-                }
-                Some(an)
-            } else {
-                progress.done();
-                None
-            })
-        })();
-        let notes = writer
-            .join()
-            .unwrap_or_else(|p| std::panic::resume_unwind(p));
-        (analysed, notes)
-    });
-    let analysed = analysed?;
-    let notes = notes.with_context(|| format!("cannot write the outputs in {}", dir.display()))?;
-    if !o.quiet {
-        eprintln!(
-            "replayed {} events, {} messages twice (the bindings, then the critical path's runs and the views) in {replay_s:.3} s: {}",
-            r.events,
-            r.messages.total(),
-            progress::rate(2.0 * r.events as f64, replay_s, "events")
-        );
-    }
-    if o.json {
-        println!("{}", report::summary::json(&info, &r)?);
-    } else {
-        print!("{}", report::summary::human(&info, &r));
-    }
-    finish_out(
-        staged,
-        dir,
-        None,
-        analysed.as_ref(),
-        body,
-        &spec,
-        notes,
-        o,
-        t2,
-    )
-    .with_context(|| format!("cannot write the outputs in {}", dir.display()))?;
-    write_side_files(o, &r, body)
 }
 
-/// The end of `replay --out`: the views, the analysis and the report into the staged folder,
-/// put in place; what was left out and where it went, on stderr.
-#[allow(clippy::too_many_arguments)]
-fn finish_out(
-    staged: safe_output::OutputDir,
-    dir: &std::path::Path,
-    views: Option<&report::views::Views>,
-    analysed: Option<&analysis::Analysis>,
-    trace: &Trace,
-    spec: &NetSpec,
-    notes: Vec<String>,
-    o: &OutputArgs,
-    t0: Instant,
-) -> Result<()> {
-    if let Some(views) = views {
-        report::views::write(views, staged.path(), trace)?;
-        memory::checkpoint("outputs: the views");
-    }
-    if let Some(an) = analysed {
-        let args: Vec<String> = std::env::args().skip(2).collect();
-        let base = analyze_cmd::strip(&args, REPLAY_OUTPUT_FLAGS);
-        analyze_cmd::write_outputs(staged.path(), an, trace, &spec.to_string(), &base)?;
-        report::html::write_titled(staged.path(), None, dir)?;
-        memory::checkpoint("outputs: the report");
-    }
-    files::finish_dir(staged)?;
-    if !o.quiet {
-        for n in notes {
-            eprintln!("{n}");
+impl OutputArgs {
+    /// The outputs the flags ask for; the report's reproducing commands start from this
+    /// command's arguments.
+    pub(crate) fn spec(&self) -> workflow::OutputSpec {
+        workflow::OutputSpec {
+            out: self.out.clone(),
+            report: self.report,
+            compress: self.compress,
+            trace_pes: self.trace_pes.clone(),
+            trace_window: self.trace_window,
+            bin: self.bin,
+            trace_budget: self.trace_budget,
+            timeline: self.timeline.clone(),
+            per_pe: self.per_pe.clone(),
+            links: self.links.clone(),
+            entries: self.entries.clone(),
+            quiet: self.quiet,
+            command_args: std::env::args().skip(2).collect(),
         }
-        if o.report {
-            eprintln!("wrote {}", dir.join("report.html").display());
-        }
-        eprintln!(
-            "wrote {} ({}, projections/, CSV summaries and analyses) in {:.2} s",
-            dir.display(),
-            if o.compress {
-                "trace.json.gz"
-            } else {
-                "trace.json"
-            },
-            t0.elapsed().as_secs_f64()
-        );
     }
-    Ok(())
 }
 
-/// `--per-pe`, `--links` and `--entries`.
-fn write_side_files(o: &OutputArgs, r: &replay::ReplayReport, trace: &Trace) -> Result<()> {
-    if let Some(p) = &o.per_pe {
-        report::summary::write_per_pe(p, r)?;
-    }
-    if let Some(p) = &o.links {
-        report::summary::write_links(p, r)?;
-    }
-    if let Some(p) = &o.entries {
-        report::summary::write_entries(p, trace, r)?;
-    }
-    Ok(())
-}
-
-/// `whatif replay` flags that choose outputs, not the run: dropped from the reproduce
-/// commands of the report's analysis.
-const REPLAY_OUTPUT_FLAGS: &[(&str, bool)] = &[
-    ("--out", true),
-    ("--report", false),
-    ("--compress", false),
-    ("--trace-pes", true),
-    ("--trace-window", true),
-    ("--trace-budget", true),
-    ("--bin", true),
-    ("--json", false),
-    ("--timeline", true),
-    ("--per-pe", true),
-    ("--links", true),
-    ("--entries", true),
-    ("--quiet", false),
-    ("-q", false),
-];
-
-/// PEs of the critical path (from its end) added to the representatives in the per-block
-/// files of `replay --out --report` when those hold only some PEs.
-const MAX_PATH_PES: usize = 32;
-
+/// Replays `input` on the machine of `m`, prints the summary (`--json` or human) on stdout
+/// and writes the outputs of `o`. A replay that cannot finish prints its stuck blocks and the
+/// command that reproduces it.
 fn replay_and_report(input: Repeated, m: &MachineArgs, o: &OutputArgs) -> Result<()> {
-    let input = whatif_trace(input, m)?;
-    if o.out.is_some() && o.timeline.is_none() && !input.is_flat() {
-        return replay_out_streamed(&input, m, o);
-    }
-    // Outputs that describe every block need every block.
-    let per_block = o.timeline.is_some() || o.out.is_some();
-    let spec = net_for(input.body(), m)?;
-    let cpu_scale = cpu_scale_for(input.body(), m)?;
-    let cfg = machine_config(m, input.body(), cpu_scale, per_block)?;
-    let pes = cfg.pes.unwrap_or(input.body().meta.recorded_pes);
-    let objects = input.body().objects.len();
-    limits::check_pes(pes as u64, objects as u64, m.force)?;
-    let report = o.out.is_some() && o.report;
-    let (jobs, est) = memory::what_if_jobs(None, cfg.limits.max_memory_bytes, |j| {
-        memory::replay_estimate(&input, &spec, &cfg, per_block, report, j)
-    })?;
-    memory::settle(&est, cfg.limits.max_memory_bytes, o.quiet)?;
-    let input = if per_block && !input.is_flat() {
-        Repeated::flat(input.expand())
-    } else {
-        input
-    };
-    if !o.quiet
-        && let Ok(mut on) = cfg.mapping.resolve(input.body(), pes)
-    {
-        on.sort_unstable();
-        on.dedup();
-        if let Some(w) = limits::idle_warning(pes, on.len(), objects, &m.map.to_string()) {
-            eprintln!("{w}");
+    let json = o.json;
+    let r = workflow::replay(input, &m.spec(), &o.spec(), &mut |info, r| {
+        if json {
+            println!("{}", report::summary::json(info, r)?);
+        } else {
+            print!("{}", report::summary::human(info, r));
         }
-    }
-    let mut net = spec.build();
-    let t0 = Instant::now();
-    let mut progress = progress::Reporter::new(o.quiet);
-    let prepared = replay::Prepared::new_with(&input, net.as_mut(), &cfg, &mut progress);
-    let plan_s = t0.elapsed().as_secs_f64();
-    // Once planned, the replay needs no block of the trace: keep its header for the report
-    // (and its blocks for per-block outputs).
-    let trace = if per_block {
-        input.into_body()
-    } else {
-        input.into_body().without_blocks()
-    };
-    let trace = &trace;
-    let result =
-        prepared.and_then(|p| p.run_with(net.as_mut(), &mut progress).map(|r| (r, plan_s)));
-    progress.done();
-    memory::checkpoint("the replay");
-    let wall = t0.elapsed().as_secs_f64();
-    let (r, plan_s) = match result {
-        Ok(r) => r,
-        Err(e @ ReplayError::Stuck(_)) | Err(e @ ReplayError::Sched(_)) => {
-            eprint!("{e}");
+        Ok(())
+    });
+    match r {
+        Ok(_) => Ok(()),
+        Err(workflow::WorkflowError::NotFinished { trace, source }) => {
+            eprint!("{source}");
             eprintln!();
             eprintln!(
                 "reproduce with: whatif {}",
                 std::env::args().skip(1).collect::<Vec<_>>().join(" ")
             );
-            return Err(
-                RunFailed(format!("replay of `{}` did not complete", trace.meta.name)).into(),
-            );
+            Err(RunFailed(format!("replay of `{trace}` did not complete")).into())
         }
-        Err(e) => return Err(e.into()),
-    };
-    if !o.quiet {
-        let loop_s = wall - plan_s;
-        eprintln!(
-            "replayed {} events, {} messages in {wall:.3} s (plan {plan_s:.3} s, event loop {loop_s:.3} s: {}, {})",
-            r.events,
-            r.messages.total(),
-            progress::rate(r.events as f64, loop_s, "events"),
-            progress::rate(r.messages.total() as f64, loop_s, "messages")
-        );
+        Err(e) => Err(e.into()),
     }
-    let info = report::summary::RunInfo {
-        trace,
-        net: spec.to_string(),
-        mapping: m.map.to_string(),
-        cpu_scale: cpu_scale.to_string(),
-        policy: if m.critical_path_priority {
-            "critical-path priority"
-        } else if m.priority {
-            "priority"
-        } else {
-            "fifo"
-        },
-        seed: m.seed,
-        cpu_costs: (
-            m.block_overhead.as_ps(),
-            m.local_msg_cost.as_ps(),
-            cfg.noise.to_string(),
-        ),
-    };
-    if o.json {
-        println!("{}", report::summary::json(&info, &r)?);
-    } else {
-        print!("{}", report::summary::human(&info, &r));
-    }
-    if let Some(p) = &o.timeline {
-        report::summary::write_timeline(p, trace, &r)?;
-    }
-    if let Some(dir) = &o.out {
-        let t0 = Instant::now();
-        let staged = files::begin_dir(dir, m.force)?;
-        let views = report::views::of(trace, &r, &spec, o.bin.map_or(0, |d| d.as_ps()))?;
-        memory::checkpoint("the views");
-        let reps = views.clusters.representatives();
-        // The analysis (critical path, re-simulated diagnoses) for the report's "why"; the
-        // PEs of the critical path join the representatives in the per-block files, so the
-        // report's windows around path blocks have their blocks.
-        let analysed = if o.report {
-            let t1 = Instant::now();
-            let sc = analysis::Scenario {
-                trace: analysis::Blocks::Flat(trace),
-                net: &spec,
-                cfg: &cfg,
-                seed: m.seed,
-            };
-            let an = analysis::analyze_report(
-                &sc,
-                &r,
-                &analysis::Options {
-                    jobs,
-                    ..Default::default()
-                },
-            )
-            .context("analysis for the report")?;
-            memory::checkpoint("the analysis");
-            if !o.quiet {
-                eprintln!(
-                    "analysed (critical path, {} re-simulations) in {:.2} s",
-                    an.findings.len() + an.skipped.len(),
-                    t1.elapsed().as_secs_f64()
-                );
-            }
-            Some(an)
-        } else {
-            None
-        };
-        let mut shown = reps.clone();
-        if let Some(an) = &analysed {
-            let mut path_pes: Vec<u32> = Vec::new();
-            for st in an.critical_path.steps.iter().rev() {
-                if path_pes.len() == MAX_PATH_PES {
-                    break;
-                }
-                if !path_pes.contains(&st.pe) {
-                    path_pes.push(st.pe);
-                }
-            }
-            shown.extend(path_pes);
-            shown.sort_unstable();
-            shown.dedup();
-        }
-        let notes = report::outputs::write_all(
-            staged.path(),
-            &info,
-            &r,
-            report::outputs::Options {
-                cpu_scale,
-                force: m.force,
-                compress: o.compress,
-                representatives: &reps,
-                shown_pes: &shown,
-                trace_pes: &o.trace_pes,
-                trace_window_ps: o.trace_window.map(|(a, b)| (a.as_ps(), b.as_ps())),
-                trace_budget_bytes: o.trace_budget,
-                partial: None,
-            },
-        )
-        .with_context(|| format!("cannot write the outputs in {}", dir.display()))?;
-        finish_out(
-            staged,
-            dir,
-            Some(&views),
-            analysed.as_ref(),
-            trace,
-            &spec,
-            notes,
-            o,
-            t0,
-        )
-        .with_context(|| format!("cannot write the outputs in {}", dir.display()))?;
-    }
-    write_side_files(o, &r, trace)
 }

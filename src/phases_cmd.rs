@@ -60,9 +60,10 @@ pub(crate) fn phases(a: PhasesArgs) -> Result<()> {
         crate::limits::refuse_overwrite(std::slice::from_ref(&a.trace), &[("--csv", p)])?;
         crate::files::check_outputs(&[("--csv", p)], &[], a.machine.force)?;
     }
-    let trace = crate::load_flat(&a.trace, a.format, &a.import, &a.machine, a.quiet)?;
-    let crate::analyze_cmd::Baseline { spec, report, .. } =
-        crate::analyze_cmd::baseline(&trace, &a.machine)?;
+    let machine = a.machine.spec();
+    let trace = workflow::load_flat(&a.trace, a.format, &a.import.spec(), &machine, a.quiet)?;
+    let workflow::analyze::Baseline { spec, report, .. } =
+        workflow::analyze::baseline(&trace, &machine)?;
     let pes = report.pes;
     let ph = analysis::phases::phases(&trace, &report, &spec)
         .with_context(|| format!("phase analysis of `{}`", trace.meta.name))?;

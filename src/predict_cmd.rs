@@ -53,7 +53,7 @@ pub(crate) struct PredictArgs {
     #[arg(long, default_value = "latency:lat=1us")]
     net: NetSpec,
     /// A named machine instead of --net (`paragon`).
-    #[arg(long, value_name = "NAME", value_parser = crate::parse_machine, conflicts_with = "net")]
+    #[arg(long, value_name = "NAME", value_parser = workflow::machine::parse_machine, conflicts_with = "net")]
     machine: Option<NetSpec>,
     /// What to predict: the makespan or the mean iteration time.
     #[arg(long, default_value = "makespan", value_parser = ["makespan", "iteration"])]

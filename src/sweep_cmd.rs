@@ -497,7 +497,7 @@ fn write_outputs(
     if report {
         report::html::write_titled(staged.path(), None, dir)?;
     }
-    crate::files::finish_dir(staged)
+    Ok(crate::files::finish_dir(staged)?)
 }
 
 pub(crate) fn sweep(a: SweepArgs) -> Result<()> {

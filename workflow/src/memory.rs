@@ -9,6 +9,7 @@
 //! logged at exit is the whole run's only without `WHATIF_MEMORY_TRACE` (checkpoints restart
 //! it).
 
+use crate::error::{Result, WorkflowError};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 static ESTIMATE: AtomicU64 = AtomicU64::new(0);
@@ -54,11 +55,7 @@ pub fn log_at_exit() {
 
 /// Records `est` as this command's estimate, prints it when it is large (or with
 /// `WHATIF_MEMORY_TRACE`), and refuses it above `limit`.
-pub fn settle(
-    est: &replay::footprint::Estimate,
-    limit: Option<u64>,
-    quiet: bool,
-) -> anyhow::Result<()> {
+pub fn settle(est: &replay::footprint::Estimate, limit: Option<u64>, quiet: bool) -> Result<()> {
     note(est.bytes());
     let refused = limit.is_some_and(|l| est.bytes() > l);
     if std::env::var_os("WHATIF_MEMORY_TRACE").is_some()
@@ -76,13 +73,12 @@ pub fn settle(
     if let Some(limit) = limit
         && est.bytes() > limit
     {
-        return Err(crate::BadInput(format!(
+        return Err(WorkflowError::Invalid(format!(
             "this needs {}, above the memory limit of {}; the estimate is made before anything large is allocated: raise the limit with --max-memory (e.g. --max-memory {}) if this computer has the memory, or make the run smaller",
             est.describe(),
             replay::footprint::human_bytes(limit),
             replay::footprint::human_bytes(est.bytes().next_power_of_two()).replace(' ', "")
-        ))
-        .into());
+        )));
     }
     Ok(())
 }
@@ -93,8 +89,8 @@ pub fn settle(
 pub fn what_if_jobs(
     requested: Option<usize>,
     limit: Option<u64>,
-    est: impl Fn(usize) -> anyhow::Result<Estimate>,
-) -> anyhow::Result<(usize, Estimate)> {
+    est: impl Fn(usize) -> Result<Estimate>,
+) -> Result<(usize, Estimate)> {
     if let Some(j) = requested {
         return Ok((j, est(j)?));
     }
@@ -162,7 +158,7 @@ pub fn replay_estimate(
     per_block: bool,
     report: bool,
     jobs: usize,
-) -> anyhow::Result<Estimate> {
+) -> Result<Estimate> {
     let net = spec.build();
     let expand = per_block && !input.is_flat();
     let f = if expand {
@@ -224,7 +220,7 @@ pub fn replay_estimate(
     Ok(est)
 }
 
-/// `whatif replay --out` of a repeated trace ([`crate::replay_out_streamed`]): the trace,
+/// `whatif replay --out` of a repeated trace ((`replay` with an output folder)): the trace,
 /// two replays with the views, the runs of `kept_pes` of the `pes` PEs, the
 /// re-simulations with `--report`, then the kept blocks' outputs, of which `shown_pes`' go
 /// to `trace.json` and `timeline.csv` (the others' to `projections/` only).
@@ -235,7 +231,7 @@ pub fn replay_out_estimate(
     (pes, kept_pes, shown_pes): (u32, u64, u64),
     report: bool,
     jobs: usize,
-) -> anyhow::Result<Estimate> {
+) -> Result<Estimate> {
     let _ = input.body().consumers();
     let g = analysis::Blocks::Repeated(input);
     let kept_blocks = (input.num_blocks() as u128 * kept_pes as u128 / pes.max(1) as u128) as u64;
@@ -326,7 +322,7 @@ pub fn analyze_estimate(
     cfg: &ReplayConfig,
     pes: u32,
     jobs: usize,
-) -> anyhow::Result<Estimate> {
+) -> Result<Estimate> {
     // After a footprint: it computes the trace's consumer index, part of the trace's memory.
     let _ = input.body().consumers();
     let trace_bytes = input.heap_bytes();
@@ -402,11 +398,7 @@ const LB_FIXED_BYTES: u64 = 16 << 20;
 
 /// `whatif lb`: the trace with every block (expanded), the database, and one replay at a
 /// time with its objects remapped (every block planned).
-pub fn lb_estimate(
-    input: &Repeated,
-    spec: &NetSpec,
-    cfg: &ReplayConfig,
-) -> anyhow::Result<Estimate> {
+pub fn lb_estimate(input: &Repeated, spec: &NetSpec, cfg: &ReplayConfig) -> Result<Estimate> {
     let net = spec.build();
     let f = Footprint::of_expansion(input, net.as_ref(), cfg)?;
     let db = lb_database_bytes(input.body().objects.len() as u64, input.num_sends());
@@ -434,7 +426,7 @@ pub fn expand(
     limit: Option<u64>,
     extra: Vec<replay::footprint::Part>,
     quiet: bool,
-) -> anyhow::Result<trace::Trace> {
+) -> Result<trace::Trace> {
     if r.is_flat() {
         return Ok(r.into_body());
     }

@@ -1,8 +1,8 @@
-//! Output files of the command line, never half-written (see the `safe-output` crate): CSV
+//! Output files, never half-written (see the `safe-output` crate): CSV
 //! and text files through a temporary name, output folders staged and swapped into place with
 //! the finished-run marker written last, and every output path checked before long work.
 
-use anyhow::{Context, Result};
+use crate::error::{Ctx, Result};
 use safe_output::OutputDir;
 use std::path::Path;
 
@@ -12,10 +12,10 @@ pub use report::{REPORT_FILE_BYTES, commit_csv, csv_file, write_text};
 /// folders are absent, empty, previous whatif outputs, or (with `force`) anything.
 pub fn check_outputs(files: &[(&str, &Path)], dirs: &[(&str, &Path)], force: bool) -> Result<()> {
     for (flag, p) in files {
-        safe_output::check_file(p).with_context(|| format!("{flag} {}", p.display()))?;
+        safe_output::check_file(p).ctx(|| format!("{flag} {}", p.display()))?;
     }
     for (flag, p) in dirs {
-        safe_output::check_dir(p, force).with_context(|| format!("{flag} {}", p.display()))?;
+        safe_output::check_dir(p, force).ctx(|| format!("{flag} {}", p.display()))?;
     }
     Ok(())
 }
@@ -44,7 +44,7 @@ pub fn is_bad_output(e: &safe_output::OutputError) -> bool {
 /// Reads a whole text file of at most `max_bytes` (registered as an input, so that no output
 /// of this run can overwrite it): for study, network, cost, model and report files, which
 /// are small, so a `/dev/zero` or a wrong path stops at once.
-pub fn read_text(path: &std::path::Path, max_bytes: u64) -> anyhow::Result<String> {
+pub fn read_text(path: &std::path::Path, max_bytes: u64) -> Result<String> {
     Ok(sim_core::inputs::read_to_string(path, max_bytes)?)
 }
 

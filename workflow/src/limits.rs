@@ -1,7 +1,7 @@
-//! Resource checks the command line makes before large work: the default memory limit and
+//! Resource checks a command makes before large work: the default memory limit and
 //! the sanity of a machine size for a trace.
 
-use crate::BadInput;
+use crate::error::{Result, WorkflowError};
 use replay::footprint::human_bytes;
 use std::path::{Path, PathBuf};
 
@@ -51,18 +51,17 @@ fn machine_memory_limit() -> Option<u64> {
 
 /// Refuses a machine of more than [`IDLE_PES_CHECK_ABOVE`] PEs with more PEs than the trace
 /// has objects, unless forced.
-pub fn check_pes(pes: u64, objects: u64, force: bool) -> anyhow::Result<()> {
+pub fn check_pes(pes: u64, objects: u64, force: bool) -> Result<()> {
     if force || pes <= IDLE_PES_CHECK_ABOVE || pes <= objects {
         return Ok(());
     }
-    Err(BadInput(format!(
+    Err(WorkflowError::Invalid(format!(
         "{pes} PEs for a trace of {objects} objects: at most {objects} PEs can run anything, \
          the other {} would stay idle and still cost about {} of memory; use --pes {objects} \
          (or --pes objects), or --force to simulate them anyway",
         pes - objects,
         human_bytes((pes - objects).saturating_mul(replay::footprint::PER_PE_BYTES))
-    ))
-    .into())
+    )))
 }
 
 /// A warning when some PEs get no object under the mapping (they stay idle), or `None`.
@@ -91,7 +90,7 @@ pub fn idle_warning(pes: u32, busy_pes: usize, objects: usize, map: &str) -> Opt
 /// Refuses outputs that would overwrite one of the command's inputs: an output file equal to
 /// an input, or an output folder that contains one. `outputs` pairs each path with the flag
 /// that named it, for the message.
-pub fn refuse_overwrite(inputs: &[PathBuf], outputs: &[(&str, &Path)]) -> anyhow::Result<()> {
+pub fn refuse_overwrite(inputs: &[PathBuf], outputs: &[(&str, &Path)]) -> Result<()> {
     let ins: Vec<PathBuf> = inputs
         .iter()
         .map(|p| sim_core::inputs::resolve(p))
@@ -100,12 +99,11 @@ pub fn refuse_overwrite(inputs: &[PathBuf], outputs: &[(&str, &Path)]) -> anyhow
         let o = sim_core::inputs::resolve(out);
         for (i, orig) in ins.iter().zip(inputs) {
             if *i == o || (o.is_dir() && i.starts_with(&o)) {
-                return Err(BadInput(format!(
+                return Err(WorkflowError::Invalid(format!(
                     "{flag} {}: that would overwrite the input {}; choose another output path",
                     out.display(),
                     orig.display()
-                ))
-                .into());
+                )));
             }
         }
     }

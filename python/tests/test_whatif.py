@@ -1,0 +1,176 @@
+"""The Python package against the command line: same results, same errors.
+
+Run from a checkout after `pip install ./python` (see the README):
+`WHATIF_BIN=target/release/whatif pytest python/tests`. Without WHATIF_BIN the comparisons
+with the CLI use `whatif` on PATH, and skip with a message when there is none.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+
+import pytest
+
+import whatif
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+DATA = os.path.join(os.path.dirname(ROOT), "shared", "data")
+
+
+def cli():
+    """The whatif binary the Python results are compared with."""
+    exe = os.environ.get("WHATIF_BIN") or shutil.which("whatif")
+    if not exe or not os.path.exists(exe):
+        pytest.skip("no whatif binary (set WHATIF_BIN=target/release/whatif)")
+    return exe
+
+
+def run_cli(*args, cwd=None):
+    p = subprocess.run([cli(), *args], capture_output=True, text=True, cwd=cwd)
+    return p.returncode, p.stdout, p.stderr
+
+
+@pytest.fixture()
+def halo(tmp_path):
+    """A 5x5x5 halo trace written by the CLI (`whatif gen`)."""
+    path = tmp_path / "h.trace"
+    code, _, err = run_cli(
+        "gen", "halo3d", "--dims", "5x5x5", "--iters", "10",
+        "--compute", "100us", "--bytes", "65536", "--out", str(path), "-q",
+    )
+    assert code == 0, err
+    return path
+
+
+def test_replay_equals_the_cli_json(halo):
+    net = "alphabeta:lat=1us,bw=10GB/s"
+    r = whatif.replay(whatif.load(halo), net=net, pes=25, map="block")
+    code, out, err = run_cli("replay", str(halo), "--net", net, "--pes", "25",
+                             "--map", "block", "--json", "-q")
+    assert code == 0, err
+    expected = json.loads(out)
+    assert r.makespan_ps == expected["makespan_ps"]
+    # Every field of the summary, not only the makespan.
+    assert r.summary == expected
+    # A path works as well as a loaded trace.
+    assert whatif.replay(str(halo), net=net, pes=25, map="block").summary == expected
+
+
+def test_tables_are_the_cli_csv_files(halo, tmp_path):
+    net = "latency:lat=20us"
+    r = whatif.replay(halo, net=net, pes=5, timeline=True)
+    pe_csv = tmp_path / "pe.csv"
+    tl_csv = tmp_path / "tl.csv"
+    code, _, err = run_cli("replay", str(halo), "--net", net, "--pes", "5",
+                           "--per-pe", str(pe_csv), "--timeline", str(tl_csv), "-q")
+    assert code == 0, err
+    import pandas
+
+    pandas.testing.assert_frame_equal(r.per_pe, pandas.read_csv(pe_csv))
+    pandas.testing.assert_frame_equal(r.timeline, pandas.read_csv(tl_csv))
+    # One row per block of the run.
+    assert len(r.timeline) == whatif.load(halo).num_blocks
+    assert list(r.per_pe["pe"]) == [0, 1, 2, 3, 4]
+    # Each PE's busy time is within the makespan.
+    assert (r.per_pe["busy_s"] <= r.makespan_s + 1e-12).all()
+
+
+def test_the_built_in_scenario_matches_whatif_run():
+    r = whatif.replay(whatif.default_scenario(), pes=64, map="block")
+    code, out, err = run_cli("run", "--pes", "64", "--map", "block", "--json", "-q")
+    assert code == 0, err
+    assert r.summary == json.loads(out)
+
+
+def test_more_latency_is_slower_and_ideal_is_fastest(halo):
+    times = [
+        whatif.replay(halo, net=f"alphabeta:lat={lat},bw=10GB/s").makespan_ps
+        for lat in ("1us", "10us", "100us")
+    ]
+    assert times[0] < times[1] < times[2]
+    assert whatif.replay(halo, net="ideal").makespan_ps < times[0]
+
+
+def test_errors_carry_the_cli_message(halo, tmp_path):
+    with pytest.raises(whatif.InputError) as e:
+        whatif.load(tmp_path / "missing.trace")
+    code, _, err = run_cli("replay", str(tmp_path / "missing.trace"))
+    assert code == 2
+    assert err.strip() == "error: " + str(e.value)
+    with pytest.raises(whatif.InputError, match="net"):
+        whatif.replay(halo, net="warp:speed=9")
+    with pytest.raises(TypeError, match="unknown option `lattency`"):
+        whatif.replay(halo, lattency="1us")
+    # A run limit is a failed run (exit status 1 on the command line).
+    with pytest.raises(whatif.RunError, match="did not complete|limit"):
+        whatif.replay(halo, max_events=10)
+    code, _, _ = run_cli("replay", str(halo), "--max-events", "10", "-q")
+    assert code == 1
+    assert issubclass(whatif.InputError, whatif.WhatifError)
+
+
+def test_analyze_finds_the_critical_path(halo, tmp_path):
+    a = whatif.analyze(halo, net="alphabeta:lat=1us,bw=10GB/s", pes=25, jobs=1)
+    code, out, err = run_cli("analyze", str(halo), "--net", "alphabeta:lat=1us,bw=10GB/s",
+                             "--pes", "25", "--jobs", "1", "--json", "-q")
+    assert code == 0, err
+    cli_result = json.loads(out)
+    assert a.result["critical_path"] == cli_result["critical_path"]
+    assert [f["what_if"] for f in a.findings] == [f["what_if"] for f in cli_result["findings"]]
+    # The path ends at the makespan and its rows are the path's steps.
+    assert a.critical_path["end_ps"].max() == whatif.replay(
+        halo, net="alphabeta:lat=1us,bw=10GB/s", pes=25).makespan_ps
+    assert "time_profile" in a.views and len(a.views["usage"]) > 0
+
+
+def test_a_real_charm_log_replays_as_on_the_cli():
+    """A real Charm++ 8 run's Projections logs (stencil3d on 2 PEs), read with a format."""
+    log = os.path.join(DATA, "charm-stencil3d", "logs", "p2", "stencil3d.prj.sts")
+    if not os.path.exists(log):
+        pytest.skip(f"{log} is absent (the shared data folder)")
+    t = whatif.load(log, format="projections")
+    assert t.num_blocks > 0 and t.recorded_pes == 2
+    net = "alphabeta:lat=1us,bw=10GB/s"
+    code, out, err = run_cli("replay", log, "--format", "projections", "--net", net,
+                             "--json", "-q")
+    assert code == 0, err
+    assert whatif.replay(t, net=net).summary == json.loads(out)
+    assert whatif.replay(log, format="projections", net=net).summary == json.loads(out)
+
+
+def test_generate_writes_the_cli_trace_byte_for_byte(tmp_path):
+    t = whatif.generate("halo3d", dims="4x4x2", iters=3, compute="50us", bytes=4096, jitter=0.1)
+    whatif.save(t, tmp_path / "py.trace")
+    code, _, err = run_cli("gen", "halo3d", "--dims", "4x4x2", "--iters", "3", "--compute",
+                           "50us", "--bytes", "4096", "--jitter", "0.1",
+                           "--out", str(tmp_path / "cli.trace"), "-q")
+    assert code == 0, err
+    assert (tmp_path / "py.trace").read_bytes() == (tmp_path / "cli.trace").read_bytes()
+    with pytest.raises(whatif.InputError, match="dims"):
+        whatif.generate("halo3d", dims="4x4")
+
+
+def test_the_example_reproduces_the_readme_figure():
+    """python/examples/loggops_gap.py prints the README tour's 12.0 ms and 444 ms."""
+    script = os.path.join(ROOT, "python", "examples", "loggops_gap.py")
+    import sys
+
+    p = subprocess.run([sys.executable, script], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert "G=6ps: 12.0 ms" in p.stdout, p.stdout
+    assert "G=6ns (LogGOPSim's default): 444 ms" in p.stdout, p.stdout
+    readme = open(os.path.join(ROOT, "README.md")).read()
+    assert "444 ms instead of 12.0 ms" in readme
+
+
+def test_the_readme_python_lines_run():
+    """The README's Python block runs as written (the trace it would load is generated)."""
+    readme = open(os.path.join(ROOT, "README.md")).read()
+    block = readme.split("```python\n", 1)[1].split("```", 1)[0]
+    scope = {}
+    exec(compile(block, "README.md", "exec"), scope)
+    r, a = scope["r"], scope["a"]
+    assert r.makespan_ps > 0 and len(r.per_pe) == 125
+    assert len(a.critical_path) > 0
