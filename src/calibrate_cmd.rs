@@ -7,13 +7,13 @@
 //! measurements) minimise the same sum by coordinate descent: golden-section searches of each
 //! in 0 .. 4 x its study value in turn, until a round moves none by 1e-6 relative.
 
-use crate::sweep_cmd::{load_workload, run_point};
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use scenarios::study::{Study, canonical_key, set_path};
 use sim_core::SimDuration;
 use sim_core::units::parse_duration;
 use std::path::{Path, PathBuf};
+use workflow::sweep::{load_workload, run_point};
 
 pub(crate) const CALIBRATE_HELP: &str = "\
 How it works: every measurement is one point of the study (its sweep axes dropped, the

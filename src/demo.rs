@@ -1,6 +1,6 @@
 //! `whatif demo`: a small built-in study, end to end, into one folder with an HTML report.
 
-use crate::{files, sweep_cmd};
+use crate::files;
 use anyhow::{Context, Result};
 use clap::Args;
 use network_models::NetSpec;
@@ -80,7 +80,14 @@ pub(crate) fn demo(a: DemoArgs) -> Result<()> {
     if !a.quiet {
         eprintln!("1/3 sweep: {} (56 points)", study.display());
     }
-    sweep_cmd::run_study(&w.join("study.toml"), &w.join("sweep"), a.jobs, a.quiet)?;
+    workflow::sweep::run(
+        &workflow::sweep::SweepSpec {
+            jobs: a.jobs,
+            quiet: a.quiet,
+            ..workflow::sweep::SweepSpec::new(&w.join("study.toml"), &w.join("sweep"))
+        },
+        &mut crate::set_interrupt_note,
+    )?;
 
     if !a.quiet {
         eprintln!("2/3 replay: stencil3d VF 4 on a contended 4x4x3 torus with 20 us latency");

@@ -36,10 +36,6 @@ pub(crate) fn parse_kv(s: &str) -> Result<(String, String), String> {
     }
 }
 
-/// Bytes of emulator state per virtual PE that holds no object: none (PEs without objects
-/// have no state; `emulate --pes 100000000` of a 48-object stencil3d peaks at 14.3 MB, as for
-/// 4 PEs). Kept as a guard for network models with per-PE tables.
-const EMULATED_PE_BYTES: u64 = 8;
 /// Bytes per block the recorder holds (the segments being compared, a run's body and the
 /// blocks that did not repeat: 13 columns with recorded times, dependencies and sends, as
 /// they grow, and the allocator's slack): 200-290 measured on stencil3d with 240,000 to
@@ -137,21 +133,6 @@ fn peak_rss() -> Option<String> {
 
 /// Refuses `pes` virtual PEs whose state alone would exceed `max_memory` (default: 3/4 of this
 /// computer's memory), before anything is allocated.
-pub(crate) fn check_emulated_pes(pes: u32, max_memory: Option<u64>, flag: &str) -> Result<()> {
-    let limit = max_memory.unwrap_or_else(crate::limits::default_memory_limit);
-    let need = (pes as u64).saturating_mul(EMULATED_PE_BYTES);
-    if need > limit {
-        return Err(crate::BadInput(format!(
-            "--pes {pes}: {pes} virtual PEs need about {} before the program even starts, above \
-             the memory limit of {} (raise it with {flag})",
-            human_bytes(need),
-            human_bytes(limit)
-        ))
-        .into());
-    }
-    Ok(())
-}
-
 pub(crate) fn emulate(mut a: EmulateArgs) -> Result<()> {
     crate::files::check_outputs(&[("--out", &a.out)], &[], false)?;
     if let Some(m) = a.machine.take() {
@@ -195,7 +176,7 @@ pub(crate) fn emulate(mut a: EmulateArgs) -> Result<()> {
         net_spec: a.net.to_string(),
         cpu_scale: a.cpu_scale,
     };
-    check_emulated_pes(a.pes, a.max_memory, "--max-memory")?;
+    workflow::limits::check_emulated_pes(a.pes, a.max_memory, "--max-memory")?;
     let mut net = a.net.build();
     let t0 = Instant::now();
     let mut last = Instant::now();

@@ -1,19 +1,13 @@
 //! `whatif lb`: compare load-balancing strategies on a trace, statically and by replay.
 
 use crate::MachineArgs;
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Args;
-use lb_strategies::{
-    DbOptions, LbDatabase, LbPoint, Metrics, PeTopology, STRATEGIES_HELP, Strategy, SyncPlan,
-    metrics, parse_list, sync_iterations,
-};
-use replay::{Mapping, Remap, ReplayConfig, ReplayReport};
+use lb_strategies::{LbPoint, Metrics, PeTopology, STRATEGIES_HELP, metrics};
 use serde::Serialize;
 use sim_core::units::parse_bytes;
 use std::path::PathBuf;
-use std::time::Instant;
-use trace::Trace;
-use workflow::{cpu_scale_for, machine_config, net_for};
+use workflow::{cpu_scale_for, net_for};
 
 /// Help shown after the options.
 pub(crate) fn lb_help() -> String {
@@ -98,55 +92,9 @@ fn parse_lb_format(s: &str) -> Result<LbFormat, String> {
     }
 }
 
-/// One strategy's results. Simulated and static figures only (no wall-clock times), so equal
-/// inputs give identical rows.
-#[derive(Clone, Debug, Serialize)]
-pub(crate) struct Row {
-    strategy: String,
-    at: String,
-    pes: u32,
-    pre_lb_iteration_s: f64,
-    post_lb_iteration_s: f64,
-    post_over_pre: f64,
-    makespan_s: f64,
-    idle_fraction: f64,
-    max_avg_load: f64,
-    max_load_s: f64,
-    avg_load_s: f64,
-    migrations: u64,
-    migrated_bytes: u64,
-    cut_bytes: u64,
-    cut_messages: u64,
-    hop_bytes: Option<u64>,
-    remote_messages: u64,
-}
-
-fn secs(ps: u64) -> f64 {
-    sim_core::SimDuration::from_ps(ps).as_secs_f64()
-}
-
 /// A time in seconds with 4 significant digits and a unit.
 fn short(s: f64) -> String {
     analysis::fmt_ps((s * 1e12).round() as u64)
-}
-
-/// Mean duration (ps) of the iterations whose label passes `keep`.
-fn mean_iteration(r: &ReplayReport, keep: impl Fn(u32) -> bool) -> Option<u64> {
-    r.mean_iteration_ps(keep).map(|(m, _)| m)
-}
-
-pub(crate) fn replay_run(
-    trace: &Trace,
-    spec: &network_models::NetSpec,
-    cfg: &ReplayConfig,
-) -> Result<ReplayReport> {
-    let mut net = spec.build();
-    match replay::replay(trace, net.as_mut(), cfg) {
-        Ok(r) => Ok(r),
-        Err(e) => {
-            Err(anyhow::Error::new(e).context(format!("replay of `{}` failed", trace.meta.name)))
-        }
-    }
 }
 
 pub(crate) fn lb(a: LbArgs) -> Result<()> {
@@ -155,146 +103,27 @@ pub(crate) fn lb(a: LbArgs) -> Result<()> {
         Some(LbFormat::Trace(f)) => Some(f),
         None => None,
     };
+    let machine = a.machine.spec();
     let input = workflow::whatif_trace(
-        workflow::load(
-            &a.trace,
-            format,
-            &a.import.spec(),
-            &a.machine.spec(),
-            a.quiet,
-        )?,
-        &a.machine.spec(),
+        workflow::load(&a.trace, format, &a.import.spec(), &machine, a.quiet)?,
+        &machine,
     )?;
-    {
-        let workflow::Machine { spec, cfg, .. } =
-            workflow::machine_for(input.body(), &a.machine.spec())?;
-        crate::memory::settle(
-            &crate::memory::lb_estimate(&input, &spec, &cfg)?,
-            cfg.limits.max_memory_bytes,
-            a.quiet,
-        )?;
-    }
-    let trace = crate::memory::expand(input, a.machine.max_memory, Vec::new(), a.quiet)?;
-    let spec = net_for(&trace, &a.machine.spec())?;
-    let cpu = cpu_scale_for(&trace, &a.machine.spec())?;
-    let base_cfg = machine_config(&a.machine.spec(), &trace, cpu, false)?;
-    let pes = base_cfg.pes.unwrap_or(trace.meta.recorded_pes);
-    crate::limits::check_pes(pes as u64, trace.objects.len() as u64, a.machine.force)?;
-    check_outputs(&a)?;
-    let current = base_cfg
-        .mapping
-        .resolve(&trace, pes)
-        .context("the initial placement")?;
-    let topo = spec.topology().map(|(t, ppn)| PeTopology {
-        topology: t.clone(),
-        pes_per_node: ppn,
-    });
-    let strategies = strategies(a.strategies.as_deref(), topo.is_some())?;
-    let point = a.at.unwrap_or_else(|| default_point(&trace));
-    let (plan, db) = database(&trace, point, &current, pes, cpu, a.migrate_bytes)?;
-    let movable = plan.migratable.iter().filter(|m| **m).count();
-    if !a.quiet {
-        eprintln!(
-            "{}: {} objects ({movable} migratable), {} blocks; LB at {point} onto {pes} PEs; \
-             network {spec}; {} communicating pairs",
-            trace.meta.name,
-            trace.objects.len(),
-            trace.num_blocks(),
-            db.edges.len()
-        );
-    }
-    if let Some(dir) = &a.db {
-        let staged = crate::files::begin_dir(dir, a.machine.force)?;
-        db.write_csv(staged.path())?;
-        db.write_json(&staged.path().join("db.json"))?;
-        crate::files::finish_dir(staged)?;
-        if !a.quiet {
-            eprintln!("wrote the LB database to {}", dir.display());
-        }
-    }
-    let maps_dir = match &a.maps {
-        Some(dir) => Some(crate::files::begin_dir(dir, a.machine.force)?),
-        None => None,
-    };
-
-    // Without balancing, for the pre-LB figure at the start.
-    let baseline = if point == LbPoint::Start {
-        Some(replay_run(&trace, &spec, &base_cfg)?)
-    } else {
-        None
-    };
-    let mut rows = Vec::with_capacity(strategies.len());
-    for s in &strategies {
-        let t0 = Instant::now();
-        let map = s.map(&db, topo.as_ref(), a.machine.seed)?;
-        let decided = t0.elapsed();
-        let m: Metrics = metrics(&db, &map, topo.as_ref());
-        if let Some(dir) = &maps_dir {
-            write_map(dir.path(), s, &trace, &current, &map)?;
-        }
-        let t1 = Instant::now();
-        let r = replay_with_map(
-            &trace,
-            &spec,
-            &base_cfg,
-            &plan,
-            &current,
-            map,
-            a.migrate_bytes,
-        )?;
-        let (pre, post) = match (point, &baseline) {
-            (LbPoint::Iteration(k), _) => (
-                mean_iteration(&r, |l| l < k),
-                mean_iteration(&r, |l| l > k).or_else(|| mean_iteration(&r, |l| l == k)),
-            ),
-            (LbPoint::Start, Some(b)) => {
-                (mean_iteration(b, |_| true), mean_iteration(&r, |_| true))
-            }
-            (LbPoint::Start, None) => unreachable!("the baseline runs at the start"),
-        };
-        let (pre, post) = match (pre, post) {
-            (Some(x), Some(y)) => (x, y),
-            // No iteration markers (or none on one side): whole runs.
-            _ => (
-                baseline
-                    .as_ref()
-                    .map_or(r.makespan.as_ps(), |b| b.makespan.as_ps()),
-                r.makespan.as_ps(),
-            ),
-        };
-        if !a.quiet {
-            eprintln!(
-                "  {s}: decided in {:.1} ms, replayed in {:.1} ms",
-                decided.as_secs_f64() * 1e3,
-                t1.elapsed().as_secs_f64() * 1e3
-            );
-        }
-        rows.push(Row {
-            strategy: s.to_string(),
-            at: point.to_string(),
-            pes,
-            pre_lb_iteration_s: secs(pre),
-            post_lb_iteration_s: secs(post),
-            post_over_pre: if pre == 0 {
-                0.0
-            } else {
-                post as f64 / pre as f64
-            },
-            makespan_s: secs(r.makespan.as_ps()),
-            idle_fraction: 1.0 - r.utilization(),
-            max_avg_load: m.max_avg_load,
-            max_load_s: secs(m.max_load_ps),
-            avg_load_s: secs(m.avg_load_ps),
-            migrations: m.migrations,
-            migrated_bytes: m.migrated_bytes,
-            cut_bytes: m.cut_bytes,
-            cut_messages: m.cut_messages,
-            hop_bytes: m.hop_bytes,
-            remote_messages: r.messages.remote,
-        });
-    }
+    let rows = workflow::lb::compare(
+        input,
+        &machine,
+        &workflow::lb::LbSpec {
+            strategies: a.strategies.clone(),
+            at: a.at,
+            migrate_bytes: a.migrate_bytes,
+            db: a.db.clone(),
+            maps: a.maps.clone(),
+            csv: a.csv.clone(),
+            inputs: vec![a.trace.clone()],
+            quiet: a.quiet,
+        },
+    )?;
     let text = table(&rows, a.migrate_bytes == 0);
-    emit(&a, maps_dir, &rows, &text)?;
+    emit(&a, None, &rows, &text)?;
     Ok(())
 }
 
@@ -309,11 +138,7 @@ fn emit<R: Serialize>(
         crate::files::finish_dir(dir)?;
     }
     if let Some(p) = &a.csv {
-        let mut w = crate::files::csv_file(p)?;
-        for r in rows {
-            w.serialize(r)?;
-        }
-        crate::files::commit_csv(w)?;
+        workflow::lb::write_csv(p, rows)?;
     }
     if a.json {
         println!("{}", serde_json::to_string_pretty(rows)?);
@@ -321,122 +146,6 @@ fn emit<R: Serialize>(
         print!("{text}");
     }
     Ok(())
-}
-
-/// Refuses outputs that would overwrite the input or an existing file (unless --force).
-fn check_outputs(a: &LbArgs) -> Result<()> {
-    let files: Vec<(&str, &std::path::Path)> =
-        a.csv.iter().map(|p| ("--csv", p.as_path())).collect();
-    let dirs: Vec<(&str, &std::path::Path)> = [("--db", &a.db), ("--maps", &a.maps)]
-        .into_iter()
-        .filter_map(|(f, p)| p.as_deref().map(|p| (f, p)))
-        .collect();
-    crate::limits::refuse_overwrite(
-        &[vec![a.trace.clone()], a.machine.spec().files_read()].concat(),
-        &[files.clone(), dirs.clone()].concat(),
-    )?;
-    Ok(crate::files::check_outputs(&files, &dirs, a.machine.force)?)
-}
-
-/// `--strategies`, else every strategy (and `topo` when the network has a topology).
-fn strategies(list: Option<&str>, has_topology: bool) -> Result<Vec<Strategy>> {
-    Ok(match list {
-        Some(s) => parse_list(s)?,
-        None => {
-            let mut s = "dummy,rotate,random,greedy,greedy-refine,refine,rec-bipart".to_string();
-            if has_topology {
-                s.push_str(",topo");
-            }
-            parse_list(&s)?
-        }
-    })
-}
-
-/// The first sync point of the trace, else the start.
-pub(crate) fn default_point(trace: &Trace) -> LbPoint {
-    sync_iterations(trace)
-        .first()
-        .map_or(LbPoint::Start, |&k| LbPoint::Iteration(k))
-}
-
-/// The sync plan and LB database at `point`, with `current` as the map before balancing.
-pub(crate) fn database(
-    trace: &Trace,
-    point: LbPoint,
-    current: &[u32],
-    pes: u32,
-    cpu: sim_core::Ratio,
-    migrate_bytes: u64,
-) -> Result<(SyncPlan, LbDatabase)> {
-    let plan = SyncPlan::find(trace, point)?;
-    let db = LbDatabase::from_trace(
-        trace,
-        &plan,
-        &DbOptions {
-            current,
-            pes,
-            cpu_scale: &[cpu],
-            migrate_bytes,
-        },
-    )?;
-    Ok((plan, db))
-}
-
-/// Replays `trace` with `map` applied at the plan's point: as the whole run's mapping at the
-/// start, else as a remap after each object's sync block (charging migrations when
-/// `migrate_bytes > 0`).
-pub(crate) fn replay_with_map(
-    trace: &Trace,
-    spec: &network_models::NetSpec,
-    base_cfg: &ReplayConfig,
-    plan: &SyncPlan,
-    current: &[u32],
-    map: Vec<u32>,
-    migrate_bytes: u64,
-) -> Result<ReplayReport> {
-    let pes = base_cfg.pes.unwrap_or(trace.meta.recorded_pes);
-    match plan.point {
-        LbPoint::Start => {
-            let cfg = ReplayConfig {
-                mapping: Mapping::Explicit(map),
-                pes: Some(pes),
-                ..base_cfg.clone()
-            };
-            replay_run(trace, spec, &cfg)
-        }
-        LbPoint::Iteration(_) => {
-            let remap = Remap {
-                map,
-                switch_after: plan.switch_after.clone(),
-            };
-            if migrate_bytes > 0 {
-                let bytes = vec![migrate_bytes; trace.objects.len()];
-                let (t2, r2, _) = replay::with_migration_cost(trace, &remap, current, &bytes)?;
-                let cfg = ReplayConfig {
-                    remap: Some(r2),
-                    ..base_cfg.clone()
-                };
-                replay_run(&t2, spec, &cfg)
-            } else {
-                let cfg = ReplayConfig {
-                    remap: Some(remap),
-                    ..base_cfg.clone()
-                };
-                replay_run(trace, spec, &cfg)
-            }
-        }
-    }
-}
-
-fn write_map(
-    dir: &std::path::Path,
-    s: &Strategy,
-    t: &Trace,
-    from: &[u32],
-    to: &[u32],
-) -> Result<()> {
-    let names: Vec<String> = t.objects.iter().map(|o| o.name.clone()).collect();
-    write_named_map(dir, s, &names, from, to)
 }
 
 fn mb(bytes: u64) -> String {
@@ -469,7 +178,7 @@ fn render<const N: usize>(head: &[&str; N], body: &[[String; N]]) -> String {
 }
 
 /// The human table. `free_moves`: no --migrate-bytes, so moved bytes are not charged ("free").
-fn table(rows: &[Row], free_moves: bool) -> String {
+fn table(rows: &[workflow::lb::Row], free_moves: bool) -> String {
     let head = [
         "strategy",
         "max/avg",
@@ -561,12 +270,21 @@ fn lb_dump(a: &LbArgs) -> Result<()> {
     let (db, used) = dump.database(pes, cpu, a.migrate_bytes)?;
     let pes = db.num_pes();
     crate::limits::check_pes(pes as u64, db.objects.len() as u64, a.machine.force)?;
-    check_outputs(a)?;
+    workflow::lb::check_outputs(
+        &a.machine.spec(),
+        &workflow::lb::LbSpec {
+            db: a.db.clone(),
+            maps: a.maps.clone(),
+            csv: a.csv.clone(),
+            inputs: vec![a.trace.clone()],
+            ..Default::default()
+        },
+    )?;
     let topo = spec.topology().map(|(t, ppn)| PeTopology {
         topology: t.clone(),
         pes_per_node: ppn,
     });
-    let strategies = strategies(a.strategies.as_deref(), topo.is_some())?;
+    let strategies = workflow::lb::strategies(a.strategies.as_deref(), topo.is_some())?;
     if !a.quiet {
         let movable = db.objects.iter().filter(|o| o.migratable).count();
         let load: f64 = dump.objects.iter().map(|o| o.wall_s).sum();
@@ -603,7 +321,7 @@ fn lb_dump(a: &LbArgs) -> Result<()> {
         let map = s.map(&db, topo.as_ref(), a.machine.seed)?;
         let m: Metrics = metrics(&db, &map, topo.as_ref());
         if let Some(dir) = &maps_dir {
-            write_named_map(dir.path(), s, &names, &current, &map)?;
+            workflow::lb::write_named_map(dir.path(), s, &names, &current, &map)?;
         }
         // Network time of each PE's remote messages.
         let mut comm = vec![0u64; pes as usize];
@@ -649,15 +367,15 @@ fn lb_dump(a: &LbArgs) -> Result<()> {
             strategy: s.to_string(),
             pes,
             max_avg_load: m.max_avg_load,
-            max_load_s: secs(m.max_load_ps),
-            avg_load_s: secs(m.avg_load_ps),
+            max_load_s: workflow::lb::secs(m.max_load_ps),
+            avg_load_s: workflow::lb::secs(m.avg_load_ps),
             migrations: m.migrations,
             migrated_bytes: m.migrated_bytes,
             cut_messages: m.cut_messages,
             cut_bytes: m.cut_bytes,
             hop_bytes: m.hop_bytes,
-            max_comm_s: secs(comm.iter().copied().max().unwrap_or(0)),
-            predicted_step_s: secs(step),
+            max_comm_s: workflow::lb::secs(comm.iter().copied().max().unwrap_or(0)),
+            predicted_step_s: workflow::lb::secs(step),
         });
     }
     let text = dump_table(&rows);
@@ -708,38 +426,4 @@ fn dump_table(rows: &[DumpRow]) -> String {
         })
         .collect();
     render(&head, &body)
-}
-
-fn write_named_map(
-    dir: &std::path::Path,
-    s: &Strategy,
-    names: &[String],
-    from: &[u32],
-    to: &[u32],
-) -> Result<()> {
-    let name: String = s
-        .to_string()
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    let p = dir.join(format!("{name}.csv"));
-    let mut w =
-        csv::Writer::from_path(&p).with_context(|| format!("cannot write {}", p.display()))?;
-    w.write_record(["object", "name", "from_pe", "to_pe"])?;
-    for (o, n) in names.iter().enumerate() {
-        w.write_record([
-            o.to_string(),
-            n.clone(),
-            from[o].to_string(),
-            to[o].to_string(),
-        ])?;
-    }
-    w.flush()?;
-    Ok(())
 }

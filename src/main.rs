@@ -14,7 +14,6 @@ mod phases_cmd;
 mod predict_cmd;
 mod spelling;
 mod sweep_cmd;
-mod sweep_journal;
 
 use workflow::{files, limits, memory, progress};
 

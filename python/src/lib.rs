@@ -469,6 +469,160 @@ fn analyze(
     .map_err(to_py)
 }
 
+/// Compares load balancers as `whatif lb --json` does and returns its rows as a JSON string:
+/// `strategies` ("greedy,refine"; default all), `at` ("start" or an iteration), and
+/// `migrate_bytes`; `db` and `maps` folders are written when given.
+#[pyfunction]
+#[pyo3(signature = (trace, strategies=None, at=None, migrate_bytes=None, db=None, maps=None, format=None, quiet=true, **kwargs))]
+#[allow(clippy::too_many_arguments)]
+fn lb(
+    py: Python<'_>,
+    trace: &Bound<'_, PyAny>,
+    strategies: Option<String>,
+    at: Option<&Bound<'_, PyAny>>,
+    migrate_bytes: Option<&Bound<'_, PyAny>>,
+    db: Option<PathBuf>,
+    maps: Option<PathBuf>,
+    format: Option<&str>,
+    quiet: bool,
+    kwargs: Option<&Bound<'_, PyDict>>,
+) -> PyResult<String> {
+    let (m, imp) = options(kwargs, &[])?;
+    let at = at
+        .map(|a| text(a)?.parse().map_err(|e| bad("at", e)))
+        .transpose()?;
+    let migrate_bytes = migrate_bytes
+        .map(|b| self::bytes("migrate_bytes", b))
+        .transpose()?
+        .unwrap_or(0);
+    if let Some(s) = &strategies {
+        lb_strategies::parse_list(s).map_err(|e| bad("strategies", e))?;
+    }
+    let input = trace_arg(py, trace, format, &m, &imp, quiet)?;
+    let spec = workflow::lb::LbSpec {
+        strategies,
+        at,
+        migrate_bytes,
+        db,
+        maps,
+        csv: None,
+        inputs: Vec::new(),
+        quiet,
+    };
+    py.detach(|| -> workflow::Result<String> {
+        let input = workflow::whatif_trace(input, &m)?;
+        let rows = workflow::lb::compare(input, &m, &spec)?;
+        Ok(serde_json::to_string(&rows)?)
+    })
+    .map_err(to_py)
+}
+
+/// Runs a study file as `whatif sweep` does into `out` (a shard or one point when given) and
+/// returns the output folder; `results.csv` there has one row per point.
+#[pyfunction]
+#[pyo3(signature = (study, out, jobs=None, shard=None, point=None, report=false, force=false, quiet=true))]
+#[allow(clippy::too_many_arguments)]
+fn sweep(
+    py: Python<'_>,
+    study: PathBuf,
+    out: PathBuf,
+    jobs: Option<usize>,
+    shard: Option<&str>,
+    point: Option<usize>,
+    report: bool,
+    force: bool,
+    quiet: bool,
+) -> PyResult<String> {
+    if jobs.is_some_and(|j| !(1..=1024).contains(&j)) {
+        return Err(bad("jobs", "expected 1 to 1024 worker threads"));
+    }
+    let shard = shard
+        .map(|s| s.parse().map_err(|e| bad("shard", e)))
+        .transpose()?;
+    if shard.is_some() && point.is_some() {
+        return Err(bad("shard", "give a shard or a point, not both"));
+    }
+    let spec = workflow::sweep::SweepSpec {
+        study,
+        out: Some(out),
+        jobs,
+        shard,
+        point,
+        report,
+        quiet,
+        force,
+    };
+    py.detach(|| workflow::sweep::run(&spec, &mut |_| {}))
+        .map(|done| done.out.display().to_string())
+        .map_err(to_py)
+}
+
+/// Predicts a built-in program's scaling as `whatif predict --json` does and returns its JSON
+/// string: emulated and replayed at the `small` PE counts, the model fitted, the `at` counts
+/// predicted with a band (and emulated there too, unless `simulate=False`).
+#[pyfunction]
+#[pyo3(signature = (program, small, at, sets=None, net=None, machine=None, metric="makespan", simulate=true, max_memory=None, quiet=true))]
+#[allow(clippy::too_many_arguments)]
+fn predict(
+    py: Python<'_>,
+    program: String,
+    small: Vec<u32>,
+    at: Vec<u32>,
+    sets: Option<&Bound<'_, PyDict>>,
+    net: Option<&str>,
+    machine: Option<&str>,
+    metric: &str,
+    simulate: bool,
+    max_memory: Option<&Bound<'_, PyAny>>,
+    quiet: bool,
+) -> PyResult<String> {
+    if !matches!(metric, "makespan" | "iteration") {
+        return Err(bad(
+            "metric",
+            format!("`{metric}`: expected makespan or iteration"),
+        ));
+    }
+    let net: network_models::NetSpec = match (net, machine) {
+        (Some(_), Some(_)) => return Err(bad("machine", "give net or machine, not both")),
+        (Some(n), None) => n.parse().map_err(|e| bad("net", e))?,
+        (None, Some(m)) => workflow::machine::parse_machine(m).map_err(|e| bad("machine", e))?,
+        (None, None) => "latency:lat=1us".parse().map_err(|e| bad("net", e))?,
+    };
+    let mut kv = Vec::new();
+    if let Some(d) = sets {
+        for (k, v) in d.iter() {
+            kv.push((k.extract::<String>()?, text(&v)?));
+        }
+    }
+    let spec = workflow::predict::PredictSpec {
+        program: program.clone(),
+        sets: kv.clone(),
+        net,
+        small,
+        at,
+        metric: metric.to_string(),
+        no_simulate: !simulate,
+        max_memory: max_memory
+            .map(|m| self::bytes("max_memory", m))
+            .transpose()?,
+        quiet,
+    };
+    py.detach(|| -> workflow::Result<String> {
+        let p = workflow::predict::predict(&spec)?;
+        let v = serde_json::json!({
+            "program": program,
+            "sets": kv.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>(),
+            "net": p.net.to_string(),
+            "metric": spec.metric,
+            "model": p.model,
+            "model_text": p.model.show(),
+            "rows": p.rows,
+        });
+        Ok(serde_json::to_string(&v)?)
+    })
+    .map_err(to_py)
+}
+
 /// whatif's workflow, natively (see the `whatif` package for the Python API).
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -483,5 +637,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(save, m)?)?;
     m.add_function(wrap_pyfunction!(replay_trace, m)?)?;
     m.add_function(wrap_pyfunction!(analyze, m)?)?;
+    m.add_function(wrap_pyfunction!(lb, m)?)?;
+    m.add_function(wrap_pyfunction!(sweep, m)?)?;
+    m.add_function(wrap_pyfunction!(predict, m)?)?;
     Ok(())
 }

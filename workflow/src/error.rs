@@ -71,6 +71,10 @@ cause_from!(
     trace::ValidationError,
     std::fmt::Error,
     csv::Error,
+    csv::IntoInnerError<csv::Writer<Vec<u8>>>,
+    std::string::FromUtf8Error,
+    scenarios::study::StudyError,
+    scenarios::GenError,
 );
 
 /// Adds what was being done to an error, or turns a missing value into one.

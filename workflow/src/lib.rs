@@ -73,11 +73,15 @@ pub mod error;
 pub mod files;
 pub mod generate;
 pub mod input;
+pub mod lb;
 pub mod limits;
 pub mod machine;
 pub mod memory;
+pub mod predict;
 pub mod progress;
 pub mod run;
+pub mod sweep;
+pub mod sweep_journal;
 
 pub use error::{Result, WorkflowError};
 pub use input::{ImportSpec, load, load_flat, read_whatif_trace, whatif_trace};

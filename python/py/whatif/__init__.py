@@ -11,7 +11,8 @@ error messages::
     r.makespan_ps                                    # as `whatif replay --json` gives it
     r.per_pe                                         # pandas DataFrame (pe.csv's columns)
 
-Long work releases the GIL. Errors raise ``whatif.InputError`` (bad input; the CLI exits
+Also ``whatif.generate``, ``whatif.analyze``, ``whatif.lb``, ``whatif.sweep`` and
+``whatif.predict``, each the CLI command of that name. Long work releases the GIL. Errors raise ``whatif.InputError`` (bad input; the CLI exits
 with 2) or ``whatif.RunError`` (a run that could not finish; exit 1), both
 ``whatif.WhatifError``.
 """
@@ -40,6 +41,11 @@ __all__ = [
     "save",
     "replay",
     "analyze",
+    "lb",
+    "sweep",
+    "Sweep",
+    "predict",
+    "Prediction",
     "__version__",
 ]
 
@@ -211,3 +217,123 @@ def analyze(
                 views[name[: -len(".csv")]] = _csv(os.path.join(folder, name))
         path = _csv(os.path.join(folder, "critical_path.csv"))
     return Analysis(result=json.loads(text), critical_path=path, views=views)
+
+
+def lb(
+    trace: "Trace | str | os.PathLike",
+    *,
+    strategies: Optional[str] = None,
+    at: "str | int | None" = None,
+    migrate_bytes: "int | str | None" = None,
+    format: Optional[str] = None,
+    quiet: bool = True,
+    **options,
+):
+    """Compares load balancers as ``whatif lb`` does: one row per strategy (pre- and post-LB
+    iteration times, makespan, idle fraction, max/avg load, migrations, cut, hop-bytes) as a
+    DataFrame. ``strategies`` ("greedy,refine"; default: all), ``at`` ("start" or an
+    iteration; default: the first sync point), ``migrate_bytes``, and ``replay``'s machine
+    options."""
+    if isinstance(trace, os.PathLike):
+        trace = os.fspath(trace)
+    text = _native.lb(
+        trace,
+        strategies=strategies,
+        at=at,
+        migrate_bytes=migrate_bytes,
+        format=format,
+        quiet=quiet,
+        **options,
+    )
+    return _pandas().DataFrame(json.loads(text))
+
+
+@dataclass
+class Sweep:
+    """A study's results: ``results`` (results.csv, one row per point), ``manifest``
+    (manifest.json: the study, its axes) and, when kept, the output folder."""
+
+    results: Any
+    manifest: Dict[str, Any]
+    out: Optional[str] = None
+
+
+def sweep(
+    study: "str | os.PathLike",
+    *,
+    out: "str | os.PathLike | None" = None,
+    jobs: Optional[int] = None,
+    shard: Optional[str] = None,
+    point: Optional[int] = None,
+    report: bool = False,
+    force: bool = False,
+    quiet: bool = True,
+) -> Sweep:
+    """Runs a study file as ``whatif sweep`` does (``shard="0/4"`` or ``point=`` for a
+    part): results byte-identical to the CLI's whatever ``jobs``. ``out`` keeps the folder
+    (``report=True`` adds report.html); without it the results are read from a temporary
+    one."""
+    with tempfile.TemporaryDirectory(prefix="whatif-") as tmp:
+        folder = os.fspath(out) if out is not None else os.path.join(tmp, "sweep")
+        _native.sweep(
+            os.fspath(study),
+            folder,
+            jobs=jobs,
+            shard=shard,
+            point=point,
+            report=report,
+            force=force,
+            quiet=quiet,
+        )
+        results = _csv(os.path.join(folder, "results.csv"))
+        with open(os.path.join(folder, "manifest.json")) as f:
+            manifest = json.load(f)
+    return Sweep(results=results, manifest=manifest, out=None if out is None else folder)
+
+
+@dataclass
+class Prediction:
+    """A scaling prediction (``whatif predict``): ``rows`` one per PE count (small runs, then
+    targets: simulated and analytic seconds, the 95% band, whether the simulation leaves it
+    and why), ``model_text`` the fitted model, ``result`` the whole ``--json`` object."""
+
+    result: Dict[str, Any]
+    rows: Any = None
+
+    @property
+    def model_text(self) -> str:
+        return self.result["model_text"]
+
+
+def predict(
+    program: str,
+    *,
+    small,
+    at,
+    sets: Optional[Dict[str, Any]] = None,
+    net: Optional[str] = None,
+    machine: Optional[str] = None,
+    metric: str = "makespan",
+    simulate: bool = True,
+    max_memory: "int | str | None" = None,
+    quiet: bool = True,
+) -> Prediction:
+    """Predicts how a built-in program (``whatif emulate``'s) scales, as ``whatif predict``
+    does: emulated and replayed at the ``small`` PE counts, Extra-P's normal form fitted,
+    the ``at`` counts predicted with a band and, unless ``simulate=False``, emulated there
+    to check. ``sets`` are the program's parameters (``{"steps": 3}``); ``net`` or
+    ``machine`` ("paragon") the network (default ``latency:lat=1us``)."""
+    text = _native.predict(
+        program,
+        list(small),
+        list(at),
+        sets=sets,
+        net=net,
+        machine=machine,
+        metric=metric,
+        simulate=simulate,
+        max_memory=max_memory,
+        quiet=quiet,
+    )
+    result = json.loads(text)
+    return Prediction(result=result, rows=_pandas().DataFrame(result["rows"]))

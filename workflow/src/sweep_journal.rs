@@ -12,7 +12,7 @@
 //! detected: a workload trace file changed on disk between the runs (the study file's
 //! fingerprint covers its path, not its content); delete the journal to start afresh.
 
-use anyhow::{Context, Result};
+use crate::error::{Ctx, Result, WorkflowError};
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -23,20 +23,24 @@ const MAX_JOURNAL_BYTES: u64 = 1 << 30;
 
 /// A finished point's row, as the outputs write it.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct DoneRow {
-    pub(crate) header: String,
-    pub(crate) csv: String,
-    pub(crate) json: String,
+pub struct DoneRow {
+    /// The CSV header line.
+    pub header: String,
+    /// The row's CSV line.
+    pub csv: String,
+    /// The row's JSON object, on one line.
+    pub json: String,
 }
 
 /// The journal being written.
-pub(crate) struct Journal {
+#[derive(Debug)]
+pub struct Journal {
     path: PathBuf,
     file: Mutex<std::fs::File>,
 }
 
 /// `<out>.partial.jsonl`.
-pub(crate) fn path_for(out: &Path) -> PathBuf {
+pub fn path_for(out: &Path) -> PathBuf {
     let name = out
         .file_name()
         .map_or_else(|| "sweep".into(), |n| n.to_string_lossy().into_owned());
@@ -56,7 +60,7 @@ fn head_line(study_fingerprint: &str, indices: &[usize]) -> String {
 /// points have `fingerprints` (by position in `indices`): the rows it already holds for them
 /// (resumed), and the journal to append to. `note` receives what happened to a journal that
 /// did not fit.
-pub(crate) fn open(
+pub fn open(
     path: &Path,
     study_fingerprint: &str,
     indices: &[usize],
@@ -64,7 +68,7 @@ pub(crate) fn open(
     note: &mut dyn FnMut(String),
 ) -> Result<(BTreeMap<usize, DoneRow>, Journal)> {
     safe_output::check_file(path)
-        .with_context(|| format!("cannot keep the sweep's journal at {}", path.display()))?;
+        .ctx(|| format!("cannot keep the sweep's journal at {}", path.display()))?;
     let head = head_line(study_fingerprint, indices);
     let mut done = BTreeMap::new();
     let mut keep = false;
@@ -113,13 +117,13 @@ pub(crate) fn open(
         text.push('\n');
     }
     if !keep && path.exists() {
-        std::fs::remove_file(path).with_context(|| format!("cannot replace {}", path.display()))?;
+        std::fs::remove_file(path).ctx(|| format!("cannot replace {}", path.display()))?;
     }
     let mut f = std::fs::File::create(path)
-        .with_context(|| format!("cannot write the sweep journal {}", path.display()))?;
+        .ctx(|| format!("cannot write the sweep journal {}", path.display()))?;
     f.write_all(text.as_bytes())
         .and_then(|()| f.flush())
-        .with_context(|| format!("cannot write the sweep journal {}", path.display()))?;
+        .ctx(|| format!("cannot write the sweep journal {}", path.display()))?;
     Ok((
         done,
         Journal {
@@ -183,27 +187,27 @@ fn parse_row(line: &str, fingerprints: &BTreeMap<usize, &str>) -> Option<(usize,
 
 impl Journal {
     /// The journal's path.
-    pub(crate) fn path(&self) -> &Path {
+    pub fn path(&self) -> &Path {
         &self.path
     }
 
     /// Appends point `index` (fingerprint `fingerprint`) and flushes it.
-    pub(crate) fn record(&self, index: usize, fingerprint: &str, row: &DoneRow) -> Result<()> {
+    pub fn record(&self, index: usize, fingerprint: &str, row: &DoneRow) -> Result<()> {
         let line = row_line(index, fingerprint, row) + "\n";
         let mut f = self
             .file
             .lock()
-            .map_err(|_| anyhow::anyhow!("the sweep journal's lock is poisoned"))?;
+            .map_err(|_| WorkflowError::Failed("the sweep journal's lock is poisoned".into()))?;
         f.write_all(line.as_bytes())
             .and_then(|()| f.flush())
-            .with_context(|| format!("cannot write the sweep journal {}", self.path.display()))
+            .ctx(|| format!("cannot write the sweep journal {}", self.path.display()))
     }
 
     /// Deletes the journal (the outputs are complete).
-    pub(crate) fn finish(self) -> Result<()> {
+    pub fn finish(self) -> Result<()> {
         drop(self.file);
         std::fs::remove_file(&self.path)
-            .with_context(|| format!("cannot remove the sweep journal {}", self.path.display()))
+            .ctx(|| format!("cannot remove the sweep journal {}", self.path.display()))
     }
 }
 
