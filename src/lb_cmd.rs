@@ -3,11 +3,10 @@
 use crate::MachineArgs;
 use anyhow::Result;
 use clap::Args;
-use lb_strategies::{LbPoint, Metrics, PeTopology, STRATEGIES_HELP, metrics};
+use lb_strategies::{LbPoint, STRATEGIES_HELP};
 use serde::Serialize;
 use sim_core::units::parse_bytes;
 use std::path::PathBuf;
-use workflow::{cpu_scale_for, net_for};
 
 /// Help shown after the options.
 pub(crate) fn lb_help() -> String {
@@ -217,181 +216,28 @@ fn table(rows: &[workflow::lb::Row], free_moves: bool) -> String {
     render(&head, &body)
 }
 
-/// One strategy on an LB dump: static figures only (there is no trace to replay).
-#[derive(Clone, Debug, Serialize)]
-pub(crate) struct DumpRow {
-    strategy: String,
-    pes: u32,
-    max_avg_load: f64,
-    max_load_s: f64,
-    avg_load_s: f64,
-    migrations: u64,
-    migrated_bytes: u64,
-    cut_messages: u64,
-    cut_bytes: u64,
-    hop_bytes: Option<u64>,
-    /// Network time of the busiest PE's remote messages and migrations (each message's send
-    /// overhead, wire time and receive overhead under the network model; a moved object is
-    /// one message of `--migrate-bytes` for its old and its new PE; not overlapped with
-    /// computation).
-    max_comm_s: f64,
-    /// Predicted LB period: the largest PE load plus its remote messages' network time.
-    predicted_step_s: f64,
-}
-
 /// `whatif lb --format lbdump`: strategies on a Charm++ LB database dump.
 fn lb_dump(a: &LbArgs) -> Result<()> {
-    if a.at.is_some() {
-        anyhow::bail!(
-            "--at does not apply to an LB dump: the dump is one LB step's database (choose the step by the file, NAME.<step>)"
-        );
-    }
-    let bytes = sim_core::inputs::read(&a.trace, 1 << 30)?;
-    let name = a.trace.display().to_string();
-    let dump = lb_strategies::parse_lbdump(&bytes, &name)?;
-    let pes = match a.machine.pes {
-        None => None,
-        Some(workflow::PeCount::N(n)) => Some(n),
-        Some(workflow::PeCount::PerObject) => Some(dump.objects.len().max(1) as u32),
-    };
-    let empty = trace::TraceBuilder::new(trace::TraceMeta {
-        name: name.clone(),
-        generator: String::new(),
-        description: String::new(),
-        recorded_pes: dump.pes.len() as u32,
-        net: None,
-        seed: None,
-        cpu_scale: None,
-        sequential_objects: false,
-    })
-    .finish()?;
-    let spec = net_for(&empty, &a.machine.spec())?;
-    let cpu = cpu_scale_for(&empty, &a.machine.spec())?;
-    let (db, used) = dump.database(pes, cpu, a.migrate_bytes)?;
-    let pes = db.num_pes();
-    crate::limits::check_pes(pes as u64, db.objects.len() as u64, a.machine.force)?;
-    workflow::lb::check_outputs(
+    let rows = workflow::lb::compare_dump(
+        &a.trace,
         &a.machine.spec(),
         &workflow::lb::LbSpec {
+            strategies: a.strategies.clone(),
+            at: a.at,
+            migrate_bytes: a.migrate_bytes,
             db: a.db.clone(),
             maps: a.maps.clone(),
             csv: a.csv.clone(),
             inputs: vec![a.trace.clone()],
-            ..Default::default()
+            quiet: a.quiet,
         },
     )?;
-    let topo = spec.topology().map(|(t, ppn)| PeTopology {
-        topology: t.clone(),
-        pes_per_node: ppn,
-    });
-    let strategies = workflow::lb::strategies(a.strategies.as_deref(), topo.is_some())?;
-    if !a.quiet {
-        let movable = db.objects.iter().filter(|o| o.migratable).count();
-        let load: f64 = dump.objects.iter().map(|o| o.wall_s).sum();
-        eprintln!(
-            "{name}: Charm++ LB database (format version {}), {} PEs reported, {} objects ({movable} migratable, {load:.6} s of load), {} communication records ({} communicating pairs); onto {pes} PEs; network {spec}",
-            dump.lbversion,
-            dump.pes.len(),
-            db.objects.len(),
-            dump.comm.len(),
-            db.edges.len()
-        );
-        if used.pe_records + used.unknown_objects + used.negative > 0 {
-            eprintln!(
-                "  not in the graph: {} records from or to a PE, {} naming an object not in the dump, {} with negative counts",
-                used.pe_records, used.unknown_objects, used.negative
-            );
-        }
-    }
-    if let Some(dir) = &a.db {
-        let staged = crate::files::begin_dir(dir, a.machine.force)?;
-        db.write_csv(staged.path())?;
-        db.write_json(&staged.path().join("db.json"))?;
-        crate::files::finish_dir(staged)?;
-    }
-    let maps_dir = match &a.maps {
-        Some(dir) => Some(crate::files::begin_dir(dir, a.machine.force)?),
-        None => None,
-    };
-    let names: Vec<String> = db.objects.iter().map(|o| o.name.clone()).collect();
-    let current = db.current_map();
-    let mut net = spec.build();
-    let mut rows = Vec::with_capacity(strategies.len());
-    for s in &strategies {
-        let map = s.map(&db, topo.as_ref(), a.machine.seed)?;
-        let m: Metrics = metrics(&db, &map, topo.as_ref());
-        if let Some(dir) = &maps_dir {
-            workflow::lb::write_named_map(dir.path(), s, &names, &current, &map)?;
-        }
-        // Network time of each PE's remote messages.
-        let mut comm = vec![0u64; pes as usize];
-        for e in &db.edges {
-            let (pa, pb) = (map[e.a as usize], map[e.b as usize]);
-            if pa == pb || e.messages == 0 {
-                continue;
-            }
-            let msg = network_models::MessageInfo {
-                src_pe: pa,
-                dst_pe: pb,
-                bytes: e.bytes / e.messages,
-            };
-            let t = net_time(net.as_mut(), &msg).saturating_mul(e.messages);
-            for p in [pa, pb] {
-                comm[p as usize] = comm[p as usize].saturating_add(t);
-            }
-        }
-        // Moving an object costs its old and its new PE one message of its size.
-        for (o, r) in db.objects.iter().enumerate() {
-            let (from, to) = (r.from_pe, map[o]);
-            if from == to || r.migrate_bytes == 0 {
-                continue;
-            }
-            let msg = network_models::MessageInfo {
-                src_pe: from,
-                dst_pe: to,
-                bytes: r.migrate_bytes,
-            };
-            let t = net_time(net.as_mut(), &msg);
-            for p in [from, to] {
-                comm[p as usize] = comm[p as usize].saturating_add(t);
-            }
-        }
-        let raw = db.raw_loads(&map);
-        let step = raw
-            .iter()
-            .enumerate()
-            .map(|(p, &r)| db.effective_ps(p as u32, r).saturating_add(comm[p]))
-            .max()
-            .unwrap_or(0);
-        rows.push(DumpRow {
-            strategy: s.to_string(),
-            pes,
-            max_avg_load: m.max_avg_load,
-            max_load_s: workflow::lb::secs(m.max_load_ps),
-            avg_load_s: workflow::lb::secs(m.avg_load_ps),
-            migrations: m.migrations,
-            migrated_bytes: m.migrated_bytes,
-            cut_messages: m.cut_messages,
-            cut_bytes: m.cut_bytes,
-            hop_bytes: m.hop_bytes,
-            max_comm_s: workflow::lb::secs(comm.iter().copied().max().unwrap_or(0)),
-            predicted_step_s: workflow::lb::secs(step),
-        });
-    }
     let text = dump_table(&rows);
-    emit(a, maps_dir, &rows, &text)?;
+    emit(a, None, &rows, &text)?;
     Ok(())
 }
 
-/// One message's network time: send overhead, wire time, receive overhead.
-fn net_time(net: &mut dyn network_models::NetworkModel, msg: &network_models::MessageInfo) -> u64 {
-    net.wire_time(msg, sim_core::SimTime::ZERO)
-        .as_ps()
-        .saturating_add(net.send_overhead(msg).as_ps())
-        .saturating_add(net.recv_overhead(msg).as_ps())
-}
-
-fn dump_table(rows: &[DumpRow]) -> String {
+fn dump_table(rows: &[workflow::lb::DumpRow]) -> String {
     let head = [
         "strategy",
         "max/avg",

@@ -349,6 +349,75 @@ fn generate(
     })
 }
 
+/// Emulates a built-in program as `whatif emulate` does and returns its trace: `program` on
+/// `pes` virtual PEs with its parameters `sets` (a dict), the network `net` (or `machine`),
+/// `timing` ("model" or "measured"), `map`, `cpu_scale`, `priority`, `max_memory`.
+#[pyfunction]
+#[pyo3(signature = (program, pes=4, sets=None, net=None, machine=None, timing="model", map="block", cpu_scale=None, priority=false, max_memory=None, quiet=true))]
+#[allow(clippy::too_many_arguments)]
+fn emulate(
+    py: Python<'_>,
+    program: String,
+    pes: u32,
+    sets: Option<&Bound<'_, PyDict>>,
+    net: Option<&str>,
+    machine: Option<&str>,
+    timing: &str,
+    map: &str,
+    cpu_scale: Option<&Bound<'_, PyAny>>,
+    priority: bool,
+    max_memory: Option<&Bound<'_, PyAny>>,
+    quiet: bool,
+) -> PyResult<PyTrace> {
+    let net = net_or_machine(net, machine)?;
+    let mut spec = workflow::emulate::EmulateSpec::new(&program, pes, net);
+    spec.sets = kv_of(sets)?;
+    spec.timing = timing.parse().map_err(|e| bad("timing", e))?;
+    spec.map = map.parse().map_err(|e| bad("map", e))?;
+    if let Some(c) = cpu_scale {
+        spec.cpu_scale = sim_core::Ratio::parse(&text(c)?).map_err(|e| bad("cpu_scale", e))?;
+    }
+    spec.priority = priority;
+    spec.max_memory = max_memory
+        .map(|m| self::bytes("max_memory", m))
+        .transpose()?;
+    spec.quiet = quiet;
+    let inner = py
+        .detach(|| -> workflow::Result<Repeated> {
+            let e = workflow::emulate::emulate(&spec)?.emulation;
+            Ok(match &e.periodic {
+                Some(p) => Repeated::flat(p.expand()?),
+                None => Repeated::flat(e.trace),
+            })
+        })
+        .map_err(to_py)?;
+    Ok(PyTrace {
+        inner,
+        source: format!("whatif emulate {program} --pes {pes}"),
+    })
+}
+
+/// The network of `net` or `machine` (default `latency:lat=1us`).
+fn net_or_machine(net: Option<&str>, machine: Option<&str>) -> PyResult<network_models::NetSpec> {
+    match (net, machine) {
+        (Some(_), Some(_)) => Err(bad("machine", "give net or machine, not both")),
+        (Some(n), None) => n.parse().map_err(|e| bad("net", e)),
+        (None, Some(m)) => workflow::machine::parse_machine(m).map_err(|e| bad("machine", e)),
+        (None, None) => "latency:lat=1us".parse().map_err(|e| bad("net", e)),
+    }
+}
+
+/// A program's parameters from a dict.
+fn kv_of(sets: Option<&Bound<'_, PyDict>>) -> PyResult<Vec<(String, String)>> {
+    let mut kv = Vec::new();
+    if let Some(d) = sets {
+        for (k, v) in d.iter() {
+            kv.push((k.extract::<String>()?, text(&v)?));
+        }
+    }
+    Ok(kv)
+}
+
 /// Writes a trace to a file: `.jsonl` writes the JSON-lines text form, anything else the
 /// binary form (as `whatif gen --out` does).
 #[pyfunction]
@@ -582,18 +651,8 @@ fn predict(
             format!("`{metric}`: expected makespan or iteration"),
         ));
     }
-    let net: network_models::NetSpec = match (net, machine) {
-        (Some(_), Some(_)) => return Err(bad("machine", "give net or machine, not both")),
-        (Some(n), None) => n.parse().map_err(|e| bad("net", e))?,
-        (None, Some(m)) => workflow::machine::parse_machine(m).map_err(|e| bad("machine", e))?,
-        (None, None) => "latency:lat=1us".parse().map_err(|e| bad("net", e))?,
-    };
-    let mut kv = Vec::new();
-    if let Some(d) = sets {
-        for (k, v) in d.iter() {
-            kv.push((k.extract::<String>()?, text(&v)?));
-        }
-    }
+    let net = net_or_machine(net, machine)?;
+    let kv = kv_of(sets)?;
     let spec = workflow::predict::PredictSpec {
         program: program.clone(),
         sets: kv.clone(),
@@ -634,6 +693,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(load, m)?)?;
     m.add_function(wrap_pyfunction!(default_scenario, m)?)?;
     m.add_function(wrap_pyfunction!(generate, m)?)?;
+    m.add_function(wrap_pyfunction!(emulate, m)?)?;
     m.add_function(wrap_pyfunction!(save, m)?)?;
     m.add_function(wrap_pyfunction!(replay_trace, m)?)?;
     m.add_function(wrap_pyfunction!(analyze, m)?)?;

@@ -1,8 +1,38 @@
 //! Load balancing, compared (`whatif lb`): the LB database at a sync point, each strategy's
 //! map with its static metrics, and a replay with the map applied there; the rows a table, a
 //! CSV or a sweep point is made from.
+//!
+//! # Example
+//!
+//! ```
+//! use workflow::emulate::{EmulateSpec, emulate};
+//! use workflow::lb::{LbSpec, compare};
+//! // Lee's SimpleImbalance on 10 PEs, load balanced at iteration 5 of 10.
+//! let mut e = EmulateSpec::new("simple-imbalance", 10, "latency:lat=1us".parse()?);
+//! e.sets = vec![
+//!     ("objects_per_pe".into(), "2".into()),
+//!     ("iters".into(), "10".into()),
+//!     ("lb_at".into(), "5".into()),
+//! ];
+//! e.flat = true;
+//! let trace = trace::Repeated::flat(emulate(&e)?.emulation.trace);
+//! let spec = LbSpec {
+//!     strategies: Some("dummy,greedy".into()),
+//!     at: Some(lb_strategies::LbPoint::Iteration(5)),
+//!     quiet: true,
+//!     ..LbSpec::default()
+//! };
+//! let rows = compare(trace, &Default::default(), &spec)?;
+//! assert_eq!(rows.len(), 2);
+//! // Doing nothing moves nothing; greedy balances the load, and the iterations after the
+//! // LB step are no slower than with no balancing.
+//! assert_eq!(rows[0].migrations, 0);
+//! assert!(rows[1].max_avg_load <= rows[0].max_avg_load);
+//! assert!(rows[1].post_lb_iteration_s <= rows[0].post_lb_iteration_s);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
-use crate::error::{Ctx, Result};
+use crate::error::{Ctx, Result, bail};
 use crate::machine::{MachineSpec, cpu_scale_for, machine_config, machine_for, net_for};
 use crate::{files, limits, memory};
 use lb_strategies::{
@@ -392,4 +422,182 @@ pub fn write_named_map(
     }
     w.flush()?;
     Ok(())
+}
+
+/// One strategy on an LB dump: static figures only (there is no trace to replay).
+#[derive(Clone, Debug, Serialize)]
+pub struct DumpRow {
+    /// The strategy.
+    pub strategy: String,
+    /// PEs.
+    pub pes: u32,
+    /// Max over mean PE load.
+    pub max_avg_load: f64,
+    /// The most loaded PE's load (s).
+    pub max_load_s: f64,
+    /// The mean PE load (s).
+    pub avg_load_s: f64,
+    /// Objects moved.
+    pub migrations: u64,
+    /// Bytes moved.
+    pub migrated_bytes: u64,
+    /// Messages between PEs.
+    pub cut_messages: u64,
+    /// Bytes between PEs.
+    pub cut_bytes: u64,
+    /// Bytes x hops (with a topology).
+    pub hop_bytes: Option<u64>,
+    /// Network time of the busiest PE's remote messages and migrations (each message's send
+    /// overhead, wire time and receive overhead under the network model; a moved object is
+    /// one message of `--migrate-bytes` for its old and its new PE; not overlapped with
+    /// computation).
+    pub max_comm_s: f64,
+    /// Predicted LB period: the largest PE load plus its remote messages' network time.
+    pub predicted_step_s: f64,
+}
+
+/// `whatif lb --format lbdump`: strategies on a Charm++ LB database dump.
+/// `whatif lb --format lbdump`: the strategies of `l` on the Charm++ LB database dump at
+/// `path` (one LB step's database; no trace to replay): static figures and the predicted LB
+/// period under the network model of `m`.
+pub fn compare_dump(path: &std::path::Path, m: &MachineSpec, l: &LbSpec) -> Result<Vec<DumpRow>> {
+    if l.at.is_some() {
+        bail!(
+            "--at does not apply to an LB dump: the dump is one LB step's database (choose the step by the file, NAME.<step>)"
+        );
+    }
+    let bytes = sim_core::inputs::read(path, 1 << 30)?;
+    let name = path.display().to_string();
+    let dump = lb_strategies::parse_lbdump(&bytes, &name)?;
+    let pes = match m.pes {
+        None => None,
+        Some(crate::PeCount::N(n)) => Some(n),
+        Some(crate::PeCount::PerObject) => Some(dump.objects.len().max(1) as u32),
+    };
+    let empty = trace::TraceBuilder::new(trace::TraceMeta {
+        name: name.clone(),
+        generator: String::new(),
+        description: String::new(),
+        recorded_pes: dump.pes.len() as u32,
+        net: None,
+        seed: None,
+        cpu_scale: None,
+        sequential_objects: false,
+    })
+    .finish()?;
+    let spec = net_for(&empty, m)?;
+    let cpu = cpu_scale_for(&empty, m)?;
+    let (db, used) = dump.database(pes, cpu, l.migrate_bytes)?;
+    let pes = db.num_pes();
+    limits::check_pes(pes as u64, db.objects.len() as u64, m.force)?;
+    check_outputs(m, l)?;
+    let topo = spec.topology().map(|(t, ppn)| PeTopology {
+        topology: t.clone(),
+        pes_per_node: ppn,
+    });
+    let strategies = strategies(l.strategies.as_deref(), topo.is_some())?;
+    if !l.quiet {
+        let movable = db.objects.iter().filter(|o| o.migratable).count();
+        let load: f64 = dump.objects.iter().map(|o| o.wall_s).sum();
+        eprintln!(
+            "{name}: Charm++ LB database (format version {}), {} PEs reported, {} objects ({movable} migratable, {load:.6} s of load), {} communication records ({} communicating pairs); onto {pes} PEs; network {spec}",
+            dump.lbversion,
+            dump.pes.len(),
+            db.objects.len(),
+            dump.comm.len(),
+            db.edges.len()
+        );
+        if used.pe_records + used.unknown_objects + used.negative > 0 {
+            eprintln!(
+                "  not in the graph: {} records from or to a PE, {} naming an object not in the dump, {} with negative counts",
+                used.pe_records, used.unknown_objects, used.negative
+            );
+        }
+    }
+    if let Some(dir) = &l.db {
+        let staged = files::begin_dir(dir, m.force)?;
+        db.write_csv(staged.path())?;
+        db.write_json(&staged.path().join("db.json"))?;
+        files::finish_dir(staged)?;
+    }
+    let maps_dir = match &l.maps {
+        Some(dir) => Some(files::begin_dir(dir, m.force)?),
+        None => None,
+    };
+    let names: Vec<String> = db.objects.iter().map(|o| o.name.clone()).collect();
+    let current = db.current_map();
+    let mut net = spec.build();
+    let mut rows = Vec::with_capacity(strategies.len());
+    for s in &strategies {
+        let map = s.map(&db, topo.as_ref(), m.seed)?;
+        let mt: Metrics = metrics(&db, &map, topo.as_ref());
+        if let Some(dir) = &maps_dir {
+            write_named_map(dir.path(), s, &names, &current, &map)?;
+        }
+        // Network time of each PE's remote messages.
+        let mut comm = vec![0u64; pes as usize];
+        for e in &db.edges {
+            let (pa, pb) = (map[e.a as usize], map[e.b as usize]);
+            if pa == pb || e.messages == 0 {
+                continue;
+            }
+            let msg = network_models::MessageInfo {
+                src_pe: pa,
+                dst_pe: pb,
+                bytes: e.bytes / e.messages,
+            };
+            let t = net_time(net.as_mut(), &msg).saturating_mul(e.messages);
+            for p in [pa, pb] {
+                comm[p as usize] = comm[p as usize].saturating_add(t);
+            }
+        }
+        // Moving an object costs its old and its new PE one message of its size.
+        for (o, r) in db.objects.iter().enumerate() {
+            let (from, to) = (r.from_pe, map[o]);
+            if from == to || r.migrate_bytes == 0 {
+                continue;
+            }
+            let msg = network_models::MessageInfo {
+                src_pe: from,
+                dst_pe: to,
+                bytes: r.migrate_bytes,
+            };
+            let t = net_time(net.as_mut(), &msg);
+            for p in [from, to] {
+                comm[p as usize] = comm[p as usize].saturating_add(t);
+            }
+        }
+        let raw = db.raw_loads(&map);
+        let step = raw
+            .iter()
+            .enumerate()
+            .map(|(p, &r)| db.effective_ps(p as u32, r).saturating_add(comm[p]))
+            .max()
+            .unwrap_or(0);
+        rows.push(DumpRow {
+            strategy: s.to_string(),
+            pes,
+            max_avg_load: mt.max_avg_load,
+            max_load_s: secs(mt.max_load_ps),
+            avg_load_s: secs(mt.avg_load_ps),
+            migrations: mt.migrations,
+            migrated_bytes: mt.migrated_bytes,
+            cut_messages: mt.cut_messages,
+            cut_bytes: mt.cut_bytes,
+            hop_bytes: mt.hop_bytes,
+            max_comm_s: secs(comm.iter().copied().max().unwrap_or(0)),
+            predicted_step_s: secs(step),
+        });
+    }
+    if let Some(dir) = maps_dir {
+        files::finish_dir(dir)?;
+    }
+    Ok(rows)
+}
+
+fn net_time(net: &mut dyn network_models::NetworkModel, msg: &network_models::MessageInfo) -> u64 {
+    net.wire_time(msg, sim_core::SimTime::ZERO)
+        .as_ps()
+        .saturating_add(net.send_overhead(msg).as_ps())
+        .saturating_add(net.recv_overhead(msg).as_ps())
 }

@@ -13,9 +13,15 @@
 //!    placement, CPU factor, scheduling, runtime costs, noise, limits) becomes a
 //!    [`replay::ReplayConfig`] on a trace; [`machine_for`] checks the PE count and places the
 //!    objects.
-//! 3. **Replay and outputs** ([`run`]): [`replay`] checks the memory estimate before it
+//! 3. **Replay and outputs** ([`run`]): [`replay()`] checks the memory estimate before it
 //!    allocates, replays, hands the result to a callback, and writes what an [`OutputSpec`]
 //!    asks for (an output folder with the views, the analysis and the HTML report; CSVs).
+//! 4. **The studies around a replay**: [`analyze`] (critical path and re-simulated
+//!    diagnoses), [`lb`] (load balancers compared by replay, or on a Charm++ LB dump),
+//!    [`sweep`] (a study's points in parallel, shards and their merge), [`predict`] (small
+//!    runs, a fitted scaling model, checked targets), [`calibrate`] (study parameters fitted to
+//!    measurements), [`model`] (Extra-P experiments and block-cost models), [`emulate`] (a
+//!    built-in program run on virtual PEs) and [`generate`] (synthetic workloads).
 //!
 //! # Contract
 //!
@@ -69,6 +75,8 @@
 //! ```
 
 pub mod analyze;
+pub mod calibrate;
+pub mod emulate;
 pub mod error;
 pub mod files;
 pub mod generate;
@@ -77,6 +85,7 @@ pub mod lb;
 pub mod limits;
 pub mod machine;
 pub mod memory;
+pub mod model;
 pub mod predict;
 pub mod progress;
 pub mod run;

@@ -2,7 +2,7 @@
 //! estimate), the replay itself with progress, and what it writes (the `--out` folder with its
 //! views, analysis and report; the timeline, per-PE, link and entry CSVs).
 //!
-//! [`replay`] hands the result to a `show` callback as soon as it exists (the command line
+//! [`replay()`] hands the result to a `show` callback as soon as it exists (the command line
 //! prints its summary there; the Python package keeps it), then writes the outputs the
 //! [`OutputSpec`] asks for. A repeated trace with an output folder and no timeline is
 //! replayed twice without its expansion (`analysis::streamed`), as `whatif replay --out` does.

@@ -6,6 +6,28 @@
 //! scaling files the study's axes call for. Rows hold simulated figures only, in point order,
 //! so the files are byte-identical whatever the thread count, and merging shards gives exactly
 //! the single-run files (all but the finished-run marker, which names its command).
+//!
+//! # Example
+//!
+//! ```
+//! use workflow::sweep::{SweepSpec, run};
+//! let dir = std::env::temp_dir().join(format!("whatif-doc-sweep-{}", std::process::id()));
+//! std::fs::create_dir_all(&dir)?;
+//! let study = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+//!     .join("../scenarios/studies/stencil-latency-small.toml");
+//! // Shard 0 of 27 of the study's 108 points: points 0, 27, 54 and 81.
+//! let spec = SweepSpec {
+//!     shard: Some("0/27".parse()?),
+//!     ..SweepSpec::new(&study, &dir.join("out"))
+//! };
+//! let done = run(&spec, &mut |_| {})?;
+//! assert_eq!(done.json_rows.len(), 4);
+//! assert!(done.json_rows[1].starts_with("{\"point\":27,"));
+//! let csv = std::fs::read_to_string(dir.join("out/results.csv"))?;
+//! assert_eq!(csv.lines().count(), 5);
+//! std::fs::remove_dir_all(&dir)?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 use crate::error::{Ctx, Result, WorkflowError, bail};
 use crate::lb::{database, default_point, replay_run, replay_with_map};
@@ -29,7 +51,7 @@ use trace::Trace;
 pub struct SweepSpec {
     /// The study file (TOML).
     pub study: PathBuf,
-    /// The output folder [default: `<study name>-results`].
+    /// The output folder (default: `<study name>-results`).
     pub out: Option<PathBuf>,
     /// Worker threads [default: all cores]. Results do not depend on it.
     pub jobs: Option<usize>,

@@ -11,7 +11,7 @@ error messages::
     r.makespan_ps                                    # as `whatif replay --json` gives it
     r.per_pe                                         # pandas DataFrame (pe.csv's columns)
 
-Also ``whatif.generate``, ``whatif.analyze``, ``whatif.lb``, ``whatif.sweep`` and
+Also ``whatif.generate``, ``whatif.emulate``, ``whatif.analyze``, ``whatif.lb``, ``whatif.sweep`` and
 ``whatif.predict``, each the CLI command of that name. Long work releases the GIL. Errors raise ``whatif.InputError`` (bad input; the CLI exits
 with 2) or ``whatif.RunError`` (a run that could not finish; exit 1), both
 ``whatif.WhatifError``.
@@ -38,6 +38,7 @@ __all__ = [
     "load",
     "default_scenario",
     "generate",
+    "emulate",
     "save",
     "replay",
     "analyze",
@@ -83,6 +84,15 @@ def generate(kind: str, **params) -> Trace:
     (``stages=``), with ``iters``, ``compute`` ("100us"), ``bytes``, ``jitter``, ``seed`` and
     the network model to record (``net=``). Equal parameters give byte-identical traces."""
     return _native.generate(kind, **params)
+
+
+def emulate(program: str, *, pes: int = 4, sets: Optional[Dict[str, Any]] = None, **options) -> Trace:
+    """Runs a built-in message-driven program (``whatif emulate --help`` lists them) on
+    ``pes`` virtual PEs in simulated time and returns its trace, as ``whatif emulate`` records
+    it: ``sets`` its parameters (``{"grid": "64x64x48", "iters": 10}``), ``net`` or
+    ``machine``, ``timing`` ("model" or "measured"), ``map``, ``cpu_scale``, ``priority``,
+    ``max_memory``."""
+    return _native.emulate(program, pes=pes, sets=sets, **options)
 
 
 def save(trace: Trace, path: "str | os.PathLike") -> None:
