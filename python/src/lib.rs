@@ -263,6 +263,44 @@ fn trace_arg(
         .map_err(to_py)
 }
 
+/// The command line a call stands for (its trace and options, as `whatif replay` would take
+/// them), from which an analysis builds the commands that reproduce its findings: the trace's
+/// path (`TRACE` for one made in memory), `--format`, then each keyword argument as its flag.
+fn command_args(
+    trace: &Bound<'_, PyAny>,
+    format: Option<&str>,
+    kwargs: Option<&Bound<'_, PyDict>>,
+) -> PyResult<Vec<String>> {
+    let source = match trace.cast::<PyTrace>() {
+        Ok(t) => t.get().source.clone(),
+        Err(_) => text(trace)?,
+    };
+    let mut args = vec![if source.contains(char::is_whitespace) {
+        "TRACE".to_string()
+    } else {
+        source
+    }];
+    if let Some(f) = format {
+        args.extend(["--format".to_string(), f.to_string()]);
+    }
+    for (k, v) in kwargs.into_iter().flat_map(|d| d.iter()) {
+        let flag = format!("--{}", k.extract::<String>()?.replace('_', "-"));
+        if v.is_none() {
+            continue;
+        }
+        if let Ok(b) = v.extract::<bool>() {
+            if b {
+                args.push(flag);
+            }
+            continue;
+        }
+        for value in texts(&v)? {
+            args.extend([flag.clone(), value]);
+        }
+    }
+    Ok(args)
+}
+
 /// Loads a trace: a whatif trace file, or with `format` a foreign one (bgtrace, projections,
 /// simgrid, goal, otf2), with the import options (`flops_per_s`, `eager_limit`,
 /// `collectives`, `mpi_protocol`) and `max_memory`.
@@ -459,6 +497,7 @@ fn replay_trace(
             "needs out= (the folder the report goes into)",
         ));
     }
+    let command = command_args(trace, format, kwargs)?;
     let input = trace_arg(py, trace, format, &m, &imp, quiet)?;
     let o = OutputSpec {
         out,
@@ -469,6 +508,7 @@ fn replay_trace(
         links,
         entries,
         quiet,
+        command_args: command,
         ..OutputSpec::default()
     };
     py.detach(|| {
@@ -506,6 +546,7 @@ fn analyze(
     if jobs == Some(0) {
         return Err(bad("jobs", "at least 1"));
     }
+    let command = command_args(trace, format, kwargs)?;
     let input = trace_arg(py, trace, format, &m, &imp, quiet)?;
     py.detach(|| -> workflow::Result<String> {
         let input = workflow::whatif_trace(input, &m)?;
@@ -527,11 +568,11 @@ fn analyze(
             &a.analysis,
             body,
             &a.spec.to_string(),
-            &[],
+            &command,
         )?;
         ::report::views::write(&a.views, staged.path(), body)?;
         workflow::files::finish_dir(staged)?;
-        let mut v = workflow::analyze::to_json(&a.analysis, body, &a.spec.to_string(), &[])?;
+        let mut v = workflow::analyze::to_json(&a.analysis, body, &a.spec.to_string(), &command)?;
         v["extrema"] = serde_json::to_value(&a.views.profiles.extrema)?;
         Ok(serde_json::to_string(&v)?)
     })
