@@ -107,20 +107,7 @@ pub(crate) fn lb(a: LbArgs) -> Result<()> {
         workflow::load(&a.trace, format, &a.import.spec(), &machine, a.quiet)?,
         &machine,
     )?;
-    let rows = workflow::lb::compare(
-        input,
-        &machine,
-        &workflow::lb::LbSpec {
-            strategies: a.strategies.clone(),
-            at: a.at,
-            migrate_bytes: a.migrate_bytes,
-            db: a.db.clone(),
-            maps: a.maps.clone(),
-            csv: a.csv.clone(),
-            inputs: vec![a.trace.clone()],
-            quiet: a.quiet,
-        },
-    )?;
+    let rows = workflow::lb::compare(input, &machine, &lb_spec(&a))?;
     let text = table(&rows, a.migrate_bytes == 0);
     emit(&a, None, &rows, &text)?;
     Ok(())
@@ -216,22 +203,23 @@ fn table(rows: &[workflow::lb::Row], free_moves: bool) -> String {
     render(&head, &body)
 }
 
+/// What the flags ask `workflow::lb` to compare and write.
+fn lb_spec(a: &LbArgs) -> workflow::lb::LbSpec {
+    workflow::lb::LbSpec {
+        strategies: a.strategies.clone(),
+        at: a.at,
+        migrate_bytes: a.migrate_bytes,
+        db: a.db.clone(),
+        maps: a.maps.clone(),
+        csv: a.csv.clone(),
+        inputs: vec![a.trace.clone()],
+        quiet: a.quiet,
+    }
+}
+
 /// `whatif lb --format lbdump`: strategies on a Charm++ LB database dump.
 fn lb_dump(a: &LbArgs) -> Result<()> {
-    let rows = workflow::lb::compare_dump(
-        &a.trace,
-        &a.machine.spec(),
-        &workflow::lb::LbSpec {
-            strategies: a.strategies.clone(),
-            at: a.at,
-            migrate_bytes: a.migrate_bytes,
-            db: a.db.clone(),
-            maps: a.maps.clone(),
-            csv: a.csv.clone(),
-            inputs: vec![a.trace.clone()],
-            quiet: a.quiet,
-        },
-    )?;
+    let rows = workflow::lb::compare_dump(&a.trace, &a.machine.spec(), &lb_spec(a))?;
     let text = dump_table(&rows);
     emit(a, None, &rows, &text)?;
     Ok(())

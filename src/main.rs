@@ -787,31 +787,20 @@ fn dispatch(cli: Cli) -> Result<()> {
         Cmd::Export(a) => export_cmd(a),
         Cmd::Platform(a) => platform_cmd(a),
         Cmd::Replay(a) => {
-            let mut inputs = match a.format {
+            let inputs = match a.format {
                 Some(f) => {
                     importers::input_files(f, &a.trace).unwrap_or_else(|_| vec![a.trace.clone()])
                 }
                 None => vec![a.trace.clone()],
             };
-            inputs.extend(a.machine.spec().files_read());
-            let o = &a.out;
-            let outputs: Vec<(&str, &std::path::Path)> = [
-                ("--timeline", &o.timeline),
-                ("--per-pe", &o.per_pe),
-                ("--links", &o.links),
-                ("--entries", &o.entries),
-                ("--out", &o.out),
-            ]
-            .into_iter()
-            .filter_map(|(f, p)| p.as_deref().map(|p| (f, p)))
-            .collect();
-            limits::refuse_overwrite(&inputs, &outputs)?;
+            let o = a.out.spec();
+            o.refuse_overwrite(&inputs, &a.machine.spec())?;
             if a.format == Some(importers::Format::Goal)
                 && let Some(spec @ NetSpec::LogGops(_)) = a.machine.net.as_ref()
             {
                 let m = &a.machine;
                 let why = opsim_cmd::needs_blocks(
-                    !outputs.is_empty(),
+                    !o.paths().is_empty(),
                     &[
                         ("--pes", m.pes.is_some()),
                         (
@@ -838,9 +827,7 @@ fn dispatch(cli: Cli) -> Result<()> {
                 }
             }
             // Every output path is checked now, not after the replay.
-            let (dirs, file_outs): (Vec<_>, Vec<_>) =
-                outputs.iter().partition(|(f, _)| *f == "--out");
-            files::check_outputs(&file_outs, &dirs, a.machine.force)?;
+            o.check_paths(a.machine.force)?;
             let trace = workflow::load(
                 &a.trace,
                 a.format,

@@ -301,6 +301,22 @@ fn command_args(
     Ok(args)
 }
 
+/// The files a trace argument stands for: its path (and, with `format`, the files the
+/// importer reads), or for a `Trace` the path it was loaded from.
+fn input_files(trace: &Bound<'_, PyAny>, format: Option<&str>) -> PyResult<Vec<PathBuf>> {
+    let path = match trace.cast::<PyTrace>() {
+        Ok(t) => PathBuf::from(&t.get().source),
+        Err(_) => match trace.extract::<PathBuf>() {
+            Ok(p) => p,
+            Err(_) => return Ok(Vec::new()),
+        },
+    };
+    Ok(match format_of(format)? {
+        Some(f) => importers::input_files(f, &path).unwrap_or_else(|_| vec![path]),
+        None => vec![path],
+    })
+}
+
 /// Loads a trace: a whatif trace file, or with `format` a foreign one (bgtrace, projections,
 /// simgrid, goal, otf2), with the import options (`flops_per_s`, `eager_limit`,
 /// `collectives`, `mpi_protocol`) and `max_memory`.
@@ -498,7 +514,6 @@ fn replay_trace(
         ));
     }
     let command = command_args(trace, format, kwargs)?;
-    let input = trace_arg(py, trace, format, &m, &imp, quiet)?;
     let o = OutputSpec {
         out,
         report,
@@ -511,6 +526,12 @@ fn replay_trace(
         command_args: command,
         ..OutputSpec::default()
     };
+    // Outputs are checked before the work, as on the command line: none may overwrite the
+    // trace's files or the machine's, and each must be writable.
+    o.refuse_overwrite(&input_files(trace, format)?, &m)
+        .map_err(to_py)?;
+    o.check_paths(m.force).map_err(to_py)?;
+    let input = trace_arg(py, trace, format, &m, &imp, quiet)?;
     py.detach(|| {
         let mut json = String::new();
         workflow::replay(input, &m, &o, &mut |info, r| {
@@ -547,6 +568,10 @@ fn analyze(
         return Err(bad("jobs", "at least 1"));
     }
     let command = command_args(trace, format, kwargs)?;
+    // The folder is checked before the work, as `whatif analyze --out` does.
+    let inputs = [input_files(trace, format)?, m.files_read()].concat();
+    workflow::limits::refuse_overwrite(&inputs, &[("out", out.as_path())]).map_err(to_py)?;
+    workflow::files::check_outputs(&[], &[("out", out.as_path())], m.force).map_err(to_py)?;
     let input = trace_arg(py, trace, format, &m, &imp, quiet)?;
     py.detach(|| -> workflow::Result<String> {
         let input = workflow::whatif_trace(input, &m)?;
@@ -608,6 +633,7 @@ fn lb(
     if let Some(s) = &strategies {
         lb_strategies::parse_list(s).map_err(|e| bad("strategies", e))?;
     }
+    let inputs = input_files(trace, format)?;
     let input = trace_arg(py, trace, format, &m, &imp, quiet)?;
     let spec = workflow::lb::LbSpec {
         strategies,
@@ -616,7 +642,7 @@ fn lb(
         db,
         maps,
         csv: None,
-        inputs: Vec::new(),
+        inputs,
         quiet,
     };
     py.detach(|| -> workflow::Result<String> {

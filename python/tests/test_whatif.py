@@ -285,3 +285,22 @@ def test_the_output_folder_is_the_cli_folder(halo, tmp_path, monkeypatch):
     # findings' reproducing commands are built from the call's trace and options.
     assert differ == ["whatif-complete.json"], differ
     assert "report.html" in {str(f) for f in py_files}
+
+
+def test_outputs_never_overwrite_the_input(tmp_path):
+    """As on the command line: an output folder holding the input, even with force, or an
+    output file that is the input, is refused before any work."""
+    d = tmp_path / "d"
+    d.mkdir()
+    trace = d / "h.trace"
+    whatif.save(whatif.generate("ring", ranks=4, iters=2), trace)
+    before = trace.read_bytes()
+    for kw in (dict(out=d, force=True), dict(out=trace)):
+        with pytest.raises(whatif.InputError, match="overwrite the input|not a folder"):
+            whatif.replay(str(trace), **kw)
+    with pytest.raises(whatif.InputError, match="overwrite the input"):
+        whatif.replay(whatif.load(trace), out=d, force=True)
+    with pytest.raises(whatif.InputError, match="overwrite the input"):
+        whatif.analyze(str(trace), out=d, force=True)
+    assert sorted(p.name for p in d.iterdir()) == ["h.trace"]
+    assert trace.read_bytes() == before

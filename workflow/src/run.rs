@@ -73,6 +73,37 @@ impl Default for OutputSpec {
     }
 }
 
+impl OutputSpec {
+    /// The output paths, each with the flag that names it.
+    pub fn paths(&self) -> Vec<(&'static str, &std::path::Path)> {
+        [
+            ("--timeline", &self.timeline),
+            ("--per-pe", &self.per_pe),
+            ("--links", &self.links),
+            ("--entries", &self.entries),
+            ("--out", &self.out),
+        ]
+        .into_iter()
+        .filter_map(|(f, p)| p.as_deref().map(|p| (f, p)))
+        .collect()
+    }
+
+    /// Refuses outputs that would overwrite one of `inputs` (the trace's files) or a file
+    /// the machine `m` reads (a placement file, a network file, a noise trace).
+    pub fn refuse_overwrite(&self, inputs: &[PathBuf], m: &MachineSpec) -> Result<()> {
+        let inputs = [inputs.to_vec(), m.files_read()].concat();
+        limits::refuse_overwrite(&inputs, &self.paths())
+    }
+
+    /// Checks, before any work, that every output can be written (`force`: into a non-empty
+    /// folder that is not a whatif output).
+    pub fn check_paths(&self, force: bool) -> Result<()> {
+        let (dirs, file_outs): (Vec<_>, Vec<_>) =
+            self.paths().into_iter().partition(|(f, _)| *f == "--out");
+        files::check_outputs(&file_outs, &dirs, force)
+    }
+}
+
 /// `whatif replay` flags that choose outputs, not the run: dropped from the reproduce
 /// commands of the report's analysis.
 const REPLAY_OUTPUT_FLAGS: &[(&str, bool)] = &[
@@ -95,6 +126,17 @@ const REPLAY_OUTPUT_FLAGS: &[(&str, bool)] = &[
 /// PEs of the critical path (from its end) added to the representatives in the per-block
 /// files of `replay --out --report` when those hold only some PEs.
 const MAX_PATH_PES: usize = 32;
+
+/// The line an analysis for the report ends with, unless quiet.
+fn say_analysed(o: &OutputSpec, an: &analysis::Analysis, t1: Instant) {
+    if !o.quiet {
+        eprintln!(
+            "analysed (critical path, {} re-simulations) in {:.2} s",
+            an.findings.len() + an.skipped.len(),
+            t1.elapsed().as_secs_f64()
+        );
+    }
+}
 
 /// The summary's description of the machine.
 fn run_info<'a>(
@@ -234,13 +276,7 @@ pub fn replay(
             )
             .ctx(|| "analysis for the report")?;
             memory::checkpoint("the analysis");
-            if !o.quiet {
-                eprintln!(
-                    "analysed (critical path, {} re-simulations) in {:.2} s",
-                    an.findings.len() + an.skipped.len(),
-                    t1.elapsed().as_secs_f64()
-                );
-            }
+            say_analysed(o, &an, t1);
             Some(an)
         } else {
             None
@@ -555,13 +591,7 @@ fn replay_out_streamed(
                 .ctx(|| "analysis for the report")?;
                 progress.done();
                 memory::checkpoint("the analysis");
-                if !o.quiet {
-                    eprintln!(
-                        "analysed (critical path, {} re-simulations) in {:.2} s",
-                        an.findings.len() + an.skipped.len(),
-                        t1.elapsed().as_secs_f64()
-                    );
-                }
+                say_analysed(o, &an, t1);
                 Some(an)
             } else {
                 progress.done();
