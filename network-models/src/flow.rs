@@ -19,8 +19,10 @@
 //! are the same to the picosecond (tested against that re-solve, kept as the tests' oracle).
 //!
 //! Rates are `f64` (bytes per second) and remaining bytes too; completion times are rounded
-//! to whole picoseconds, so event times stay integers. The next completion comes from a
-//! re-prioritised set (`priority-queue`): the engine holds one wake-up event for the model at
+//! to whole picoseconds, so event times stay integers. The next completion comes from an
+//! indexed heap of flow slots (`completions`, with the tie order of the `priority-queue`
+//! crate it replaced: flows ending at one picosecond are reported in that order); the
+//! engine holds one wake-up event for the model at
 //! a time, renewed (with a new generation number) when the earliest completion moves.
 //!
 //! **SimGrid's sharing** (`sharing=cm02` or `lv08`). SimGrid's CM02/LV08 models weight each
@@ -38,9 +40,7 @@
 //! (e.g. 1/3 on a link of three flows, 2/3 for the flow that shares only the other link).
 
 use crate::{Delivery, Driving, MessageInfo, NetIo, NetStats, NetworkModel};
-use priority_queue::PriorityQueue;
 use sim_core::{Bandwidth, SimDuration, SimTime};
-use std::cmp::Reverse;
 
 /// How flows on a link share it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
@@ -247,9 +247,13 @@ pub struct FlowModel {
     p: FlowParams,
     /// Per directed link: the active flows on it.
     on_link: Vec<Vec<u32>>,
+    /// Per directed link: the sum of its flows' weights (in `on_link`'s order), and whether
+    /// its flows changed since that sum was taken.
+    link_wsum: Vec<f64>,
+    wsum_stale: Vec<bool>,
     flows: Vec<Flow>,
     free: Vec<u32>,
-    next: PriorityQueue<u32, Reverse<u64>>,
+    next: Completions,
     /// The generation of the one wake-up event that counts, and its time.
     generation: u32,
     wake_ps: u64,
@@ -270,6 +274,10 @@ pub struct FlowModel {
     heap: LinkHeap,
     /// Per link of the component, its unfixed flows' share per unit of weight.
     shares: Vec<f64>,
+    /// Links (indices in `comp_links`) touched by the current filling step, and per link the
+    /// step that last touched it.
+    touched: Vec<u32>,
+    touch_step: Vec<u32>,
     mark_link: Vec<u32>,
     mark_flow: Vec<u32>,
     stamp: u32,
@@ -295,9 +303,11 @@ impl FlowParams {
         FlowModel {
             p: self,
             on_link: Vec::new(),
+            link_wsum: Vec::new(),
+            wsum_stale: Vec::new(),
             flows: Vec::new(),
             free: Vec::new(),
-            next: PriorityQueue::new(),
+            next: Completions::default(),
             generation: 0,
             wake_ps: u64::MAX,
             seeds: Vec::new(),
@@ -311,6 +321,8 @@ impl FlowParams {
             pos: Vec::new(),
             heap: LinkHeap::default(),
             shares: Vec::new(),
+            touched: Vec::new(),
+            touch_step: Vec::new(),
             mark_link: Vec::new(),
             mark_flow: Vec::new(),
             stamp: 0,
@@ -402,6 +414,11 @@ impl FlowModel {
         let mut heap = std::mem::take(&mut self.heap);
         let mut shares = std::mem::take(&mut self.shares);
         heap.clear(self.comp_links.len());
+        let mut touched = std::mem::take(&mut self.touched);
+        let mut touch_step = std::mem::take(&mut self.touch_step);
+        touch_step.clear();
+        touch_step.resize(self.comp_links.len(), 0);
+        let mut step = 0u32;
         shares.clear();
         cap.clear();
         cap.resize(self.comp_links.len(), bw);
@@ -413,7 +430,16 @@ impl FlowModel {
             self.pos[l as usize] = i as u32;
             let on = &self.on_link[l as usize];
             unfixed.push(on.len() as u32);
-            let w: f64 = on.iter().map(|&f| self.flows[f as usize].weight).sum();
+            // The sum of the link's weights, in the order of its flows: kept from the last
+            // solve unless a flow has come or gone on it since.
+            let w = if self.wsum_stale[l as usize] {
+                let w: f64 = on.iter().map(|&f| self.flows[f as usize].weight).sum();
+                self.link_wsum[l as usize] = w;
+                self.wsum_stale[l as usize] = false;
+                w
+            } else {
+                self.link_wsum[l as usize]
+            };
             wsum.push(w);
             shares.push(bw / w);
         }
@@ -442,6 +468,12 @@ impl FlowModel {
             };
             let share = shares[i];
             let l = self.comp_links[i];
+            // A link's share is only read at the next bottleneck choice, so it is computed
+            // once per step from its final capacity and weight (the same values, in the same
+            // order of subtraction, as after each flow): one division and one heap move per
+            // link touched, not per flow crossing it.
+            step = step.wrapping_add(1);
+            touched.clear();
             for k in 0..self.on_link[l as usize].len() {
                 let f = self.on_link[l as usize][k];
                 if self.flows[f as usize].rate >= 0.0 {
@@ -455,14 +487,21 @@ impl FlowModel {
                     cap[j] = (cap[j] - rate).max(0.0);
                     unfixed[j] -= 1;
                     wsum[j] = if unfixed[j] == 0 { 0.0 } else { wsum[j] - w };
-                    if unfixed[j] > 0 {
-                        shares[j] = cap[j] / wsum[j];
-                        if use_heap {
-                            heap.update(&shares, j as u32);
-                        }
-                    } else if use_heap && j != i {
-                        heap.remove(&shares, j as u32);
+                    if touch_step[j] != step {
+                        touch_step[j] = step;
+                        touched.push(j as u32);
                     }
+                }
+            }
+            for &j in &touched {
+                let j = j as usize;
+                if unfixed[j] > 0 {
+                    shares[j] = cap[j] / wsum[j];
+                    if use_heap {
+                        heap.update(&shares, j as u32);
+                    }
+                } else if use_heap && j != i {
+                    heap.remove(&shares, j as u32);
                 }
             }
         }
@@ -480,13 +519,15 @@ impl FlowModel {
             } else {
                 u64::MAX / 4
             };
-            self.next.push(f, Reverse(now.saturating_add(left_ps)));
+            self.next.push(f, now.saturating_add(left_ps));
         }
         self.cap = cap;
         self.unfixed = unfixed;
         self.wsum = wsum;
         self.heap = heap;
         self.shares = shares;
+        self.touched = touched;
+        self.touch_step = touch_step;
     }
 
     /// Queues the solve of the current time step (once).
@@ -499,12 +540,12 @@ impl FlowModel {
 
     /// Makes sure the engine will wake the model at the earliest predicted completion.
     fn arm(&mut self, io: &mut NetIo) {
-        if let Some((_, Reverse(t))) = self.next.peek()
-            && *t != self.wake_ps
+        if let Some((_, t)) = self.next.peek()
+            && t != self.wake_ps
         {
             self.generation = (self.generation + 1) % SOLVE;
-            self.wake_ps = *t;
-            io.events.push((SimTime::from_ps(*t), self.generation));
+            self.wake_ps = t;
+            io.events.push((SimTime::from_ps(t), self.generation));
         }
     }
 
@@ -512,6 +553,8 @@ impl FlowModel {
         let need = l as usize + 1;
         if self.on_link.len() < need {
             self.on_link.resize_with(need, Vec::new);
+            self.link_wsum.resize(need, 0.0);
+            self.wsum_stale.resize(need, true);
             self.mark_link.resize(need, 0);
             self.pos.resize(need, 0);
         }
@@ -592,6 +635,7 @@ impl NetworkModel for FlowModel {
             for &l in &links {
                 self.link_slot(l);
                 self.on_link[l as usize].push(f);
+                self.wsum_stale[l as usize] = true;
             }
             {
                 let fl = &mut self.flows[f as usize];
@@ -622,14 +666,14 @@ impl NetworkModel for FlowModel {
         // now, as if each start had been solved when it happened.
         if !self.seeds.is_empty() {
             self.solve(t);
-            if self.next.peek().is_none_or(|(_, Reverse(at))| *at > t) {
+            if self.next.peek().is_none_or(|(_, at)| at > t) {
                 self.arm(io);
                 return;
             }
         }
         let mut seeds = std::mem::take(&mut self.seeds);
-        while let Some((_, Reverse(at))) = self.next.peek() {
-            if *at > t {
+        while let Some((_, at)) = self.next.peek() {
+            if at > t {
                 break;
             }
             let (f, _) = self.next.pop().expect("peeked");
@@ -660,8 +704,11 @@ fn scale_ppm(ps: u64, ppm: u64) -> u64 {
 impl FlowModel {
     /// Flow `f` has delivered its last byte at `t`.
     fn finish(&mut self, f: u32, t: u64, io: &mut NetIo) {
+        for &l in &self.flows[f as usize].links {
+            self.wsum_stale[l as usize] = true;
+        }
         end_flow(&mut self.on_link, &mut self.flows[f as usize], f, t, io);
-        self.next.remove(&f);
+        self.next.remove(f);
         self.free.push(f);
     }
 }
@@ -741,6 +788,9 @@ fn end_flow(on_link: &mut [Vec<u32>], fl: &mut Flow, f: u32, t: u64, io: &mut Ne
         queueing: SimDuration::from_ps(wire.saturating_sub(fl.alone_ps)),
     });
 }
+
+mod completions;
+use completions::Completions;
 
 #[cfg(test)]
 mod reference;
