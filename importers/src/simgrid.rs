@@ -44,6 +44,12 @@
 //! `allgather n m [dt dt']`, `allgatherv n c_0..c_{P-1} [dt dt'] [displacements]`,
 //! `reducescatter c_0..c_{P-1} f [dt]`, `scan`/`exscan n f [dt]`; each rank sends its own
 //! count.
+//!
+//! **Sub-communicators.** SimGrid 3.32 records a collective without its communicator (and
+//! does not always write `comm_split`), so a collective on a sub-communicator reads as one on
+//! `MPI_COMM_WORLD`. A v-collective then has fewer counts than the world has ranks: refused,
+//! with that hint (SimGrid's replay aborts on it too). Others (`allreduce`, `bcast`,
+//! `barrier`, ...) replay on `MPI_COMM_WORLD`, as in SimGrid's replay.
 
 use crate::error::read_text;
 use crate::lines::{self, Lines};
@@ -126,6 +132,21 @@ const ACTIONS: [&str; 35] = [
 const UNSUPPORTED: [&str; 7] = [
     "waitany", "waitsome", "testany", "testsome", "testall", "start", "startall",
 ];
+
+/// Why an [`UNSUPPORTED`] action cannot be replayed.
+fn unsupported_why(action: &str) -> &'static str {
+    match action {
+        "testall" => {
+            "whether it completes its requests depends on when they finish, which a time-independent trace does not record (a testall loop is a waitall; SimGrid 3.32's replay refuses it too)"
+        }
+        "start" | "startall" => {
+            "persistent requests: the trace does not say which request is started (SimGrid 3.32's replay refuses it too)"
+        }
+        _ => {
+            "completing one of several requests depends on which finishes first, which a time-independent trace cannot replay (SimGrid 3.32's replay refuses it too)"
+        }
+    }
+}
 
 /// Bytes per element of SimGrid 3.32's predefined datatype `id` (`CREATE_MPI_DATATYPE` in
 /// `src/smpi/mpi/smpi_datatype.cpp`, sizes of the C types on x86-64), or `None` for an id
@@ -780,7 +801,19 @@ impl Args<'_> {
             )
         })
     }
+    /// `p` counts from argument `from` on: one per rank of `MPI_COMM_WORLD`.
     fn counts(&self, from: usize, p: u32, what: &str) -> Result<Vec<u64>, ImportError> {
+        let have = self.a.n_args().saturating_sub(from);
+        if have < p as usize {
+            // SimGrid 3.32 records a collective without its communicator: one on a
+            // sub-communicator has fewer counts than the world has ranks.
+            return Err(self.err(
+                format!("{}: {what}, one per rank ({p})", self.a.name),
+                format!(
+                    "{have} values to the end of the line (a collective on a sub-communicator? SimGrid's time-independent traces record collectives without their communicator, so neither its replay nor whatif can run one)"
+                ),
+            ));
+        }
         (0..p as usize)
             .map(|i| self.count(from + i, what))
             .collect()
@@ -1219,10 +1252,7 @@ fn import_with(
                 other if UNSUPPORTED.contains(&other) => {
                     return Err(ImportError::Unsupported {
                         file: format!("{}:{}", names[a.file], a.line),
-                        what: format!(
-                            "`{}`: completing one of several requests depends on which finishes first, which a time-independent trace cannot replay (SimGrid 3.32's replay refuses it too)",
-                            raw
-                        ),
+                        what: format!("`{raw}`: {}", unsupported_why(other)),
                     });
                 }
                 other => {
@@ -1311,6 +1341,49 @@ mod tests {
             assert_eq!(known(&a.to_ascii_uppercase()), Some(i), "{a}");
         }
         assert_eq!(known("bogus"), None);
+    }
+
+    #[test]
+    fn unsupported_completions_are_refused_with_their_own_reason_and_line() {
+        let dir = std::env::temp_dir().join(format!("sg-unsupported-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for (action, why) in [
+            ("testall", "a testall loop is a waitall"),
+            ("waitany", "which finishes first"),
+            ("testsome", "which finishes first"),
+            ("startall", "persistent requests"),
+        ] {
+            let f = dir.join(format!("{action}.txt"));
+            std::fs::write(
+                &f,
+                format!("0 init\n0 compute 10\n0 {action}\n0 finalize\n"),
+            )
+            .unwrap();
+            let e = import(&f, 1e9).unwrap_err().to_string();
+            assert!(e.contains(&format!("{action}.txt:3")), "{e}");
+            assert!(e.contains(&format!("`{action}`")), "{e}");
+            assert!(e.contains(why), "{action}: {e}");
+        }
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn a_collective_with_fewer_counts_than_ranks_suggests_a_sub_communicator() {
+        let dir = std::env::temp_dir().join(format!("sg-subcomm-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        // Three ranks; rank 1's gatherv names one receive count and its root (a gatherv on a
+        // one-rank communicator, as SimGrid 3.32 records it: no communicator).
+        for r in 0..3 {
+            let counts = if r == 1 { "100" } else { "100 100 100" };
+            let text = format!("{r} init\n{r} gatherv 100 {counts} 0\n{r} finalize\n");
+            std::fs::write(dir.join(format!("r{r}.txt")), text).unwrap();
+        }
+        std::fs::write(dir.join("index.txt"), "r0.txt\nr1.txt\nr2.txt\n").unwrap();
+        let e = import(&dir.join("index.txt"), 1e9).unwrap_err().to_string();
+        assert!(e.contains("r1.txt:2"), "{e}");
+        assert!(e.contains("receive counts, one per rank (3)"), "{e}");
+        assert!(e.contains("sub-communicator"), "{e}");
+        std::fs::remove_dir_all(&dir).ok();
     }
 
     #[test]
