@@ -91,7 +91,8 @@ pub struct Ctx<'a, M> {
     pub(crate) pe: u32,
     pub(crate) pes: u32,
     pub(crate) clock: Clock,
-    pub(crate) t0: Instant,
+    /// When the entry method started: wall-clock timing only (model timing reads no clock).
+    pub(crate) t0: Option<Instant>,
     pub(crate) model_ps: u64,
     pub(crate) outs: &'a mut Vec<Out<M>>,
     pub(crate) contribs: &'a mut Vec<Contribution<M>>,
@@ -129,7 +130,9 @@ impl<M: Message> Ctx<'_, M> {
     pub(crate) fn elapsed_ps(&self) -> u64 {
         match self.clock {
             Clock::Model => self.model_ps,
-            Clock::Wall => (self.t0.elapsed().as_nanos() as u64).saturating_mul(1000),
+            Clock::Wall => self.t0.map_or(0, |t0| {
+                (t0.elapsed().as_nanos() as u64).saturating_mul(1000)
+            }),
         }
     }
     /// Work of duration `d` happens here: in model timing the block's clock advances by `d`;

@@ -304,7 +304,7 @@ impl<O: Chare<Msg = M>, M: Message> Slot<O, M> {
             pe: world.pe_of[me.0 as usize],
             pes: world.pes,
             clock,
-            t0: Instant::now(),
+            t0: (clock == Clock::Wall).then(Instant::now),
             model_ps: 0,
             outs: &mut scratch.outs,
             contribs: &mut scratch.contribs,
