@@ -221,7 +221,10 @@ const STAGE_INJECT: u8 = 0;
 const STAGE_NET: u8 = 1;
 const STAGE_EJECT: u8 = 2;
 /// `Msg::via` of a route without a waypoint.
-const NO_WAYPOINT: u64 = u64::MAX;
+const NO_WAYPOINT: u32 = u32::MAX;
+/// The most vertices a topology may have for this model: a message keeps its vertices as
+/// `u32` (below [`NO_WAYPOINT`]).
+pub const MAX_VERTICES: u64 = NO_WAYPOINT as u64;
 /// Event ids: a message's packets entering its first resource (`INJECT | message slot`), or
 /// one packet reaching its next resource (the packet's slot, below `INJECT`).
 const INJECT: u32 = 1 << 31;
@@ -242,20 +245,31 @@ struct Packet {
     last: bool,
 }
 
-/// A message in flight (64 bytes).
+/// A message in flight (48 bytes).
 #[derive(Clone, Copy, Debug)]
 struct Msg {
     sent_ps: u64,
     done_ps: u64,
     bytes: u64,
-    src: u64,
-    dst: u64,
+    /// Source and destination vertices (below [`MAX_VERTICES`], checked by `check_pes`).
+    src: u32,
+    dst: u32,
     /// [`Topology::waypoint`] of the route, `NO_WAYPOINT` for none.
-    via: u64,
+    via: u32,
     token: u32,
     /// Packets not delivered yet (all of them until the message enters the network).
     left: u32,
     hops: u32,
+}
+
+/// A message's waypoint as a vertex id (`u64::MAX`: none), as routing takes it.
+#[inline]
+fn via64(via: u32) -> u64 {
+    if via == NO_WAYPOINT {
+        u64::MAX
+    } else {
+        via as u64
+    }
 }
 
 /// Records addressed by `u32` slot, reusing freed slots (no allocation once warm).
@@ -709,7 +723,7 @@ impl Contention {
     fn advance(&mut self, mut pk: Packet, slot: u32, now: u64, io: &mut NetIo) {
         let (dst, via, msg_bytes) = {
             let m = &self.msgs.items[pk.msg as usize];
-            (m.dst, m.via, m.bytes)
+            (m.dst as u64, via64(m.via), m.bytes)
         };
         let (bytes, (ser_link, ser_nic)) = if pk.last {
             let last = self.p.split(msg_bytes).2;
@@ -750,10 +764,13 @@ impl Contention {
         } else {
             // Every packet takes the first link of the route.
             let target = if m.via == NO_WAYPOINT { m.dst } else { m.via };
-            (STAGE_NET, Some(self.route_step(m.src, target)))
+            (
+                STAGE_NET,
+                Some(self.route_step(m.src as u64, target as u64)),
+            )
         };
         let mut pk = Packet {
-            node: m.src,
+            node: m.src as u64,
             tail_ps: now,
             msg: mi,
             stage,
@@ -761,7 +778,7 @@ impl Contention {
             last: false,
         };
         let (idx, is_nic, hop, next_stage, next_node, arrives) =
-            self.place(&mut pk, m.dst, m.via, step);
+            self.place(&mut pk, m.dst as u64, via64(m.via), step);
         if !is_nic {
             self.packet_hops += k as u64;
         }
@@ -811,6 +828,12 @@ impl NetworkModel for Contention {
         Driving::EventDriven
     }
     fn check_pes(&self, pes: u32) -> Result<(), String> {
+        let vertices = self.p.topology.vertices();
+        if vertices > MAX_VERTICES {
+            return Err(format!(
+                "the topology has {vertices} vertices; the contention model handles at most {MAX_VERTICES} (use flow or hops for larger machines)"
+            ));
+        }
         check_fit(&self.p.topology, self.p.pes_per_node, pes)
     }
 
@@ -872,9 +895,10 @@ impl NetworkModel for Contention {
             sent_ps: now.as_ps(),
             done_ps: 0,
             bytes: msg.bytes,
-            src: a,
-            dst: b,
-            via: via.unwrap_or(NO_WAYPOINT),
+            // `check_pes` refused topologies of more than `MAX_VERTICES` vertices.
+            src: a as u32,
+            dst: b as u32,
+            via: via.map_or(NO_WAYPOINT, |v| v as u32),
             token,
             left: k as u32,
             hops,
@@ -893,6 +917,18 @@ impl NetworkModel for Contention {
             self.advance(pk, event, now, io);
         } else {
             self.inject(event & !INJECT, now, io);
+        }
+    }
+
+    /// Frees the message and packet slabs and the queues' spare runs (a 10^6-rank halo's
+    /// messages in flight held ~300 MB).
+    fn end_of_run(&mut self) {
+        self.packets = Slab::default();
+        self.msgs = Slab::default();
+        self.more = Vec::new();
+        self.free_more = Vec::new();
+        for r in &mut self.res {
+            r.more = NIL;
         }
     }
 
@@ -1003,8 +1039,30 @@ mod tests {
                 let got = drive(&mut new, &msgs);
                 assert_eq!(got, want, "{spec}: {msgs:?}");
                 assert_eq!(new.stats(), old.stats(), "{spec}: {msgs:?}");
+                // Freeing the in-flight state at the end keeps every statistic.
+                new.end_of_run();
+                assert_eq!(new.stats(), old.stats(), "{spec}: after end_of_run");
+                assert!(new.msgs.items.is_empty() && new.packets.items.is_empty());
             }
         }
+    }
+
+    #[test]
+    fn topologies_beyond_u32_vertices_are_refused_by_name() {
+        // A message keeps its vertices as u32. Topologies refuse more than 2^32 - 1 hosts,
+        // but a fat-tree's switches come on top: k = 1625, 3 levels has 4,291,015,625 hosts.
+        let m = params("contention:topo=fattree:k=1625,levels=3,bw=10GB/s").model();
+        let vertices = m.params().topology.vertices();
+        assert!(vertices > MAX_VERTICES, "{vertices}");
+        let e = m.check_pes(8).unwrap_err();
+        assert!(
+            e.contains(&format!("{vertices} vertices")) && e.contains("at most 4294967295"),
+            "{e}"
+        );
+        // Exactly 2^32 - 1 vertices (k = 65535, 2 levels) fit.
+        let m = params("contention:topo=fattree:k=65535,levels=2,bw=10GB/s").model();
+        assert_eq!(m.params().topology.vertices(), MAX_VERTICES);
+        assert!(m.check_pes(8).is_ok());
     }
 
     #[test]

@@ -195,6 +195,9 @@ pub trait NetworkModel: std::fmt::Debug {
     fn state_bytes(&self, _pes: u32, _in_flight: u64, _mean_bytes: u64) -> u64 {
         0
     }
+    /// The run has ended (no message in flight): the model may free what only messages in
+    /// flight needed, before [`NetworkModel::stats`] builds its tables. Statistics are kept.
+    fn end_of_run(&mut self) {}
     /// Traffic statistics gathered so far (models with a topology).
     fn stats(&self) -> Option<NetStats> {
         None

@@ -331,6 +331,8 @@ impl<'a, 's, Q: EventQueue<u64>, const NET_BLOCKS: bool> Engine<'a, 's, Q, NET_B
         if self.completed < total {
             return Err(ReplayError::Stuck(self.diagnose()));
         }
+        // Per-link tables are built next; the model's in-flight state is no longer needed.
+        self.net.end_of_run();
         let labels = plan.iter_labels.len();
         let iterations = (0..self.iter_end.len())
             .map(|g| {
