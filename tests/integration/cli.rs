@@ -10,10 +10,52 @@ pub fn whatif(args: &[&str]) -> Output {
         .expect("run whatif")
 }
 
-pub fn tmpdir(name: &str) -> PathBuf {
+/// A test's scratch folder, removed when the test passes (kept, for a look, when it fails).
+pub struct TmpDir(PathBuf);
+
+impl std::ops::Deref for TmpDir {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for TmpDir {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<std::ffi::OsStr> for TmpDir {
+    fn as_ref(&self) -> &std::ffi::OsStr {
+        self.0.as_os_str()
+    }
+}
+
+impl Drop for TmpDir {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("kept the failed test's folder {}", self.0.display());
+        } else {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+/// A fresh scratch folder `whatif-it-NAME-PID` under the system's temporary folder.
+pub fn tmpdir(name: &str) -> TmpDir {
     let d = std::env::temp_dir().join(format!("whatif-it-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&d).unwrap();
-    d
+    TmpDir(d)
+}
+
+impl TmpDir {
+    /// The folder, kept after the test: for helpers that several tests share by name.
+    pub fn keep(self) -> PathBuf {
+        let d = self.0.clone();
+        std::mem::forget(self);
+        d
+    }
 }
 
 /// `whatif gen ARGS --out PATH -q`, which must succeed.
@@ -40,7 +82,7 @@ pub fn sweep_builtin(name: &str) -> PathBuf {
     let study = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("scenarios/studies")
         .join(name);
-    let out = tmpdir(&format!("study-{name}")).join("out");
+    let out = tmpdir(&format!("study-{name}")).keep().join("out");
     let o = whatif(&[
         "sweep",
         study.to_str().unwrap(),

@@ -117,7 +117,7 @@ fn bgtrace_cli_import_inspect_replay() {
     let Some(dir) = shared_data("bigsim-jacobi2d/traceJ0") else {
         return;
     };
-    let out = tmpdir("bgtrace").join("j0.trace");
+    let out = tmpdir("bgtrace").keep().join("j0.trace");
     let o = whatif(&[
         "import",
         "bgtrace",
@@ -395,7 +395,7 @@ fn goal_trees_replay_as_loggops_by_hand() {
 }
 
 fn goal_file(name: &str, text: &str) -> std::path::PathBuf {
-    let p = tmpdir("goal").join(name);
+    let p = tmpdir("goal").keep().join(name);
     std::fs::write(&p, text).unwrap();
     p
 }
@@ -533,7 +533,7 @@ fn goal_errors_name_the_line() {
 // SimGrid time-independent traces
 
 fn ti_file(name: &str, text: &str) -> std::path::PathBuf {
-    let p = tmpdir("ti").join(name);
+    let p = tmpdir("ti").keep().join(name);
     std::fs::write(&p, text).unwrap();
     p
 }

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 const NET: &str = "alphabeta:lat=1us,bw=1GB/s";
 
 fn ti(name: &str, text: &str) -> PathBuf {
-    let p = tmpdir("mpi-protocol").join(name);
+    let p = tmpdir("mpi-protocol").keep().join(name);
     std::fs::write(&p, text).unwrap();
     p
 }

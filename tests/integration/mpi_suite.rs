@@ -49,7 +49,7 @@ fn read_table(path: &Path) -> Vec<Case> {
 /// Unpacks `<name>.tar.gz` of the suite (once per test process) and returns its index file.
 fn unpack(name: &str) -> PathBuf {
     static DONE: Mutex<Vec<String>> = Mutex::new(Vec::new());
-    let dir = tmpdir("mpi-suite");
+    let dir = tmpdir("mpi-suite").keep();
     let index = dir.join(name).join(format!("{name}.txt"));
     let mut done = DONE.lock().unwrap_or_else(|e| e.into_inner());
     if !done.iter().any(|n| n == name) {

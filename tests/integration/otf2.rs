@@ -99,7 +99,7 @@ mod with_library {
         let cpu: u64 = t.blocks().iter().map(|b| b.duration.as_ps()).sum();
         assert!(one - 16 * PS_PER_S <= cpu);
         // From the command line.
-        let out = tmpdir("otf2-pp").join("pp.trace");
+        let out = tmpdir("otf2-pp").keep().join("pp.trace");
         let o = whatif(&[
             "import",
             "otf2",
@@ -119,7 +119,7 @@ mod with_library {
 
     /// [`write_archive`] with every rank's clock but rank 1's `skew_ns` late.
     fn write_skewed(name: &str, ranks: u32, iters: u32, skew_ns: u64) -> Option<(PathBuf, u64)> {
-        let dir = tmpdir(name).join("archive");
+        let dir = tmpdir(name).keep().join("archive");
         let _ = std::fs::remove_dir_all(&dir);
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/integration/otf2_writer.py");
         let o = std::process::Command::new("/usr/bin/python3")

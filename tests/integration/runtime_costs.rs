@@ -144,7 +144,7 @@ fn the_vf_effect_appears_with_runtime_costs() {
 #[test]
 fn stencil_priorities_matter_when_iterations_overlap() {
     use crate::cli::{makespan_ps, stderr, tmpdir, whatif};
-    let t = tmpdir("prio").join("sp.trace");
+    let t = tmpdir("prio").keep().join("sp.trace");
     let tp = t.to_str().unwrap();
     let o = whatif(&[
         "emulate",
