@@ -87,7 +87,8 @@ pub(crate) struct EmulateArgs {
     /// `32GiB` [default: 3/4 of this computer's memory].
     #[arg(long, value_name = "BYTES", value_parser = sim_core::units::parse_bytes)]
     max_memory: Option<u64>,
-    /// Output trace; `.jsonl` writes the JSON-lines text form, anything else the binary form.
+    /// Output trace; `.jsonl` writes the JSON-lines text form, anything else the binary form;
+    /// a final `.zst` compresses either (`run.trace.zst`: often 10-20x smaller, read as is).
     #[arg(long, value_name = "FILE")]
     out: PathBuf,
     /// No progress or summary on stderr.

@@ -473,7 +473,7 @@ fn kv_of(sets: Option<&Bound<'_, PyDict>>) -> PyResult<Vec<(String, String)>> {
 }
 
 /// Writes a trace to a file: `.jsonl` writes the JSON-lines text form, anything else the
-/// binary form (as `whatif gen --out` does).
+/// binary form; a final `.zst` compresses either (as `whatif gen --out` does).
 #[pyfunction]
 fn save(py: Python<'_>, trace: &Bound<'_, PyTrace>, path: PathBuf) -> PyResult<()> {
     let t = &trace.get().inner;

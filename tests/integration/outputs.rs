@@ -516,3 +516,95 @@ fn a_repeated_trace_writes_the_same_outputs_as_its_expansion() {
     }
     std::fs::remove_dir_all(&d).ok();
 }
+
+/// `.zst` outputs of `gen`, `emulate` and `import` are compressed, and every command reads
+/// them as it reads the plain files.
+#[test]
+fn compressed_traces_replay_like_plain_ones() {
+    let dir = tmpdir("zst");
+    let p = |n: &str| dir.join(n).to_str().unwrap().to_string();
+    let run = |args: &[&str]| {
+        let o = whatif(args);
+        assert!(
+            o.status.success(),
+            "whatif {}: {}",
+            args.join(" "),
+            stderr(&o)
+        );
+        o.stdout
+    };
+    let emulate = |out: &str| {
+        let a = [
+            "emulate",
+            "stencil3d",
+            "--pes",
+            "8",
+            "--set",
+            "grid=32x32x16",
+            "--set",
+            "block=8x8x8",
+            "--set",
+            "iters=3",
+            "--flat",
+            "--out",
+            out,
+            "-q",
+        ];
+        run(&a);
+    };
+    emulate(&p("e.trace"));
+    emulate(&p("e.trace.zst"));
+    let halo = [
+        "gen",
+        "halo3d",
+        "--dims",
+        "4x4x4",
+        "--iters",
+        "5",
+        "--compute",
+        "10us",
+        "--bytes",
+        "4096",
+    ];
+    for out in ["h.trace", "h.trace.zst", "h.jsonl.zst"] {
+        let mut a = halo.to_vec();
+        let o = p(out);
+        a.extend_from_slice(&["--out", &o, "-q"]);
+        run(&a);
+    }
+    for (plain, packed) in [
+        ("e.trace", "e.trace.zst"),
+        ("h.trace", "h.trace.zst"),
+        ("h.trace", "h.jsonl.zst"),
+    ] {
+        let a = std::fs::read(dir.join(plain)).unwrap();
+        let b = std::fs::read(dir.join(packed)).unwrap();
+        assert_eq!(
+            b[..4],
+            [0x28, 0xb5, 0x2f, 0xfd],
+            "{packed} is a Zstandard stream"
+        );
+        if !packed.contains("jsonl") {
+            assert!(
+                b.len() * 4 < a.len(),
+                "{packed}: {} vs {} bytes",
+                b.len(),
+                a.len()
+            );
+        }
+        for net in [
+            "alphabeta:lat=1us,bw=10GB/s",
+            "flow:topo=torus:4x4x4,lat=1us,bw=10GB/s",
+        ] {
+            let x = run(&["replay", &p(plain), "--net", net, "--json", "-q"]);
+            let y = run(&["replay", &p(packed), "--net", net, "--json", "-q"]);
+            assert_eq!(x, y, "{plain} and {packed} on {net}");
+        }
+    }
+    let x = run(&["inspect", &p("e.trace")]);
+    let y = run(&["inspect", &p("e.trace.zst")]);
+    assert_eq!(
+        String::from_utf8_lossy(&x).replace("e.trace", "e.trace.zst"),
+        String::from_utf8_lossy(&y)
+    );
+}

@@ -724,3 +724,95 @@ fn summary_of_a_repeated_trace_equals_the_summary_of_its_expansion() {
     s.repeats = None;
     assert_eq!(s, TraceSummary::of(&rep.expand()));
 }
+
+#[test]
+fn compressed_files_read_back_in_every_format() {
+    let dir = std::env::temp_dir().join(format!("whatif-zst-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let t = sample();
+    let rep = repeated_sample();
+    // The name picks compression and, before `.zst`, the format inside.
+    assert_eq!(Format::from_path(Path::new("a.jsonl.zst")), Format::Text);
+    assert_eq!(Format::from_path(Path::new("a.trace.zst")), Format::Binary);
+    assert!(compress::is_compressed_name(Path::new("a.trace.zst")));
+    assert!(!compress::is_compressed_name(Path::new("a.zst.trace")));
+    let a = dir.join("a.trace.zst");
+    let b = dir.join("b.jsonl.zst");
+    let r = dir.join("r.trace.zst");
+    write_trace_file(&t, &a, Format::from_path(&a)).unwrap();
+    write_trace_file(&t, &b, Format::from_path(&b)).unwrap();
+    write_repeated_file(&rep, &r, Format::Binary).unwrap();
+    for p in [&a, &b, &r] {
+        let bytes = std::fs::read(p).unwrap();
+        assert_eq!(bytes[..4], compress::ZSTD_MAGIC, "{}", p.display());
+    }
+    assert_eq!(read_trace_file(&a).unwrap(), t);
+    assert_eq!(read_trace_file(&b).unwrap(), t);
+    assert_eq!(read_repeated_file(&r).unwrap(), rep);
+    // Read by content: a compressed file under any name, and the bytes inside are the
+    // uncompressed file's bytes.
+    let plain = dir.join("plain.trace");
+    write_trace_file(&t, &plain, Format::Binary).unwrap();
+    let inner = zstd::stream::decode_all(&std::fs::read(&a).unwrap()[..]).unwrap();
+    assert_eq!(inner, std::fs::read(&plain).unwrap());
+    let renamed = dir.join("renamed.trace");
+    std::fs::copy(&a, &renamed).unwrap();
+    assert_eq!(read_trace_file(&renamed).unwrap(), t);
+    // The same trace gives the same bytes.
+    let a2 = dir.join("a2.trace.zst");
+    write_trace_file(&t, &a2, Format::Binary).unwrap();
+    assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&a2).unwrap());
+    // A periodic trace, compressed.
+    let p = dir.join("p.trace.zst");
+    let per = crate::Periodic {
+        header: t.clone(),
+        pieces: Vec::new(),
+    };
+    write_periodic_file(&per, &p).unwrap();
+    assert_eq!(std::fs::read(&p).unwrap()[..4], compress::ZSTD_MAGIC);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn a_bad_compressed_file_is_an_error_that_names_it() {
+    let dir = std::env::temp_dir().join(format!("whatif-zst-bad-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let t = sample();
+    let a = dir.join("a.trace.zst");
+    write_trace_file(&t, &a, Format::Binary).unwrap();
+    let bytes = std::fs::read(&a).unwrap();
+    // Cut anywhere after the magic: an error naming the file, never a panic.
+    for cut in (4..bytes.len()).step_by(3) {
+        let p = dir.join("cut.trace.zst");
+        std::fs::write(&p, &bytes[..cut]).unwrap();
+        let e = read_trace_file(&p).unwrap_err().to_string();
+        assert!(e.contains("cut.trace.zst"), "cut at {cut}: {e}");
+    }
+    // Flipped bytes in the middle: an error (Zstandard checks its blocks) or, if the damage
+    // decodes, the trace reader's own checks; never a panic.
+    for at in (8..bytes.len()).step_by(5) {
+        let mut b = bytes.clone();
+        b[at] ^= 0x5a;
+        let p = dir.join("flip.trace.zst");
+        std::fs::write(&p, &b).unwrap();
+        let _ = read_trace_file(&p);
+    }
+    // A compressed stream of something that is not a trace.
+    let p = dir.join("junk.zst");
+    std::fs::write(
+        &p,
+        zstd::stream::encode_all(&b"hello world"[..], 3).unwrap(),
+    )
+    .unwrap();
+    let e = read_trace_file(&p).unwrap_err().to_string();
+    assert!(
+        e.contains("junk.zst (decompressed)") && e.contains("\"hello wo\""),
+        "{e}"
+    );
+    // Compressed twice.
+    let p = dir.join("twice.zst");
+    std::fs::write(&p, zstd::stream::encode_all(&bytes[..], 3).unwrap()).unwrap();
+    let e = read_trace_file(&p).unwrap_err().to_string();
+    assert!(e.contains("compressed twice"), "{e}");
+    std::fs::remove_dir_all(&dir).ok();
+}
