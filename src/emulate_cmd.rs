@@ -15,7 +15,12 @@ pub(crate) fn programs_help() -> String {
 Examples:\n  whatif emulate stencil3d --pes 48 --set grid=64x64x48 --set block=16x8x8 --set iters=25 --out s.trace\n  \
 whatif emulate simple-imbalance --pes 100 --set objects_per_pe=2 --set iters=10 --set lb_at=5 --out si.trace\n  \
 whatif replay s.trace                       # reproduces the emulated timeline\n  \
-whatif replay s.trace --net latency:lat=100us   # what if the latency were 100 us?",
+whatif replay s.trace --net latency:lat=100us   # what if the latency were 100 us?\n  \
+whatif emulate stencil3d --pes 64 --set grid=64x64x64 --set block=8x8x8 --set iters=10 --out big.trace.zst\n\n\
+Large runs: blocks that do not repeat are written beside the output as they are recorded (a \
+hidden folder .NAME.whatif-blocks.PID, removed at the end), so memory stays near the program's \
+objects; the disk needs the trace's uncompressed size there. A name ending in .zst compresses \
+the trace (often 10-20x).",
         scenarios::programs::help()
     )
 }
@@ -94,6 +99,9 @@ pub(crate) struct EmulateArgs {
     /// No progress or summary on stderr.
     #[arg(long, short)]
     quiet: bool,
+    /// Blocks written to disk at a time when they do not repeat (tests use small batches).
+    #[arg(long, hide = true, default_value_t = 0)]
+    spill_blocks: u64,
 }
 
 /// Peak resident memory of this process (Linux), for the summary line.
@@ -117,7 +125,7 @@ pub(crate) fn emulate(mut a: EmulateArgs) -> Result<()> {
         a.net = m;
     }
     let workflow::emulate::Emulated {
-        emulation: e,
+        emulation: mut e,
         cost_notes,
         wall,
     } = workflow::emulate::emulate(&workflow::emulate::EmulateSpec {
@@ -135,8 +143,10 @@ pub(crate) fn emulate(mut a: EmulateArgs) -> Result<()> {
         max_memory: a.max_memory,
         binary_output: Format::from_path(&a.out) == Format::Binary,
         quiet: a.quiet,
+        spill_beside: Some(a.out.clone()),
+        spill_blocks: a.spill_blocks,
     })?;
-    let stored = workflow::emulate::write(&e, &a.out)?;
+    let stored = workflow::emulate::write(&mut e, &a.out)?;
     let t = &e.trace;
     if !a.quiet {
         eprintln!(

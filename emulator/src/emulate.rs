@@ -13,10 +13,11 @@
 use crate::ctx::{Clock, Payload, Timing};
 use crate::error::EmuError;
 use crate::model::{InitialMap, Message, ObjRef, Program};
-use crate::record::{Recorded, Recorder};
+use crate::record::{Recorded, Recorder, SpillPlan};
 use crate::runtime::{Instance, RUNTIME_ENTRIES, Scratch, instantiate};
 use network_models::{Driving, MessageInfo, NetIo, NetworkModel};
 use sim_core::{EventClass, RadixQueue, Ratio, RunLimits, Scheduler, SimDuration, SimTime};
+use trace::spill::ColumnSpill;
 use trace::{
     Block, BlockId, Destination, EntryId, MsgId, ObjectId, PeId, Periodic, Send, Trace, TraceMeta,
 };
@@ -51,6 +52,9 @@ pub struct EmulateConfig {
     /// Refuse, before allocating them, objects ([`crate::OBJECT_BYTES`] each) and the data
     /// programs [`reserve`](crate::Builder::reserve) beyond this many bytes (0: no limit).
     pub max_memory_bytes: u64,
+    /// Write blocks that do not repeat to disk instead of holding them ([`SpillPlan`]); the
+    /// flat trace is then [`Emulation::spilled`]. `None`: every block stays in memory.
+    pub spill: Option<SpillPlan>,
 }
 
 impl Default for EmulateConfig {
@@ -67,6 +71,7 @@ impl Default for EmulateConfig {
             detect_repetition: false,
             max_held_blocks: 0,
             max_memory_bytes: 0,
+            spill: None,
         }
     }
 }
@@ -87,8 +92,13 @@ pub struct Progress {
 pub struct Emulation {
     /// The recorded trace (validated). Every block carries its emulated start and its
     /// trigger's arrival as `recorded_start` / `recorded_arrival`. When [`Emulation::periodic`]
-    /// is set, only the header (metadata, entries, objects): the blocks are there.
+    /// or [`Emulation::spilled`] is set, only the header (metadata, entries, objects): the
+    /// blocks are there.
     pub trace: Trace,
+    /// With [`EmulateConfig::spill`], when blocks were spilled and nothing repeated: the flat
+    /// trace's blocks on disk (not validated: every reader validates the file it is written
+    /// to with [`ColumnSpill::finish`]).
+    pub spilled: Option<ColumnSpill>,
     /// With [`EmulateConfig::detect_repetition`], when some iteration repeated: the recorded
     /// blocks, repeated segments stored once. Its expansion is the flat trace the emulation
     /// would have recorded, without recorded times in the repeated parts.
@@ -235,7 +245,11 @@ pub fn emulate<P: Program>(
         0 => inst.expected_blocks,
         m => inst.expected_blocks.min(m),
     };
-    if !cfg.detect_repetition && cfg.max_held_blocks > 0 && will_hold >= cfg.max_held_blocks {
+    if !cfg.detect_repetition
+        && cfg.spill.is_none()
+        && cfg.max_held_blocks > 0
+        && will_hold >= cfg.max_held_blocks
+    {
         return Err(EmuError::TooManyBlocks {
             expected: inst.expected_blocks,
             limit: cfg.max_held_blocks,
@@ -301,7 +315,7 @@ pub fn emulate<P: Program>(
         scratch: Scratch::default(),
         sends: Vec::new(),
         deps: Vec::new(),
-        rec: Recorder::new(trace, cfg.detect_repetition),
+        rec: Recorder::new(trace, cfg.detect_repetition, cfg.spill.clone()),
         peak_held: 0,
         makespan: SimTime::ZERO,
         remote: 0,
@@ -426,10 +440,14 @@ impl<P: Program> Emu<'_, P> {
             )));
         }
         let blocks = self.rec.nb;
-        let peak_held_blocks = self.peak_held.max(self.rec.held_blocks());
-        let (trace, periodic) = match self.rec.finish()? {
-            Recorded::Flat(t) => (t, None),
-            Recorded::Periodic(p) => (p.header.clone(), Some(p)),
+        let peak_held_blocks = self
+            .peak_held
+            .max(self.rec.held_blocks())
+            .max(self.rec.peak_held);
+        let (trace, periodic, spilled) = match self.rec.finish()? {
+            Recorded::Flat(t) => (t, None, None),
+            Recorded::Periodic(p) => (p.header.clone(), Some(p), None),
+            Recorded::Spilled { header, spill } => (header, None, Some(spill)),
         };
         Ok(Emulation {
             makespan: self.makespan,
@@ -438,6 +456,7 @@ impl<P: Program> Emu<'_, P> {
             events: self.sched.events(),
             trace,
             periodic,
+            spilled,
             blocks,
             peak_held_blocks,
         })
@@ -629,7 +648,7 @@ impl<P: Program> Emu<'_, P> {
         block.recorded_start = Some(t);
         block.recorded_arrival =
             (head.arrival_ps != NO_ARRIVAL).then(|| SimTime::from_ps(head.arrival_ps));
-        self.rec.push(&block, &self.deps, &self.sends);
+        self.rec.push(&block, &self.deps, &self.sends)?;
         let total = recv_oh
             .checked_add(self.scale(exec.dur_ps))
             .and_then(|d| d.checked_add(send_oh))

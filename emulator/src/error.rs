@@ -62,6 +62,15 @@ pub enum EmuError {
         /// The run's limit.
         limit: u64,
     },
+    /// Writing or reading the blocks spilled to disk failed
+    /// ([`crate::EmulateConfig::spill`]).
+    #[error("writing the trace's blocks to the folder {}: {source}", path.display())]
+    Spill {
+        /// The spill folder.
+        path: std::path::PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
     /// A native worker thread panicked.
     #[error("native run: {0}")]
     Native(String),

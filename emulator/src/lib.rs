@@ -48,6 +48,7 @@ pub use model::{
     ReduceOp, Target,
 };
 pub use native::{NativeConfig, NativeReport, run_native};
+pub use record::SpillPlan;
 pub use runtime::RUNTIME_ENTRIES;
 
 #[cfg(test)]

@@ -147,13 +147,14 @@ const NOT_IN: u32 = u32::MAX;
 /// scratch (12), and the heap's index (4).
 const LINK_SLOT_BYTES: u64 = 40;
 /// Bytes per flow in flight: its record (~90), its route (8 per hop) and its entries on the
-/// links (4 per hop) for a route of about 10 hops, its completion-queue entry (~60).
-const FLOW_BYTES: u64 = 270;
+/// links (4 per hop) for a route of about 10 hops, its completion-heap entry and place (~20).
+const FLOW_BYTES: u64 = 230;
 /// The solver's scratch and the allocator's slack as flows come and go: 540 bytes per flow
-/// in flight, up to 24 MiB (measured: halos of 1,000 to 27,000 ranks on tori and fat-trees,
-/// estimate within 8% of the peak).
+/// in flight, up to 16 MiB (measured: halos of 2,000 to 36,000 ranks on tori, estimate 0.94
+/// to 1.20 times the peak in the memory test; it was 24 MiB and 270 bytes a flow before the
+/// completions left the hashed priority queue).
 const SLACK_PER_FLOW_BYTES: u64 = 540;
-const SLACK_MAX_BYTES: u64 = 24 << 20;
+const SLACK_MAX_BYTES: u64 = 16 << 20;
 
 impl LinkHeap {
     fn clear(&mut self, n: usize) {

@@ -129,6 +129,19 @@ pub fn remove_temporaries() -> usize {
         .count()
 }
 
+/// A scratch path beside `dest` (`dir/.name.whatif-<kind>.<pid>`: on the output's file
+/// system, hidden, named after this process), for work files a long run writes before its
+/// output exists.
+pub fn scratch_beside(dest: &Path, kind: &str) -> PathBuf {
+    sibling(dest, kind)
+}
+
+/// Registers a scratch file or folder this process made (`open`), or forgets it once removed,
+/// so that [`remove_temporaries`] removes it if the run is interrupted.
+pub fn track_temporary(path: &Path, open: bool) {
+    live(path, open)
+}
+
 /// `dir/.name.whatif-<kind>.<pid>` for `dest = dir/name`.
 fn sibling(dest: &Path, kind: &str) -> PathBuf {
     let name = dest

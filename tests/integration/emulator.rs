@@ -880,3 +880,86 @@ fn declared_block_counts_are_lower_bounds_and_refuse_flat_runs_up_front() {
         "only {declared} programs declare their blocks"
     );
 }
+
+/// `emulate` writes blocks that do not repeat to disk as it runs (`--spill-blocks` sets the
+/// batch; detection stops after four batches held without a repeat). Whatever the batch, the
+/// file has the bytes of the recording held in memory: the periodic trace when detection
+/// finds the repeat (here after the spilled prefix is read back), else the `--flat` trace.
+#[test]
+fn spilled_emulations_write_the_bytes_of_the_ones_held_in_memory() {
+    let dir = crate::cli::tmpdir("spill");
+    let p = |n: &str| dir.join(n).to_str().unwrap().to_string();
+    let run = |args: &[&str], out: &str, extra: &[&str]| -> Vec<u8> {
+        let mut a = vec!["emulate"];
+        a.extend_from_slice(args);
+        a.extend_from_slice(&["--out", out, "-q"]);
+        a.extend_from_slice(extra);
+        let o = crate::cli::whatif(&a);
+        assert!(
+            o.status.success(),
+            "{}: {}",
+            a.join(" "),
+            crate::cli::stderr(&o)
+        );
+        std::fs::read(out).unwrap()
+    };
+    let si: &[&str] = &["simple-imbalance", "--pes", "8"];
+    let lm: &[&str] = &["leanmd", "--pes", "8"];
+    let st: &[&str] = &[
+        "stencil3d",
+        "--pes",
+        "8",
+        "--set",
+        "grid=32x32x32",
+        "--set",
+        "block=8x8x8",
+        "--set",
+        "iters=6",
+    ];
+    for (name, args, batch, kind) in [
+        // 47 flat blocks spilled, then read back when the iterations start repeating.
+        ("si", si, "30", b"WHATIFTP"),
+        // Detection stops: the rest is recorded flat, a batch at a time.
+        ("lm", lm, "10", b"WHATIFTC"),
+        ("st", st, "13", b"WHATIFTC"),
+    ] {
+        let held = run(args, &p(&format!("{name}.trace")), &[]);
+        let spilled = run(
+            args,
+            &p(&format!("{name}-s.trace")),
+            &["--spill-blocks", batch],
+        );
+        assert_eq!(&spilled[..8], kind, "{name}");
+        if kind == b"WHATIFTP" {
+            assert!(spilled == held, "{name}: periodic, as held in memory");
+        } else {
+            let mut flat_args = args.to_vec();
+            flat_args.push("--flat");
+            let flat = run(&flat_args, &p(&format!("{name}-f.trace")), &[]);
+            assert!(spilled == flat, "{name}: the --flat trace");
+            let flat_spilled = run(
+                &flat_args,
+                &p(&format!("{name}-fs.trace")),
+                &["--spill-blocks", batch],
+            );
+            assert!(flat_spilled == flat, "{name}: --flat, spilled");
+            // A compressed output from the spill holds the same bytes.
+            let z = run(
+                args,
+                &p(&format!("{name}-s.trace.zst")),
+                &["--spill-blocks", batch],
+            );
+            assert!(
+                zstd::stream::decode_all(&z[..]).unwrap() == flat,
+                "{name}: .zst"
+            );
+        }
+    }
+    // No scratch folder is left beside the outputs.
+    let left: Vec<String> = std::fs::read_dir(&*dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with('.'))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}

@@ -41,12 +41,12 @@ use std::io::{self, Read, Write};
 pub const MAGIC: &[u8; 8] = b"WHATIFTC";
 /// The version this build writes and reads.
 pub const VERSION: u16 = 1;
-const TRAILER: &[u8; 4] = b"WEND";
-const OPT_PRIORITY: u8 = 1;
-const OPT_FLAGS: u8 = 2;
-const OPT_START: u8 = 4;
-const OPT_ARRIVAL: u8 = 8;
-const OPT_ITERATION: u8 = 16;
+pub(crate) const TRAILER: &[u8; 4] = b"WEND";
+pub(crate) const OPT_PRIORITY: u8 = 1;
+pub(crate) const OPT_FLAGS: u8 = 2;
+pub(crate) const OPT_START: u8 = 4;
+pub(crate) const OPT_ARRIVAL: u8 = 8;
+pub(crate) const OPT_ITERATION: u8 = 16;
 /// Elements converted per step when sends are encoded or decoded.
 const CHUNK: usize = 1 << 14;
 
@@ -66,7 +66,7 @@ macro_rules! elem {
 }
 elem!(u8, u32, u64, i32);
 
-fn pad8(n: u64) -> u64 {
+pub(crate) fn pad8(n: u64) -> u64 {
     n.div_ceil(8) * 8
 }
 

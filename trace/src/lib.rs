@@ -40,6 +40,7 @@ mod ids;
 mod model;
 pub mod periodic;
 mod repeat;
+pub mod spill;
 mod summary;
 pub mod text;
 

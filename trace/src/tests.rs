@@ -816,3 +816,87 @@ fn a_bad_compressed_file_is_an_error_that_names_it() {
     assert!(e.contains("compressed twice"), "{e}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// Blocks `range` of `t` as a segment with absolute references (what an emulator spills).
+fn segment_of(t: &Trace, range: std::ops::Range<usize>) -> crate::periodic::Segment {
+    let c = t.columns();
+    let mut s = crate::periodic::Segment::default();
+    for i in range {
+        let id = BlockId(i as u32);
+        s.object.push(c.object[i]);
+        s.entry.push(c.entry[i]);
+        s.duration_ps.push(c.duration_ps[i]);
+        s.trigger.push(c.trigger[i]);
+        s.iteration
+            .push(c.iteration.get(i).copied().unwrap_or(NO_ITERATION));
+        s.priority.push(c.priority.get(i).copied().unwrap_or(0));
+        s.flags.push(c.flags.get(i).copied().unwrap_or(0));
+        s.recorded_start
+            .push(c.recorded_start.get(i).copied().unwrap_or(NONE_U64));
+        s.recorded_arrival
+            .push(c.recorded_arrival.get(i).copied().unwrap_or(NONE_U64));
+        s.deps.extend(t.deps(id).iter().map(|d| d.0 as u64));
+        s.deps_end.push(s.deps.len() as u32);
+        s.sends.extend_from_slice(t.sends(id));
+        s.sends_end.push(s.sends.len() as u32);
+    }
+    s
+}
+
+#[test]
+fn a_spilled_trace_has_the_bytes_of_the_trace_written_at_once() {
+    let dir = std::env::temp_dir().join(format!("whatif-spill-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut plain = Vec::new();
+    // (The sample's sends are labelled in order, as an emulator's are: a spill numbers them.)
+    for (k, t) in [sample()].into_iter().enumerate() {
+        plain.clear();
+        columnar::write_columnar_flat(&t, &mut plain).unwrap();
+        let n = t.num_blocks();
+        // Every way of cutting the blocks into two or three batches.
+        for a in 0..=n {
+            for b in (a..=n).step_by(3) {
+                let sd = dir.join(format!("s{k}-{a}-{b}"));
+                let mut sp = spill::ColumnSpill::create(&sd).unwrap();
+                for r in [0..a, a..b, b..n] {
+                    sp.push(&segment_of(&t, r)).unwrap();
+                }
+                assert_eq!(sp.blocks(), n as u64);
+                let mut out = Vec::new();
+                sp.finish(&t, &mut out).unwrap();
+                assert!(out == plain, "trace {k}, cut at {a} and {b}");
+                // Back in memory: the same segment, and the folder removed.
+                let all = segment_of(&t, 0..n);
+                let back = sp.into_segment().unwrap();
+                assert_eq!(
+                    (&back.object, &back.entry, &back.duration_ps, &back.trigger),
+                    (&all.object, &all.entry, &all.duration_ps, &all.trigger)
+                );
+                assert_eq!(
+                    (&back.iteration, &back.priority, &back.flags),
+                    (&all.iteration, &all.priority, &all.flags)
+                );
+                assert_eq!(
+                    (&back.recorded_start, &back.recorded_arrival),
+                    (&all.recorded_start, &all.recorded_arrival)
+                );
+                assert_eq!(
+                    (&back.deps_end, &back.deps, &back.sends_end, &back.sends),
+                    (&all.deps_end, &all.deps, &all.sends_end, &all.sends)
+                );
+                assert!(!sd.exists(), "the spill folder is removed");
+            }
+        }
+        // Optional columns absent from the trace stay out of the file.
+        let mut sp = spill::ColumnSpill::create(&dir.join("one")).unwrap();
+        let mut s = segment_of(&t, 0..n);
+        s.recorded_start.clear();
+        s.recorded_arrival.clear();
+        sp.push(&s).unwrap();
+        let mut out = Vec::new();
+        sp.finish(&t, &mut out).unwrap();
+        let back = columnar::read_columnar(&out[..], out.len() as u64, "spill").unwrap();
+        assert!(back.body().columns().recorded_start.is_empty());
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -45,7 +45,20 @@ pub struct EmulateSpec {
     pub binary_output: bool,
     /// No progress on stderr.
     pub quiet: bool,
+    /// The output file, when blocks that do not repeat may be written to disk beside it as
+    /// the emulation runs (binary output without `costs` only; [`write`] then assembles the
+    /// trace from them). `None`: every block stays in memory until [`write`].
+    pub spill_beside: Option<PathBuf>,
+    /// Blocks spilled at a time (0: [`SPILL_BATCH_BLOCKS`], and detection stops at
+    /// [`SPILL_DETECT_BLOCKS`]; else detection stops at four batches).
+    pub spill_blocks: u64,
 }
+
+/// Blocks that do not repeat are written to disk this many at a time (about 30 MB held).
+pub const SPILL_BATCH_BLOCKS: u64 = 1 << 17;
+/// Repetition detection stops once the recorder holds this many blocks (about 1 GB) without
+/// a repeat (or half the memory limit's worth, if less); the rest is written flat.
+pub const SPILL_DETECT_BLOCKS: u64 = 1 << 22;
 
 impl EmulateSpec {
     /// `program` on `pes` virtual PEs over `net`, with `whatif emulate`'s other defaults.
@@ -65,6 +78,8 @@ impl EmulateSpec {
             max_memory: None,
             binary_output: true,
             quiet: true,
+            spill_beside: None,
+            spill_blocks: 0,
         }
     }
 }
@@ -125,6 +140,24 @@ pub fn emulate(a: &EmulateSpec) -> Result<Emulated> {
     // and nothing rewrites the blocks afterwards.
     let detect = !a.flat && a.costs.is_none() && a.binary_output;
     let by_memory = true;
+    // Blocks that do not repeat go to disk a batch at a time (about 30 MB); detection holds
+    // up to SPILL_DETECT_BLOCKS (about 1 GB: two iterations of 2M blocks) without a repeat
+    // before it stops. `spill_blocks` (tests) sets the batch and four batches for detection.
+    let (batch, detect_blocks) = match a.spill_blocks {
+        0 => (
+            SPILL_BATCH_BLOCKS,
+            SPILL_DETECT_BLOCKS.min(budget_blocks / 2).max(1),
+        ),
+        n => (n, n.saturating_mul(4)),
+    };
+    let spill = match &a.spill_beside {
+        Some(out) if a.costs.is_none() && a.binary_output => Some(emulator::SpillPlan {
+            dir: safe_output::scratch_beside(out, "blocks"),
+            batch_blocks: batch,
+            detect_blocks,
+        }),
+        _ => None,
+    };
     let cfg = EmulateConfig {
         pes: a.pes,
         map: a.map,
@@ -137,6 +170,7 @@ pub fn emulate(a: &EmulateSpec) -> Result<Emulated> {
         generator,
         net_spec: a.net.to_string(),
         cpu_scale: a.cpu_scale,
+        spill,
     };
     limits::check_emulated_pes(a.pes, a.max_memory, "--max-memory")?;
     let mut net = a.net.build();
@@ -245,8 +279,14 @@ pub fn emulate(a: &EmulateSpec) -> Result<Emulated> {
 
 /// Writes an emulation's trace to `out` (its periodic form when iterations repeat, else the
 /// format `out`'s name says) and returns what was stored, for the summary (empty when flat).
-pub fn write(e: &emulator::Emulation, out: &Path) -> Result<String> {
+pub fn write(e: &mut emulator::Emulation, out: &Path) -> Result<String> {
     let t = &e.trace;
+    if let Some(sp) = &mut e.spilled {
+        trace::write_file(out, |w| sp.finish(t, w)).ctx(|| format!("writing {}", out.display()))?;
+        e.spilled = None;
+        memory::checkpoint("writing the trace");
+        return Ok(String::new());
+    }
     let stored = match &e.periodic {
         Some(p) => {
             trace::write_periodic_file(p, out).ctx(|| format!("writing {}", out.display()))?;
