@@ -10,6 +10,7 @@
 //! the recorded trace with the same network model, PE count and mapping reproduces every
 //! block's start time (recorded as `recorded_start`).
 
+use crate::chunked::Chunked;
 use crate::ctx::{Clock, Payload, Timing};
 use crate::error::EmuError;
 use crate::model::{InitialMap, Message, ObjRef, Program};
@@ -185,9 +186,9 @@ struct Emu<'a, P: Program> {
     cfg: &'a EmulateConfig,
     sched: Scheduler<u64, RadixQueue<u64>>,
     vps: Vec<Vp>,
-    items: Vec<Option<Item<P::Msg>>>,
+    items: Chunked<Option<Item<P::Msg>>>,
     /// Per item slot, its object, priority and arrival.
-    heads: Vec<Head>,
+    heads: Chunked<Head>,
     free: Vec<u32>,
     seq: u64,
     overheads: bool,
@@ -307,8 +308,8 @@ pub fn emulate<P: Program>(
         net,
         cfg,
         sched: Scheduler::new(RadixQueue::new(), RunLimits::default()),
-        items: Vec::new(),
-        heads: Vec::new(),
+        items: Chunked::default(),
+        heads: Chunked::default(),
         free: Vec::new(),
         seq: 0,
         io: NetIo::default(),

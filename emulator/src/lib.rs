@@ -31,6 +31,7 @@
 //! * Errors are [`EmuError`]; a program that goes quiet with unfinished reductions is an
 //!   error naming them, and a block limit stops programs that never go quiet.
 
+mod chunked;
 pub mod ctx;
 pub mod emulate;
 mod error;

@@ -364,15 +364,23 @@ impl Recorder {
 
     /// Nothing repeated and the recorder holds too much: everything recorded so far (a flat
     /// prefix) goes to the spill, and the rest of the run is recorded flat.
+    /// Each part goes out where it is (no copy into the flat blocks), and the spare segment
+    /// is freed: nothing of the detection stays in memory.
     fn stop_detecting(&mut self) -> Result<(), EmuError> {
-        if let Some((p, _, pidx)) = self.prev.take() {
-            self.commit_flat(p, pidx)?;
+        let flat = std::mem::take(&mut self.flat);
+        if !flat.is_empty() {
+            self.spill_out(&flat)?;
+        }
+        drop(flat);
+        if let Some((mut p, _, pidx)) = self.prev.take() {
+            self.make_absolute(&mut p, pidx);
+            self.spill_out(&p)?;
         }
         let idx = self.starts.len() - 1;
-        let cur = std::mem::take(&mut self.cur);
-        self.commit_flat(cur, idx)?;
-        let flat = std::mem::take(&mut self.flat);
-        self.spill_out(&flat)?;
+        let mut cur = std::mem::take(&mut self.cur);
+        self.make_absolute(&mut cur, idx);
+        self.spill_out(&cur)?;
+        self.spare = Segment::default();
         self.detect = false;
         Ok(())
     }
@@ -446,8 +454,8 @@ impl Recorder {
         Ok(())
     }
 
-    /// Appends segment `idx` to the flat blocks, its references made absolute.
-    fn commit_flat(&mut self, mut s: Segment, idx: usize) -> Result<(), EmuError> {
+    /// Makes the references of segment `idx` absolute.
+    fn make_absolute(&self, s: &mut Segment, idx: usize) {
         let abs = |r: Ref, sends: bool| -> Ref {
             match rel_parts(r) {
                 Some((lag, off)) => {
@@ -463,6 +471,11 @@ impl Recorder {
         for d in &mut s.deps {
             *d = abs(*d, false);
         }
+    }
+
+    /// Appends segment `idx` to the flat blocks, its references made absolute.
+    fn commit_flat(&mut self, mut s: Segment, idx: usize) -> Result<(), EmuError> {
+        self.make_absolute(&mut s, idx);
         if self.flat.is_empty() && self.flat.deps.capacity() == 0 {
             self.flat = s;
         } else {

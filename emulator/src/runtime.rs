@@ -240,6 +240,11 @@ impl<O: Chare<Msg = M>, M: Message> Slot<O, M> {
                 i
             }
             None => {
+                // Room for one reduction at a time, the common case, kept for the next: a
+                // doubling Vec would keep four (~400 bytes per object, 400 MB at a million).
+                if self.pending.capacity() == 0 {
+                    self.pending.reserve_exact(1);
+                }
                 self.pending.push(Pending {
                     stream,
                     seq,
