@@ -1,8 +1,8 @@
 //! Compressed trace files: any trace format inside one Zstandard stream.
 //!
 //! * **Writing.** A file whose name ends in `.zst` (`run.trace.zst`, `run.jsonl.zst`) is
-//!   written through a Zstandard encoder at [`LEVEL`], on the calling thread: the bytes depend
-//!   on the trace only, never on the machine. The name before `.zst` picks the format inside,
+//!   written through a Zstandard encoder at [`LEVEL`] with [`WORKERS`] threads (always that
+//!   many: the bytes depend on the trace only, never on the machine). The name before `.zst` picks the format inside,
 //!   as for an uncompressed file ([`crate::Format::from_path`]).
 //! * **Reading.** A file that starts with Zstandard's magic number is read through a decoder,
 //!   whatever its name (so `zstd run.trace` by hand works too), and the format inside is then
@@ -26,6 +26,8 @@ use std::path::Path;
 pub const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
 /// The compression level written (Zstandard's default: fast, and most of the gain).
 pub const LEVEL: i32 = 3;
+/// Compression worker threads (fixed, so that the bytes are the same on every computer).
+pub const WORKERS: u32 = 2;
 
 /// Whether `path`'s name asks for a compressed file (it ends in `.zst`).
 pub fn is_compressed_name(path: &Path) -> bool {
@@ -49,6 +51,9 @@ pub(crate) fn write_maybe_compressed<W: Write>(
 ) -> io::Result<()> {
     if compressed {
         let mut enc = zstd::stream::write::Encoder::new(w, LEVEL)?;
+        // Always two workers, whatever this computer has: the bytes depend on the worker
+        // setting (one thread in-line differs from workers), never on the cores that run it.
+        enc.multithread(WORKERS)?;
         write(&mut enc)?;
         enc.finish()?;
         Ok(())
