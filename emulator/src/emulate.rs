@@ -246,6 +246,13 @@ pub fn emulate<P: Program>(
         0 => inst.expected_blocks,
         m => inst.expected_blocks.min(m),
     };
+    // A run the program says is longer than the block limit would only stop at it.
+    if cfg.max_blocks > 0 && inst.expected_blocks > cfg.max_blocks {
+        return Err(EmuError::OverBlockLimit {
+            expected: inst.expected_blocks,
+            limit: cfg.max_blocks,
+        });
+    }
     if !cfg.detect_repetition
         && cfg.spill.is_none()
         && cfg.max_held_blocks > 0

@@ -40,6 +40,18 @@ pub enum EmuError {
         /// The recorder's limit.
         limit: u64,
     },
+    /// The program declared ([`crate::Builder::expect_blocks`]) more blocks than
+    /// [`crate::EmulateConfig::max_blocks`] allows; nothing was run.
+    #[error(
+        "the program will run at least {expected} blocks, more than the limit of {limit} \
+         (raise it with --max-blocks, or emulate fewer iterations or a smaller problem)"
+    )]
+    OverBlockLimit {
+        /// Blocks the program declared.
+        expected: u64,
+        /// The limit.
+        limit: u64,
+    },
     /// The program went quiet with reductions still waiting for contributions (a real run
     /// would hang).
     #[error("the program went quiet with unfinished reductions: {0}")]

@@ -619,7 +619,7 @@ fn bad_programs_and_parameters_are_clear_errors() {
     .unwrap_err()
     .to_string();
     assert!(e.contains("network model"), "{e}");
-    // A block limit stops runaway programs with a message.
+    // A program that declares more blocks than the block limit is refused before it runs.
     let e = programs::emulate(
         "ring",
         &sets(&[("laps", "1000")]),
@@ -632,7 +632,10 @@ fn bad_programs_and_parameters_are_clear_errors() {
     )
     .unwrap_err()
     .to_string();
-    assert!(e.contains("stopped after 100 blocks"), "{e}");
+    assert!(
+        e.contains("at least 4000 blocks, more than the limit of 100"),
+        "{e}"
+    );
 }
 
 /// Emulated chares are sequential: replayed on fewer PEs and a slower network, a stencil
