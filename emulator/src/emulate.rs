@@ -246,13 +246,6 @@ pub fn emulate<P: Program>(
         0 => inst.expected_blocks,
         m => inst.expected_blocks.min(m),
     };
-    // A run the program says is longer than the block limit would only stop at it.
-    if cfg.max_blocks > 0 && inst.expected_blocks > cfg.max_blocks {
-        return Err(EmuError::OverBlockLimit {
-            expected: inst.expected_blocks,
-            limit: cfg.max_blocks,
-        });
-    }
     if !cfg.detect_repetition
         && cfg.spill.is_none()
         && cfg.max_held_blocks > 0
@@ -261,6 +254,14 @@ pub fn emulate<P: Program>(
         return Err(EmuError::TooManyBlocks {
             expected: inst.expected_blocks,
             limit: cfg.max_held_blocks,
+        });
+    }
+    // A run the program says is longer than the block limit would only stop at it (after
+    // the memory refusal above, which says more when it applies).
+    if cfg.max_blocks > 0 && inst.expected_blocks > cfg.max_blocks {
+        return Err(EmuError::OverBlockLimit {
+            expected: inst.expected_blocks,
+            limit: cfg.max_blocks,
         });
     }
     let mut trace = Trace::new(TraceMeta {
