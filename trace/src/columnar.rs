@@ -31,7 +31,7 @@
 
 use crate::binary::{BinaryReader, Out};
 use crate::error::TraceError;
-use crate::ids::{BlockId, EntryId, GroupId, MsgId, ObjectId};
+use crate::ids::{BlockId, EntryId, MsgId};
 use crate::model::{BlockColumns, Destination, Send, Trace, TraceParts};
 use crate::repeat::{Carried, Repeated, Varying};
 use sim_core::SimDuration;
@@ -185,17 +185,8 @@ fn write<W: Write>(t: &Trace, rep: Option<&Repeated>, w: W) -> io::Result<()> {
     w.col_of(sends, |s| s.offset.as_ps())?;
     w.col_of(sends, |s| s.bytes)?;
     w.col_of(sends, |s| s.entry.0)?;
-    w.col_of(sends, |s| match s.dest {
-        Destination::Object(_) => 0u8,
-        Destination::Group(_) => 1,
-        Destination::All => 2,
-        Destination::AllExcept(_) => 3,
-    })?;
-    w.col_of(sends, |s| match s.dest {
-        Destination::Object(o) | Destination::AllExcept(o) => o.0,
-        Destination::Group(g) => g.0,
-        Destination::All => 0u32,
-    })?;
+    w.col_of(sends, |s| s.dest.kind_code())?;
+    w.col_of(sends, |s| s.dest.id_code())?;
     if let Some(r) = rep.filter(|_| !carried.is_empty()) {
         w.col(r.carried_ends())?;
         w.col_of(carried, |c| c.block.0)?;
@@ -509,12 +500,8 @@ fn read_sends<R: Read>(
         &mut sends,
         "destination column",
         |s, x: u32| {
-            s.dest = match kinds[i] {
-                0 => Destination::Object(ObjectId(x)),
-                1 => Destination::Group(GroupId(x)),
-                2 => Destination::All,
-                _ => Destination::AllExcept(ObjectId(x)),
-            };
+            // Kinds were checked to be 0-3 above.
+            s.dest = Destination::from_codes(kinds[i], x).unwrap_or(Destination::All);
             i += 1;
         },
     )?;

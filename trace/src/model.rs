@@ -73,6 +73,36 @@ pub enum Destination {
 }
 
 impl Destination {
+    /// The destination's kind in the binary columns: 0 object, 1 group, 2 all, 3 all-except.
+    pub fn kind_code(&self) -> u8 {
+        match self {
+            Destination::Object(_) => 0,
+            Destination::Group(_) => 1,
+            Destination::All => 2,
+            Destination::AllExcept(_) => 3,
+        }
+    }
+
+    /// The object or group id in the binary columns (0 for all).
+    pub fn id_code(&self) -> u32 {
+        match *self {
+            Destination::Object(o) | Destination::AllExcept(o) => o.0,
+            Destination::Group(g) => g.0,
+            Destination::All => 0,
+        }
+    }
+
+    /// The destination of [`Self::kind_code`] `kind` (0 to 3) and [`Self::id_code`] `id`.
+    pub fn from_codes(kind: u8, id: u32) -> Option<Destination> {
+        Some(match kind {
+            0 => Destination::Object(ObjectId(id)),
+            1 => Destination::Group(GroupId(id)),
+            2 => Destination::All,
+            3 => Destination::AllExcept(ObjectId(id)),
+            _ => return None,
+        })
+    }
+
     /// Whether `object` receives a message sent to this destination.
     pub fn includes(&self, object: ObjectId, groups: &[Group]) -> bool {
         match *self {

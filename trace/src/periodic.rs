@@ -29,7 +29,7 @@
 
 use crate::binary::{BinaryReader, Out};
 use crate::error::{TraceError, ValidationError};
-use crate::ids::{BlockId, EntryId, GroupId, MsgId, ObjectId};
+use crate::ids::{BlockId, EntryId, MsgId, ObjectId};
 use crate::model::{
     Block, Destination, FLAG_ALL, FLAG_LB_SYNC, FLAG_NETWORK, NO_ITERATION, NONE_U64, Send, Trace,
 };
@@ -554,17 +554,8 @@ impl<W: Write> PeriodicWriter<W> {
         col!(s.sends.iter().map(|x| x.offset.as_ps()));
         col!(s.sends.iter().map(|x| x.bytes));
         col!(s.sends.iter().map(|x| x.entry.0));
-        col!(s.sends.iter().map(|x| match x.dest {
-            Destination::Object(_) => 0u8,
-            Destination::Group(_) => 1,
-            Destination::All => 2,
-            Destination::AllExcept(_) => 3,
-        }));
-        col!(s.sends.iter().map(|x| match x.dest {
-            Destination::Object(o) | Destination::AllExcept(o) => o.0,
-            Destination::Group(g) => g.0,
-            Destination::All => 0u32,
-        }));
+        col!(s.sends.iter().map(|x| x.dest.kind_code()));
+        col!(s.sends.iter().map(|x| x.dest.id_code()));
         col!(p.var_blocks.iter());
         col!(p.var_durations.iter());
         col!(p.var_sends.iter());
@@ -680,12 +671,9 @@ fn read_piece<R: Read>(rd: &mut BinaryReader<R>, len: u64) -> Result<Piece, Trac
     let dest = u32s(rd, ns, "destination column")?;
     s.sends = Vec::with_capacity(ns as usize);
     for i in 0..ns as usize {
-        let d = match kind[i] {
-            0 => Destination::Object(ObjectId(dest[i])),
-            1 => Destination::Group(GroupId(dest[i])),
-            2 => Destination::All,
-            3 => Destination::AllExcept(ObjectId(dest[i])),
-            x => return rd.fail(at + i as u64, "destination kind 0-3", format!("found {x}")),
+        let Some(d) = Destination::from_codes(kind[i], dest[i]) else {
+            let x = kind[i];
+            return rd.fail(at + i as u64, "destination kind 0-3", format!("found {x}"));
         };
         s.sends.push(Send {
             msg: MsgId(0),

@@ -15,7 +15,7 @@
 use crate::binary::Out;
 use crate::columnar::{MAGIC, OPT_ARRIVAL, OPT_FLAGS, OPT_ITERATION, OPT_PRIORITY, OPT_START};
 use crate::columnar::{TRAILER, VERSION, pad8};
-use crate::ids::{EntryId, GroupId, MsgId, ObjectId};
+use crate::ids::{EntryId, MsgId};
 use crate::model::{Destination, NO_ITERATION, NONE_U64, Send, Trace};
 use crate::periodic::Segment;
 use sim_core::SimDuration;
@@ -188,20 +188,8 @@ impl ColumnSpill {
                 Col::SendOffset => put_each(w, s.sends.iter(), |x| x.offset.as_ps().to_le())?,
                 Col::SendBytes => put_each(w, s.sends.iter(), |x| x.bytes.to_le())?,
                 Col::SendEntry => put_each(w, s.sends.iter(), |x| x.entry.0.to_le())?,
-                Col::SendKind => put_each(w, s.sends.iter(), |x| match x.dest {
-                    Destination::Object(_) => 0u8,
-                    Destination::Group(_) => 1,
-                    Destination::All => 2,
-                    Destination::AllExcept(_) => 3,
-                })?,
-                Col::SendDest => put_each(w, s.sends.iter(), |x| {
-                    match x.dest {
-                        Destination::Object(o) | Destination::AllExcept(o) => o.0,
-                        Destination::Group(g) => g.0,
-                        Destination::All => 0u32,
-                    }
-                    .to_le()
-                })?,
+                Col::SendKind => put_each(w, s.sends.iter(), |x| x.dest.kind_code())?,
+                Col::SendDest => put_each(w, s.sends.iter(), |x| x.dest.id_code().to_le())?,
             }
         }
         (self.blocks, self.deps, self.sends) = (nb, nd, ns);
@@ -316,12 +304,8 @@ impl ColumnSpill {
             s.sends.push(Send {
                 msg: MsgId(j as u64),
                 offset: SimDuration::from_ps(offset[j]),
-                dest: match kind[j] {
-                    0 => Destination::Object(ObjectId(dest[j])),
-                    1 => Destination::Group(GroupId(dest[j])),
-                    2 => Destination::All,
-                    _ => Destination::AllExcept(ObjectId(dest[j])),
-                },
+                // Written by `push` from a destination: a kind 0-3.
+                dest: Destination::from_codes(kind[j], dest[j]).unwrap_or(Destination::All),
                 bytes: bytes[j],
                 entry: EntryId(entry[j]),
             });
