@@ -31,30 +31,45 @@ impl std::str::FromStr for Timing {
 pub(crate) const STREAM_USER: u8 = 0;
 pub(crate) const STREAM_SYNC: u8 = 1;
 
-/// A message as the runtime carries it.
+/// A message as the runtime carries it. Reduction messages are boxed: they are one per
+/// tree node per reduction, where user messages are most of a run's items, and an item's
+/// size is its payload's (`Payload<stencil3d::Msg>` is 32 bytes; with the reduction fields
+/// inline it was 56).
 #[derive(Debug)]
 pub(crate) enum Payload<M> {
     User(M),
     /// A partial reduction result from a child in the reduction tree.
-    Contrib {
-        stream: u8,
-        seq: u32,
-        value: f64,
-        op: ReduceOp,
-        bytes: u64,
-        cb: Option<Callback<M>>,
-    },
-    /// A reduction completed at this element (a continuation block, no message).
-    Done {
-        stream: u8,
-        seq: u32,
-        value: f64,
-        bytes: u64,
-        op: ReduceOp,
-        cb: Option<Callback<M>>,
-    },
+    Contrib(Box<Reduction<M>>),
+    /// A reduction completed at this element (a continuation block, no message); its
+    /// `blocks` are the contributing blocks, the continuation's dependencies.
+    Done(Box<Reduction<M>>),
     /// All elements reached `at_sync`.
     Resume,
+}
+
+/// A reduction's partial or complete result.
+#[derive(Debug)]
+pub(crate) struct Reduction<M> {
+    pub stream: u8,
+    pub seq: u32,
+    pub value: f64,
+    pub op: ReduceOp,
+    pub bytes: u64,
+    pub cb: Option<Callback<M>>,
+    /// With [`Payload::Done`]: the contributing blocks and their effective receive times
+    /// (empty in a [`Payload::Contrib`]).
+    pub blocks: Vec<(u32, u64)>,
+}
+
+impl<M> Payload<M> {
+    /// A continuation's dependencies: blocks and their effective receive times (none for a
+    /// message).
+    pub(crate) fn deps(&self) -> &[(u32, u64)] {
+        match self {
+            Payload::Done(r) => &r.blocks,
+            _ => &[],
+        }
+    }
 }
 
 /// One message an entry method sent.

@@ -299,7 +299,7 @@ where
                 let _ = txs[dst as usize].send(e);
             }
         }
-        for (payload, _) in exec.completions {
+        for payload in exec.completions {
             queue.push(
                 Envelope {
                     to: env.to,

@@ -1,7 +1,7 @@
 //! What the emulator and the native run share: object slots, reduction trees and the
 //! execution of one message on one object.
 
-use crate::ctx::{Clock, Contribution, Ctx, Out, Payload, STREAM_SYNC};
+use crate::ctx::{Clock, Contribution, Ctx, Out, Payload, Reduction, STREAM_SYNC};
 use crate::error::EmuError;
 use crate::model::{
     Builder, Callback, Chare, Coll, InitialMap, Message, ObjRef, Program, ReduceOp, Target,
@@ -177,7 +177,8 @@ pub(crate) fn instantiate<P: Program>(
 
 /// A reduction completed at an element: its continuation payload and the blocks it depends
 /// on (the contributing blocks at this element, with their effective receive times).
-pub(crate) type Completion<M> = (Payload<M>, Vec<(u32, u64)>);
+/// A completed reduction: a [`Payload::Done`] continuation carrying its dependencies.
+pub(crate) type Completion<M> = Payload<M>;
 
 /// The result of running one message.
 #[derive(Debug)]
@@ -269,17 +270,15 @@ impl<O: Chare<Msg = M>, M: Message> Slot<O, M> {
             return None;
         }
         let p = self.pending.remove(i);
-        Some((
-            Payload::Done {
-                stream,
-                seq,
-                value: p.value,
-                op: p.op,
-                bytes: p.bytes,
-                cb: p.cb,
-            },
-            p.blocks,
-        ))
+        Some(Payload::Done(Box::new(Reduction {
+            stream,
+            seq,
+            value: p.value,
+            op: p.op,
+            bytes: p.bytes,
+            cb: p.cb,
+            blocks: p.blocks,
+        })))
     }
 
     /// Reductions that have started here but not completed: `(stream, seq, got)`.
@@ -327,25 +326,21 @@ impl<O: Chare<Msg = M>, M: Message> Slot<O, M> {
                 self.obj.resume_from_sync(&mut ctx);
                 u + 2
             }
-            Payload::Contrib {
-                stream,
-                seq,
-                value,
-                op,
-                bytes,
-                cb,
-            } => {
+            Payload::Contrib(r) => {
+                let Reduction {
+                    stream,
+                    seq,
+                    value,
+                    op,
+                    bytes,
+                    cb,
+                    ..
+                } = *r;
                 completions.extend(self.accumulate(need, stream, seq, value, op, bytes, cb, block));
                 u
             }
-            Payload::Done {
-                stream,
-                seq,
-                value,
-                op,
-                bytes,
-                cb,
-            } => {
+            Payload::Done(mut r) => {
+                let (stream, value, bytes, cb) = (r.stream, r.value, r.bytes, r.cb);
                 let parent = world.parent[me.0 as usize];
                 let offset_ps = ctx.elapsed_ps();
                 if parent != NO_PARENT {
@@ -354,14 +349,11 @@ impl<O: Chare<Msg = M>, M: Message> Slot<O, M> {
                         to: ObjRef(parent),
                         bytes,
                         prio: 0,
-                        payload: Payload::Contrib {
-                            stream,
-                            seq,
-                            value,
-                            op,
-                            bytes,
-                            cb,
-                        },
+                        // The same box travels up the tree, without its dependencies.
+                        payload: Payload::Contrib({
+                            r.blocks = Vec::new();
+                            r
+                        }),
                     });
                 } else if stream == STREAM_SYNC {
                     for o in self.coll.elements() {
