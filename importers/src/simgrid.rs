@@ -28,6 +28,7 @@
 //! | `waitall` | waits for every open request of the rank |
 //! | `test ...` | no-op: the request stays open for a later wait |
 //! | `sendRecv n dst m src [dt dt']` | a send (tag 0), a receive (tag 0), a wait for both |
+//! | `ibarrier`, `ibcast`, `ireduce`, `iallreduce`, `ialltoall(v)`, `igather(v)`, `iscatter(v)`, `iallgather(v)`, `iscan`, `iexscan` (arguments as the blocking form's) | a non-blocking collective: every message posted at the call, as SimGrid runs it ([`crate::mpi`]'s `nbc`); its request is completed by a `wait` naming its tag (SimGrid writes `-333 -333 TAG` on rank 0, `0 0 TAG` elsewhere) or a `waitall`. `ireducescatter` is refused |
 //! | `init`, `finalize`, `comm_size`, `location` | nothing (`init` sets the default type) |
 //! | `comm_split`, `comm_dup` | nothing, as in SimGrid's replay: every collective runs on `MPI_COMM_WORLD` (noted) |
 //!
@@ -90,7 +91,7 @@ impl<'a> Action<'a> {
 }
 
 /// Every action name this importer knows, lower case.
-const ACTIONS: [&str; 35] = [
+const ACTIONS: [&str; 49] = [
     "init",
     "finalize",
     "comm_size",
@@ -126,11 +127,32 @@ const ACTIONS: [&str; 35] = [
     "ibsend",
     "scan",
     "exscan",
+    "ibarrier",
+    "ibcast",
+    "ireduce",
+    "iallreduce",
+    "ialltoall",
+    "ialltoallv",
+    "igather",
+    "igatherv",
+    "iscatter",
+    "iscatterv",
+    "iallgather",
+    "iallgatherv",
+    "iscan",
+    "iexscan",
 ];
 
 /// Request-completion actions SimGrid 3.32 writes but neither its replay nor whatif runs.
-const UNSUPPORTED: [&str; 7] = [
-    "waitany", "waitsome", "testany", "testsome", "testall", "start", "startall",
+const UNSUPPORTED: [&str; 8] = [
+    "waitany",
+    "waitsome",
+    "testany",
+    "testsome",
+    "testall",
+    "start",
+    "startall",
+    "ireducescatter",
 ];
 
 /// Why an [`UNSUPPORTED`] action cannot be replayed.
@@ -138,6 +160,9 @@ fn unsupported_why(action: &str) -> &'static str {
     match action {
         "testall" => {
             "whether it completes its requests depends on when they finish, which a time-independent trace does not record (a testall loop is a waitall; SimGrid 3.32's replay refuses it too)"
+        }
+        "ireducescatter" => {
+            "a non-blocking reduce-scatter is not modelled (SimGrid 3.32's replay refuses it too; the other non-blocking collectives are)"
         }
         "start" | "startall" => {
             "persistent requests: the trace does not say which request is started (SimGrid 3.32's replay refuses it too)"
@@ -327,6 +352,10 @@ fn expansion(kind: &str, p: u64) -> (u64, u64) {
         "bcast" | "reduce" | "allreduce" | "reducescatter" => (2 * log + 2 * p, 2 * log + 3),
         "alltoall" | "alltoallv" | "allgather" | "allgatherv" | "scan" | "exscan" => (p, log + 2),
         "gather" | "gatherv" | "scatter" | "scatterv" => (p, 2),
+        // Non-blocking: every message posted at the call, one wait.
+        "ibarrier" | "iallreduce" | "iallgather" | "iallgatherv" | "ialltoall" | "ialltoallv"
+        | "iscan" | "iexscan" => (2 * p, 1),
+        "ibcast" | "ireduce" | "igather" | "igatherv" | "iscatter" | "iscatterv" => (p, 1),
         _ => (0, 0),
     };
     (4 * msgs + waits, msgs)
@@ -576,7 +605,7 @@ impl Oddities {
         let mut v = Vec::new();
         if self.wildcards > 0 {
             v.push(format!(
-                "{} receives from any source or with any tag, matched in posting order to the message sent after the least work (SimGrid 3.32's replay cannot run them: it files them under another source than its waits name)",
+                "{} receives from any source or with any tag, matched in posting order to the message sent after the least work (SimGrid 3.32's replay matches any tag, -444, but cannot run receives from any source: it takes -333 for a rank, files an irecv under another source than its wait names, and deadlocks on a blocking recv)",
                 self.wildcards
             ));
         }
@@ -614,22 +643,42 @@ impl Oddities {
     }
 }
 
+/// Where a rank's open non-blocking collectives with SimGrid tag `tag` are kept.
+fn nbc_key(tag: i64) -> (i64, i64, i64) {
+    (i64::MIN, i64::MIN, tag)
+}
+
+/// An open request: one send or receive, or a non-blocking collective's messages.
+enum Open {
+    One(Req),
+    Coll(Vec<Req>),
+}
+
+impl Open {
+    fn reqs(&self) -> &[Req] {
+        match self {
+            Open::One(r) => std::slice::from_ref(r),
+            Open::Coll(v) => v,
+        }
+    }
+}
+
 /// A rank's open requests, by (source, destination, tag) as the trace writes them, oldest
 /// first (SimGrid's `RequestStorage`).
 #[derive(Default)]
 struct Requests {
-    by_key: HashMap<(i64, i64, i64), std::collections::VecDeque<(u64, Req)>>,
+    by_key: HashMap<(i64, i64, i64), std::collections::VecDeque<(u64, Open)>>,
     n: u64,
     open: usize,
 }
 
 impl Requests {
-    fn add(&mut self, key: (i64, i64, i64), r: Req) {
+    fn add(&mut self, key: (i64, i64, i64), r: Open) {
         self.by_key.entry(key).or_default().push_back((self.n, r));
         self.n += 1;
         self.open += 1;
     }
-    fn pop(&mut self, key: (i64, i64, i64)) -> Option<Req> {
+    fn pop(&mut self, key: (i64, i64, i64)) -> Option<Open> {
         let q = self.by_key.get_mut(&key)?;
         let r = q.pop_front().map(|(_, r)| r);
         if q.is_empty() {
@@ -643,10 +692,12 @@ impl Requests {
     }
     /// Every open request, oldest first; none is left open.
     fn take_all(&mut self) -> Vec<Req> {
-        let mut all: Vec<(u64, Req)> = self.by_key.drain().flat_map(|(_, q)| q).collect();
+        let mut all: Vec<(u64, Open)> = self.by_key.drain().flat_map(|(_, q)| q).collect();
         all.sort_unstable_by_key(|&(n, _)| n);
         self.open = 0;
-        all.into_iter().map(|(_, r)| r).collect()
+        all.iter()
+            .flat_map(|(_, o)| o.reqs().iter().copied())
+            .collect()
     }
 }
 
@@ -1174,7 +1225,7 @@ fn import_with(
                         _ => {}
                     }
                     if a.name.starts_with('i') {
-                        store.add((r as i64, dst as i64, tag), req);
+                        store.add((r as i64, dst as i64, tag), Open::One(req));
                     } else {
                         cx.wait(&mut s, &[req], "send");
                     }
@@ -1191,16 +1242,21 @@ fn import_with(
                     if a.name == "recv" {
                         cx.wait(&mut s, &[req], "recv");
                     } else {
-                        store.add((key_src, r as i64, key_tag), req);
+                        store.add((key_src, r as i64, key_tag), Open::One(req));
                     }
                 }
                 "wait" => {
                     let src = x.int(0, "source")?;
                     let dst = x.int(1, "destination")?;
                     let tag = x.int(2, "tag")?;
-                    match store.pop((src, dst, tag)) {
-                        Some(req) => {
-                            cx.wait(&mut s, &[req], "wait");
+                    let key = if crate::mpi::is_simgrid_nbc_tag(tag) {
+                        nbc_key(tag)
+                    } else {
+                        (src, dst, tag)
+                    };
+                    match store.pop(key) {
+                        Some(open) => {
+                            cx.wait(&mut s, open.reqs(), "wait");
                         }
                         None if store.is_empty() => odd.waits_on_nothing += 1,
                         None => odd.waits_unmatched += 1,
@@ -1221,7 +1277,13 @@ fn import_with(
                 }
                 coll @ ("barrier" | "bcast" | "reduce" | "allreduce" | "alltoall" | "alltoallv"
                 | "gather" | "gatherv" | "scatter" | "scatterv" | "allgather"
-                | "allgatherv" | "reducescatter" | "scan" | "exscan") => {
+                | "allgatherv" | "reducescatter" | "scan" | "exscan" | "ibarrier" | "ibcast"
+                | "ireduce" | "iallreduce" | "ialltoall" | "ialltoallv" | "igather"
+                | "igatherv" | "iscatter" | "iscatterv" | "iallgather" | "iallgatherv"
+                | "iscan" | "iexscan") => {
+                    // No blocking collective's name starts with `i`.
+                    let nonblocking = coll.starts_with('i');
+                    let blocking = if nonblocking { &coll[1..] } else { coll };
                     let c = n_coll;
                     n_coll += 1;
                     if optimistic && r == 0 {
@@ -1237,17 +1299,26 @@ fn import_with(
                             limit,
                         )?;
                     }
-                    let (cl, flops) = parse_coll(&x, coll, p, elem, &mut odd)?;
-                    crate::mpi::expand(&mut cx, &mut s, &cl, c, p, coll).map_err(|what| {
-                        ImportError::Unsupported {
-                            file: format!("{}:{}", names[a.file], a.line),
-                            what,
-                        }
-                    })?;
+                    let (cl, flops) = parse_coll(&x, blocking, p, elem, &mut odd)?;
+                    if nonblocking {
+                        let reqs = crate::mpi::post_nbc(&mut cx, &mut s, &cl, p);
+                        // The trace's `wait` lines name the request by SimGrid's tag for
+                        // the kind (source and destination as written vary by rank:
+                        // `-333 -333` on rank 0, `0 0` on others), a tag no program
+                        // message has.
+                        let tag = crate::mpi::simgrid_nbc_tag(blocking).expect("listed above");
+                        store.add(nbc_key(tag), Open::Coll(reqs));
+                    } else {
+                        crate::mpi::expand(&mut cx, &mut s, &cl, c, p, coll).map_err(|what| {
+                            ImportError::Unsupported {
+                                file: format!("{}:{}", names[a.file], a.line),
+                                what,
+                            }
+                        })?;
+                    }
                     compute(&mut cx, &mut s, flops / flops_per_s, &x)?;
-                    let root = cl.root();
-                    let coll = cl.name();
-                    colls[r as usize].push((coll, a.line as usize, root as u64));
+                    let name = ACTIONS[kind.expect("a known action")];
+                    colls[r as usize].push((name, a.line as usize, cl.root() as u64));
                 }
                 other if UNSUPPORTED.contains(&other) => {
                     return Err(ImportError::Unsupported {
@@ -1257,7 +1328,7 @@ fn import_with(
                 }
                 other => {
                     return Err(x.err(
-                        "a TI action (init, compute, sleep, send, isend, Ssend, ISsend, bsend, ibsend, recv, irecv, wait, waitall, test, sendRecv, barrier, bcast, reduce, allreduce, alltoall, alltoallv, gather, gatherv, scatter, scatterv, allgather, allgatherv, reducescatter, scan, exscan, comm_size, comm_split, comm_dup, location, finalize)",
+                        "a TI action (init, compute, sleep, send, isend, Ssend, ISsend, bsend, ibsend, recv, irecv, wait, waitall, test, sendRecv, barrier, bcast, reduce, allreduce, alltoall, alltoallv, gather, gatherv, scatter, scatterv, allgather, allgatherv, reducescatter, scan, exscan, their non-blocking forms ibarrier, ibcast, ..., comm_size, comm_split, comm_dup, location, finalize)",
                         format!("`{other}`"),
                     ));
                 }

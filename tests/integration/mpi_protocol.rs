@@ -199,3 +199,56 @@ fn protocol_specs_round_trip_and_errors_teach() {
     let err = String::from_utf8_lossy(&e.stderr);
     assert!(err.contains("use simgrid"), "{err}");
 }
+
+#[test]
+fn non_blocking_collectives_post_every_message_at_the_call_and_complete_at_the_wait() {
+    // Two ranks, an 8-byte iallreduce (SimGrid: a send to and a receive from the other
+    // rank, posted at the call). Rank 0 posts at 0 and waits; rank 1 computes 5 us first.
+    // The waits name the request as SimGrid 3.32 writes them: `-333 -333` on rank 0, `0 0`
+    // on rank 1 (by the collective's tag, -4446, whatever the ranks say).
+    let text = "0 init\n1 init\n0 iallreduce 1 0 0\n0 wait -333 -333 -4446\n\
+                1 compute 5000\n1 iallreduce 1 0 0\n1 compute 2000\n1 wait 0 0 -4446\n";
+    // Both transfers start at 5 us, when rank 1 posts (SimGrid's protocol: a transfer
+    // starts once its send and its receive are posted): 1 us of latency, 8 + 16 bytes,
+    // both arrive at 6.024 us. Rank 0's wait ends then; rank 1 computes until 7 us.
+    assert_eq!(makespan_ns(text, "simgrid"), 7000.0);
+    let text2 = text.replace("1 compute 2000\n", "");
+    // Without rank 1's 2 us: rank 0's wait ends last, at 6.024 us.
+    assert_eq!(makespan_ns(&text2, "simgrid"), 6024.0);
+    // A wait that names the collective by its tag but not by its ranks still waits: had
+    // it been a no-op, rank 0 would end at 0.
+    let text3 = text2.replace("0 wait -333 -333 -4446", "0 wait 0 0 -4446");
+    assert_eq!(makespan_ns(&text3, "simgrid"), 6024.0);
+
+    // ibcast from root 1 to 3 ranks, 1000 B (below 64 KiB: the root's sends complete at
+    // once): the root posts both sends at 2 us and computes 10 us; each receiver's wait ends
+    // when its message arrives (alpha-beta, no contention: both at 2 + 1 + 1.016 us), and
+    // rank 0 then computes 20 us.
+    let text = "0 init\n1 init\n2 init\n\
+                1 compute 2000\n1 ibcast 1000 1 6\n1 compute 10000\n1 wait -333 -333 -3335\n\
+                0 ibcast 1000 1 6\n0 wait 0 0 -3335\n0 compute 20000\n\
+                2 ibcast 1000 1 6\n2 wait 0 0 -3335\n";
+    assert_eq!(makespan_ns(text, "simgrid"), 2000.0 + 2016.0 + 20000.0);
+
+    // A waitall completes a non-blocking collective with the rank's other requests.
+    let text = "0 init\n1 init\n0 ibarrier\n0 irecv 1 5 100 6\n0 waitall 2\n\
+                1 compute 3000\n1 ibarrier\n1 send 0 5 100 6\n1 wait 0 0 -779\n";
+    // Everything starts at 3 us, when rank 1 posts: rank 0's waitall ends when the 100-byte
+    // message arrives (3 + 1 + 0.116 us), rank 1's wait when rank 0's empty barrier message
+    // does (3 + 1 + 0.016 us).
+    assert_eq!(makespan_ns(text, "simgrid"), 3000.0 + 1000.0 + 116.0);
+}
+
+#[test]
+fn a_non_blocking_reduce_scatter_is_refused_with_a_reason() {
+    let p = ti(
+        "irs.txt",
+        "0 init\n0 ireducescatter 1 0 6\n0 wait -333 -333 -890\n",
+    );
+    let e = match import(Format::SimGrid, &p, &ImportOptions::default()) {
+        Ok(_) => panic!("a non-blocking reduce-scatter was imported"),
+        Err(e) => e.to_string(),
+    };
+    assert!(e.contains("irs.txt:2"), "{e}");
+    assert!(e.contains("non-blocking reduce-scatter"), "{e}");
+}

@@ -32,15 +32,19 @@
 //!   then lower tag): an estimate of which arrives first, since a trace records no times.
 //!
 //! Collectives become point-to-point messages ([`Coll`], [`expand`]): whatif's algorithms or
-//! those SimGrid 3.32's default selector picks ([`Collectives`]).
+//! those SimGrid 3.32's default selector picks ([`Collectives`]). Non-blocking collectives
+//! post all their messages at the call and complete at a wait, as SimGrid runs them
+//! ([`nbc`]).
 
 mod colls;
 mod lower;
 mod matching;
+mod nbc;
 pub mod protocol;
 
 pub(crate) use colls::{Coll, expand};
 pub use colls::{Collectives, alltoall_ompi_algorithm};
+pub(crate) use nbc::{is_simgrid_nbc_tag, post as post_nbc, simgrid_nbc_tag};
 pub use protocol::{MpiProtocol, Profile};
 
 use crate::ImportError;
