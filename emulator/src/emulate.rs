@@ -460,7 +460,7 @@ impl<P: Program> Emu<'_, P> {
         let (trace, periodic, spilled) = match self.rec.finish()? {
             Recorded::Flat(t) => (t, None, None),
             Recorded::Periodic(p) => (p.header.clone(), Some(p), None),
-            Recorded::Spilled { header, spill } => (header, None, Some(spill)),
+            Recorded::Spilled { header, spill } => (header, None, Some(*spill)),
         };
         Ok(Emulation {
             makespan: self.makespan,
@@ -482,7 +482,12 @@ impl<P: Program> Emu<'_, P> {
         let prio = if self.cfg.priority { head.prio } else { 0 };
         self.seq += 1;
         let vp = &mut self.vps[v as usize];
-        vp.ready.push((prio, key_ps, self.seq, it));
+        vp.ready.push(crate::ready::Key {
+            prio,
+            key_ps,
+            seq: self.seq,
+            item: it,
+        });
         if !vp.busy && !vp.dispatch_pending {
             vp.dispatch_pending = true;
             self.sched.schedule(t, EventClass::Late, ev(DISPATCH, v))?;
@@ -498,7 +503,10 @@ impl<P: Program> Emu<'_, P> {
             if vp.busy {
                 break;
             }
-            let Some((_, key_ps, _, it)) = vp.ready.pop() else {
+            let Some(crate::ready::Key {
+                key_ps, item: it, ..
+            }) = vp.ready.pop()
+            else {
                 break;
             };
             let dur = self.start(it, key_ps, pe, t)?;

@@ -8,8 +8,17 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
-/// A ready item: `(priority, effective receive time in ps, order, item index)`.
-pub(crate) type Key = (i32, u64, u64, u32);
+/// A ready item, ordered by priority, effective receive time (ps), order number and item
+/// index, in that order (the derived order follows the declaration). 24 bytes, where the
+/// tuple of the same fields is 32: a million-object run holds over 5 M of them, in queues
+/// whose capacity doubles.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct Key {
+    pub prio: i32,
+    pub key_ps: u64,
+    pub seq: u64,
+    pub item: u32,
+}
 
 /// See the [module docs](self).
 #[derive(Debug, Default)]
@@ -43,6 +52,11 @@ impl Ready {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_key_is_24_bytes() {
+        assert_eq!(std::mem::size_of::<Key>(), 24);
+    }
 
     /// Random pushes and pops give exactly a binary heap's order (keys are distinct: the
     /// order number is unique).
@@ -78,7 +92,12 @@ mod tests {
                     } else {
                         0
                     };
-                    let k = (prio, t, seq, (r >> 32) as u32);
+                    let k = Key {
+                        prio,
+                        key_ps: t,
+                        seq,
+                        item: (r >> 32) as u32,
+                    };
                     ready.push(k);
                     heap.push(Reverse(k));
                 }

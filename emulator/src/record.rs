@@ -198,6 +198,9 @@ pub struct SpillPlan {
     pub batch_blocks: u64,
     /// Blocks held without a repeat after which detection stops.
     pub detect_blocks: u64,
+    /// Compress the columns as they are spilled ([`ColumnSpill::create_compressed`]: for an
+    /// output that is compressed anyway).
+    pub compress: bool,
 }
 
 /// Collects blocks; see the [module docs](self).
@@ -356,7 +359,12 @@ impl Recorder {
             source,
         };
         if self.spill.is_none() {
-            self.spill = Some(ColumnSpill::create(&plan.dir).map_err(io)?);
+            let sp = if plan.compress {
+                ColumnSpill::create_compressed(&plan.dir)
+            } else {
+                ColumnSpill::create(&plan.dir)
+            };
+            self.spill = Some(sp.map_err(io)?);
         }
         let sp = self.spill.as_mut().expect("created above");
         sp.push(s).map_err(io)
@@ -529,7 +537,7 @@ impl Recorder {
             let spill = self.spill.take().expect("checked above");
             return Ok(Recorded::Spilled {
                 header: self.header,
-                spill,
+                spill: Box::new(spill),
             });
         }
         Ok(flat_trace(self.header, self.flat).map(Recorded::Flat)?)
@@ -544,7 +552,7 @@ pub(crate) enum Recorded {
     /// The flat trace on disk: its header (no blocks) and its blocks.
     Spilled {
         header: Trace,
-        spill: ColumnSpill,
+        spill: Box<ColumnSpill>,
     },
 }
 

@@ -239,6 +239,24 @@ pub fn write_file(
     f.commit().map_err(|e| out_err(path, e))
 }
 
+/// Writes the flat trace of `header` and the blocks of `spill` atomically to `path`
+/// (compressed: a name ending in `.zst`; a spill compressed as it went is then copied frame
+/// by frame, not compressed again: [`spill::ColumnSpill::finish_compressed`]).
+pub fn write_spill_file(
+    spill: &mut spill::ColumnSpill,
+    header: &Trace,
+    path: &Path,
+) -> Result<(), TraceError> {
+    if !(spill.is_compressed() && compress::is_compressed_name(path)) {
+        return write_file(path, |w| spill.finish(header, w));
+    }
+    let mut f = safe_output::AtomicFile::create(path).map_err(|e| out_err(path, e))?;
+    spill
+        .finish_compressed(header, &mut f)
+        .map_err(|e| io_err(path, e))?;
+    f.commit().map_err(|e| out_err(path, e))
+}
+
 /// Writes a periodic trace (magic `WHATIFTP`) atomically (compressed: a name ending in
 /// `.zst`).
 pub fn write_periodic_file(p: &Periodic, path: &Path) -> Result<(), TraceError> {

@@ -11,6 +11,17 @@
 //!
 //! The folder and its files are removed when the spill is dropped, finished or not, and by
 //! [`safe_output::remove_temporaries`] when the run is interrupted.
+//!
+//! **Compressed** ([`ColumnSpill::create_compressed`], for an output that will be compressed
+//! anyway): each column file is one Zstandard frame, compressed on a worker thread while the
+//! producer goes on (a batch is queued at a time). [`ColumnSpill::finish_compressed`] then
+//! writes the output as a series of frames (the header, each column's file as it is, the
+//! padding and the trailer) without compressing anything again: Zstandard decodes
+//! concatenated frames as the concatenation of their contents, so the file *reads* exactly as
+//! the single-stream file [`crate::write_file`] would write, and is as deterministic (its
+//! bytes depend on the trace and the batch size only). A flat emulation of a million objects
+//! spills 5.26 GB of columns: compressed, about a tenth goes to disk, and the final write is a
+//! copy instead of a 17 s compression.
 
 use crate::binary::Out;
 use crate::columnar::{MAGIC, OPT_ARRIVAL, OPT_FLAGS, OPT_ITERATION, OPT_PRIORITY, OPT_START};
@@ -22,6 +33,8 @@ use sim_core::SimDuration;
 use std::fs::File;
 use std::io::{self, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::thread::JoinHandle;
 
 /// The columns, in the format's order ([`crate::columnar`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -74,7 +87,9 @@ const MAX_COUNT: u64 = u32::MAX as u64 - 1;
 #[derive(Debug)]
 pub struct ColumnSpill {
     dir: PathBuf,
-    files: Vec<BufWriter<File>>,
+    sink: Sink,
+    /// Bytes of each column so far (uncompressed).
+    col_bytes: [u64; COLS.len()],
     blocks: u64,
     deps: u64,
     sends: u64,
@@ -82,11 +97,101 @@ pub struct ColumnSpill {
     opt: u8,
 }
 
-fn put<T: bytemuck::Pod>(
-    w: &mut BufWriter<File>,
-    v: &[T],
-    to_le: impl Fn(T) -> T,
-) -> io::Result<()> {
+/// Where the columns go.
+#[derive(Debug)]
+enum Sink {
+    /// One file per column, as is.
+    Plain(Vec<BufWriter<File>>),
+    /// One Zstandard frame per column, compressed on a worker thread.
+    Compressed(Compressor),
+}
+
+/// The worker compressing a [`Sink::Compressed`] spill's batches.
+#[derive(Debug)]
+struct Compressor {
+    /// Batches to compress (one buffer per column); `None` once finished.
+    tx: Option<SyncSender<Vec<Vec<u8>>>>,
+    /// Buffers the worker has written, for the next batches.
+    back: Receiver<Vec<Vec<u8>>>,
+    worker: Option<JoinHandle<io::Result<()>>>,
+}
+
+/// The window of a column's compressor: 1 MiB (18 compressors hold about 40 MB). The
+/// 32,768-object stencil's file comes out 2% larger than one stream with Zstandard's default
+/// window (8 MiB at level 3); with 512 KiB, 8% larger.
+const COLUMN_WINDOW_LOG: u32 = 20;
+
+impl Compressor {
+    fn start(paths: Vec<PathBuf>) -> io::Result<Compressor> {
+        let mut encoders = Vec::with_capacity(paths.len());
+        for p in &paths {
+            let f = BufWriter::with_capacity(1 << 16, File::create(p)?);
+            let mut e = zstd::stream::write::Encoder::new(f, crate::compress::LEVEL)?;
+            e.window_log(COLUMN_WINDOW_LOG)?;
+            encoders.push(e);
+        }
+        // A batch is handed over when the worker takes it (no queue): at most two batches'
+        // buffers exist, the one compressed and the one the producer fills.
+        let (tx, rx) = sync_channel::<Vec<Vec<u8>>>(0);
+        let (back_tx, back) = sync_channel::<Vec<Vec<u8>>>(2);
+        let worker = std::thread::Builder::new()
+            .name("whatif-spill-zstd".into())
+            .spawn(move || -> io::Result<()> {
+                for mut batch in rx {
+                    for (e, b) in encoders.iter_mut().zip(&mut batch) {
+                        e.write_all(b)?;
+                        b.clear();
+                    }
+                    let _ = back_tx.try_send(batch);
+                }
+                for e in encoders {
+                    e.finish()?.flush()?;
+                }
+                Ok(())
+            })?;
+        Ok(Compressor {
+            tx: Some(tx),
+            back,
+            worker: Some(worker),
+        })
+    }
+
+    /// Empty buffers for a batch: returned ones, or new.
+    fn buffers(&mut self) -> Vec<Vec<u8>> {
+        self.back
+            .try_recv()
+            .unwrap_or_else(|_| vec![Vec::new(); COLS.len()])
+    }
+
+    /// Queues a batch; an error if the worker has stopped on one.
+    fn send(&mut self, batch: Vec<Vec<u8>>) -> io::Result<()> {
+        let sent = match &self.tx {
+            Some(tx) => tx.send(batch).is_ok(),
+            None => false,
+        };
+        if sent {
+            Ok(())
+        } else {
+            self.join()?;
+            Err(io::Error::other(
+                "the spill's compressor thread stopped early",
+            ))
+        }
+    }
+
+    /// Waits for the worker to write out every batch and close its frames.
+    fn join(&mut self) -> io::Result<()> {
+        self.tx = None;
+        match self.worker.take() {
+            Some(w) => w
+                .join()
+                .unwrap_or_else(|_| Err(io::Error::other("the spill's compressor thread failed"))),
+            None => Ok(()),
+        }
+    }
+}
+
+fn put<T: bytemuck::Pod>(w: &mut impl Write, v: &[T], to_le: impl Fn(T) -> T) -> io::Result<()> {
     if cfg!(target_endian = "little") {
         w.write_all(bytemuck::cast_slice(v))
     } else {
@@ -98,7 +203,7 @@ fn put<T: bytemuck::Pod>(
 }
 
 fn put_each<I, T: bytemuck::Pod>(
-    w: &mut BufWriter<File>,
+    w: &mut impl Write,
     items: impl Iterator<Item = I>,
     f: impl Fn(I) -> T,
 ) -> io::Result<()> {
@@ -111,21 +216,43 @@ fn put_each<I, T: bytemuck::Pod>(
 impl ColumnSpill {
     /// Creates the folder `dir` (which must not exist) and its column files.
     pub fn create(dir: &Path) -> io::Result<ColumnSpill> {
+        Self::create_as(dir, false)
+    }
+
+    /// As [`ColumnSpill::create`], the columns compressed as they come (see the
+    /// [module docs](self)).
+    pub fn create_compressed(dir: &Path) -> io::Result<ColumnSpill> {
+        Self::create_as(dir, true)
+    }
+
+    fn create_as(dir: &Path, compressed: bool) -> io::Result<ColumnSpill> {
         std::fs::create_dir(dir)?;
         safe_output::track_temporary(dir, true);
         let mut s = ColumnSpill {
             dir: dir.to_path_buf(),
-            files: Vec::with_capacity(COLS.len()),
+            sink: Sink::Plain(Vec::new()),
+            col_bytes: [0; COLS.len()],
             blocks: 0,
             deps: 0,
             sends: 0,
             opt: 0,
         };
-        for (i, _) in COLS.iter().enumerate() {
-            let f = File::create(s.path(i))?;
-            s.files.push(BufWriter::with_capacity(1 << 18, f));
+        let paths: Vec<PathBuf> = (0..COLS.len()).map(|i| s.path(i)).collect();
+        if compressed {
+            s.sink = Sink::Compressed(Compressor::start(paths)?);
+        } else {
+            let mut files = Vec::with_capacity(COLS.len());
+            for p in paths {
+                files.push(BufWriter::with_capacity(1 << 18, File::create(p)?));
+            }
+            s.sink = Sink::Plain(files);
         }
         Ok(s)
+    }
+
+    /// Whether the columns are compressed ([`ColumnSpill::create_compressed`]).
+    pub fn is_compressed(&self) -> bool {
+        matches!(self.sink, Sink::Compressed(_))
     }
 
     fn path(&self, i: usize) -> PathBuf {
@@ -152,7 +279,6 @@ impl ColumnSpill {
                 "a trace of {nb} blocks, {nd} dependencies and {ns} sends: the trace format holds at most {MAX_COUNT} of each"
             )));
         }
-        let f = &mut self.files;
         let opt_col = |v: &[u64]| v.iter().any(|&x| x != NONE_U64);
         if s.iteration.iter().any(|&x| x != NO_ITERATION) {
             self.opt |= OPT_ITERATION;
@@ -169,27 +295,14 @@ impl ColumnSpill {
         if opt_col(&s.recorded_arrival) {
             self.opt |= OPT_ARRIVAL;
         }
-        for (i, c) in COLS.iter().enumerate() {
-            let w = &mut f[i];
-            match c {
-                Col::Object => put(w, &s.object, u32::to_le)?,
-                Col::Entry => put(w, &s.entry, u32::to_le)?,
-                Col::Duration => put(w, &s.duration_ps, u64::to_le)?,
-                Col::Trigger => put(w, &s.trigger, u64::to_le)?,
-                Col::Iteration => fill(w, &s.iteration, n, NO_ITERATION, u32::to_le)?,
-                Col::Priority => fill(w, &s.priority, n, 0, i32::to_le)?,
-                Col::Flags => fill(w, &s.flags, n, 0, |x| x)?,
-                Col::Start => fill(w, &s.recorded_start, n, NONE_U64, u64::to_le)?,
-                Col::Arrival => fill(w, &s.recorded_arrival, n, NONE_U64, u64::to_le)?,
-                Col::DepsEnd => put_each(w, s.deps_end.iter(), |&e| (e + d0 as u32).to_le())?,
-                Col::Deps => put_each(w, s.deps.iter(), |&d| (d as u32).to_le())?,
-                Col::SendsEnd => put_each(w, s.sends_end.iter(), |&e| (e + s0 as u32).to_le())?,
-                Col::SendMsg => put_each(w, s0..ns, u64::to_le)?,
-                Col::SendOffset => put_each(w, s.sends.iter(), |x| x.offset.as_ps().to_le())?,
-                Col::SendBytes => put_each(w, s.sends.iter(), |x| x.bytes.to_le())?,
-                Col::SendEntry => put_each(w, s.sends.iter(), |x| x.entry.0.to_le())?,
-                Col::SendKind => put_each(w, s.sends.iter(), |x| x.dest.kind_code())?,
-                Col::SendDest => put_each(w, s.sends.iter(), |x| x.dest.id_code().to_le())?,
+        match &mut self.sink {
+            Sink::Plain(files) => {
+                write_columns(files, s, (d0, s0, ns), &mut self.col_bytes)?;
+            }
+            Sink::Compressed(c) => {
+                let mut bufs = c.buffers();
+                write_columns(&mut bufs, s, (d0, s0, ns), &mut self.col_bytes)?;
+                c.send(bufs)?;
             }
         }
         (self.blocks, self.deps, self.sends) = (nb, nd, ns);
@@ -209,12 +322,17 @@ impl ColumnSpill {
         self.opt & bit != 0
     }
 
-    /// Writes the columnar trace: `header`'s metadata, entries, objects and groups (its
-    /// blocks, if any, are ignored), then the columns pushed, then the trailer.
-    pub fn finish(&mut self, header: &Trace, w: &mut dyn Write) -> io::Result<()> {
-        for f in &mut self.files {
-            f.flush()?;
+    /// Writes every column out: flushes the files, or lets the compressor finish its frames.
+    fn flush_columns(&mut self) -> io::Result<()> {
+        match &mut self.sink {
+            Sink::Plain(files) => files.iter_mut().try_for_each(|f| f.flush()),
+            Sink::Compressed(c) => c.join(),
         }
+    }
+
+    /// The columnar header (`header`'s metadata, entries, objects and groups; its blocks, if
+    /// any, are ignored) and the padding after it.
+    fn head(&self, header: &Trace) -> io::Result<Vec<u8>> {
         let mut head = Out { w: Vec::new() };
         head.bytes(MAGIC)?;
         head.bytes(&VERSION.to_le_bytes())?;
@@ -229,31 +347,83 @@ impl ColumnSpill {
         head.v(0)?; // iteration-label stride
         head.v(0)?; // varying blocks
         head.u8(0)?; // end anchors
-        let mut at = head.w.len() as u64;
-        w.write_all(&head.w)?;
-        let pad = |w: &mut dyn Write, at: &mut u64| -> io::Result<()> {
-            let k = (pad8(*at) - *at) as usize;
-            *at += k as u64;
-            w.write_all(&[0u8; 8][..k])
-        };
-        pad(w, &mut at)?;
+        let at = head.w.len() as u64;
+        head.w.resize(pad8(at) as usize, 0);
+        Ok(head.w)
+    }
+
+    /// The columns in the file, in order, with the zero bytes that follow each.
+    fn columns_in_file(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
+        let mut at = 0u64;
+        COLS.iter()
+            .enumerate()
+            .filter(|(_, c)| self.written(**c))
+            .map(move |(i, _)| {
+                // Columns start 8-aligned (the header is padded), so each one's padding
+                // depends on its own length only.
+                at += self.col_bytes[i];
+                let pad = pad8(at) - at;
+                at += pad;
+                (i, pad as usize)
+            })
+    }
+
+    /// Writes the columnar trace: `header`'s metadata, entries, objects and groups (its
+    /// blocks, if any, are ignored), then the columns pushed, then the trailer. Plain bytes
+    /// whichever way the columns were spilled (compressed ones are decoded on the way).
+    pub fn finish(&mut self, header: &Trace, w: &mut dyn Write) -> io::Result<()> {
+        self.flush_columns()?;
+        w.write_all(&self.head(header)?)?;
+        let compressed = self.is_compressed();
         let mut buf = vec![0u8; 1 << 20];
-        for (i, c) in COLS.iter().enumerate() {
-            if !self.written(*c) {
-                continue;
-            }
-            let mut f = File::open(self.path(i))?;
+        for (i, pad) in self.columns_in_file().collect::<Vec<_>>() {
+            let f = File::open(self.path(i))?;
+            let mut r: Box<dyn Read> = if compressed {
+                Box::new(crate::compress::decoder(f)?)
+            } else {
+                Box::new(f)
+            };
             loop {
-                let k = f.read(&mut buf)?;
+                let k = r.read(&mut buf)?;
                 if k == 0 {
                     break;
                 }
                 w.write_all(&buf[..k])?;
-                at += k as u64;
             }
-            pad(w, &mut at)?;
+            w.write_all(&[0u8; 8][..pad])?;
         }
         w.write_all(TRAILER)?;
+        w.flush()
+    }
+
+    /// With compressed columns ([`ColumnSpill::create_compressed`]): writes the trace as
+    /// Zstandard frames to `w` (the file itself): the header, each column's frame as
+    /// spilled, the padding and the trailer. It decompresses to [`ColumnSpill::finish`]'s
+    /// bytes. An error for a plain spill.
+    pub fn finish_compressed(&mut self, header: &Trace, w: &mut dyn Write) -> io::Result<()> {
+        if !self.is_compressed() {
+            return Err(io::Error::other(
+                "finish_compressed needs a spill created compressed",
+            ));
+        }
+        self.flush_columns()?;
+        let frame = |w: &mut dyn Write, bytes: &[u8]| -> io::Result<()> {
+            if bytes.is_empty() {
+                return Ok(());
+            }
+            w.write_all(&zstd::bulk::compress(bytes, crate::compress::LEVEL)?)
+        };
+        frame(w, &self.head(header)?)?;
+        let mut tail = Vec::new();
+        for (i, pad) in self.columns_in_file().collect::<Vec<_>>() {
+            // The padding before this column goes in a frame of its own.
+            frame(w, &tail)?;
+            tail.clear();
+            io::copy(&mut File::open(self.path(i))?, w)?;
+            tail.resize(pad, 0);
+        }
+        tail.extend_from_slice(TRAILER);
+        frame(w, &tail)?;
         w.flush()
     }
 }
@@ -262,12 +432,18 @@ impl ColumnSpill {
     /// The blocks pushed, back in memory as one segment (absolute references, sends'
     /// labels ignored), and the folder removed.
     pub fn into_segment(mut self) -> io::Result<Segment> {
-        for f in &mut self.files {
-            f.flush()?;
-        }
-        fn col<T: bytemuck::Pod + Default>(path: &Path, n: u64) -> io::Result<Vec<T>> {
+        self.flush_columns()?;
+        let z = self.is_compressed();
+        fn col<T: bytemuck::Pod + Default>(z: bool, path: &Path, n: u64) -> io::Result<Vec<T>> {
             let mut v = vec![T::default(); n as usize];
-            File::open(path)?.read_exact(bytemuck::cast_slice_mut(&mut v))?;
+            let f = File::open(path)?;
+            let buf = bytemuck::cast_slice_mut(&mut v);
+            if z {
+                crate::compress::decoder(f)?.read_exact(buf)?;
+            } else {
+                let mut f = f;
+                f.read_exact(buf)?;
+            }
             Ok(v)
         }
         let (n, d, k) = (self.blocks, self.deps, self.sends);
@@ -275,31 +451,31 @@ impl ColumnSpill {
         let le32 = |v: Vec<u32>| -> Vec<u32> { v.into_iter().map(u32::from_le).collect() };
         let le64 = |v: Vec<u64>| -> Vec<u64> { v.into_iter().map(u64::from_le).collect() };
         let mut s = Segment {
-            object: le32(col(&p(Col::Object), n)?),
-            entry: le32(col(&p(Col::Entry), n)?),
-            duration_ps: le64(col(&p(Col::Duration), n)?),
-            trigger: le64(col(&p(Col::Trigger), n)?),
-            iteration: le32(col(&p(Col::Iteration), n)?),
-            priority: col::<i32>(&p(Col::Priority), n)?
+            object: le32(col(z, &p(Col::Object), n)?),
+            entry: le32(col(z, &p(Col::Entry), n)?),
+            duration_ps: le64(col(z, &p(Col::Duration), n)?),
+            trigger: le64(col(z, &p(Col::Trigger), n)?),
+            iteration: le32(col(z, &p(Col::Iteration), n)?),
+            priority: col::<i32>(z, &p(Col::Priority), n)?
                 .into_iter()
                 .map(i32::from_le)
                 .collect(),
-            flags: col(&p(Col::Flags), n)?,
-            recorded_start: le64(col(&p(Col::Start), n)?),
-            recorded_arrival: le64(col(&p(Col::Arrival), n)?),
-            deps_end: le32(col(&p(Col::DepsEnd), n)?),
-            deps: le32(col(&p(Col::Deps), d)?)
+            flags: col(z, &p(Col::Flags), n)?,
+            recorded_start: le64(col(z, &p(Col::Start), n)?),
+            recorded_arrival: le64(col(z, &p(Col::Arrival), n)?),
+            deps_end: le32(col(z, &p(Col::DepsEnd), n)?),
+            deps: le32(col(z, &p(Col::Deps), d)?)
                 .into_iter()
                 .map(u64::from)
                 .collect(),
-            sends_end: le32(col(&p(Col::SendsEnd), n)?),
+            sends_end: le32(col(z, &p(Col::SendsEnd), n)?),
             sends: Vec::with_capacity(k as usize),
         };
-        let offset = le64(col(&p(Col::SendOffset), k)?);
-        let bytes = le64(col(&p(Col::SendBytes), k)?);
-        let entry = le32(col(&p(Col::SendEntry), k)?);
-        let kind: Vec<u8> = col(&p(Col::SendKind), k)?;
-        let dest = le32(col(&p(Col::SendDest), k)?);
+        let offset = le64(col(z, &p(Col::SendOffset), k)?);
+        let bytes = le64(col(z, &p(Col::SendBytes), k)?);
+        let entry = le32(col(z, &p(Col::SendEntry), k)?);
+        let kind: Vec<u8> = col(z, &p(Col::SendKind), k)?;
+        let dest = le32(col(z, &p(Col::SendDest), k)?);
         for j in 0..k as usize {
             s.sends.push(Send {
                 msg: MsgId(j as u64),
@@ -314,9 +490,61 @@ impl ColumnSpill {
     }
 }
 
+/// Appends the columns of `s` (absolute references; `d0`, `s0`: dependencies and sends
+/// before it, `ns`: sends after it) to `ws`, one writer per column, counting their bytes.
+fn write_columns<W: Write>(
+    ws: &mut [W],
+    s: &Segment,
+    (d0, s0, ns): (u64, u64, u64),
+    col_bytes: &mut [u64; COLS.len()],
+) -> io::Result<()> {
+    let n = s.len();
+    let nd = s.deps.len() as u64;
+    let nsends = s.sends.len() as u64;
+    for (i, c) in COLS.iter().enumerate() {
+        let w = &mut ws[i];
+        match c {
+            Col::Object => put(w, &s.object, u32::to_le)?,
+            Col::Entry => put(w, &s.entry, u32::to_le)?,
+            Col::Duration => put(w, &s.duration_ps, u64::to_le)?,
+            Col::Trigger => put(w, &s.trigger, u64::to_le)?,
+            Col::Iteration => fill(w, &s.iteration, n, NO_ITERATION, u32::to_le)?,
+            Col::Priority => fill(w, &s.priority, n, 0, i32::to_le)?,
+            Col::Flags => fill(w, &s.flags, n, 0, |x| x)?,
+            Col::Start => fill(w, &s.recorded_start, n, NONE_U64, u64::to_le)?,
+            Col::Arrival => fill(w, &s.recorded_arrival, n, NONE_U64, u64::to_le)?,
+            Col::DepsEnd => put_each(w, s.deps_end.iter(), |&e| (e + d0 as u32).to_le())?,
+            Col::Deps => put_each(w, s.deps.iter(), |&d| (d as u32).to_le())?,
+            Col::SendsEnd => put_each(w, s.sends_end.iter(), |&e| (e + s0 as u32).to_le())?,
+            Col::SendMsg => put_each(w, s0..ns, u64::to_le)?,
+            Col::SendOffset => put_each(w, s.sends.iter(), |x| x.offset.as_ps().to_le())?,
+            Col::SendBytes => put_each(w, s.sends.iter(), |x| x.bytes.to_le())?,
+            Col::SendEntry => put_each(w, s.sends.iter(), |x| x.entry.0.to_le())?,
+            Col::SendKind => put_each(w, s.sends.iter(), |x| x.dest.kind_code())?,
+            Col::SendDest => put_each(w, s.sends.iter(), |x| x.dest.id_code().to_le())?,
+        }
+        // Every column has one fixed-size value per block, dependency or send.
+        col_bytes[i] += match c {
+            Col::Object
+            | Col::Entry
+            | Col::Iteration
+            | Col::Priority
+            | Col::DepsEnd
+            | Col::SendsEnd => 4 * n as u64,
+            Col::Duration | Col::Trigger | Col::Start | Col::Arrival => 8 * n as u64,
+            Col::Flags => n as u64,
+            Col::Deps => 4 * nd,
+            Col::SendMsg | Col::SendOffset | Col::SendBytes => 8 * nsends,
+            Col::SendEntry | Col::SendDest => 4 * nsends,
+            Col::SendKind => nsends,
+        };
+    }
+    Ok(())
+}
+
 /// Writes an optional column: `v`, or `n` copies of `none` when the batch has no such column.
 fn fill<T: bytemuck::Pod>(
-    w: &mut BufWriter<File>,
+    w: &mut impl Write,
     v: &[T],
     n: usize,
     none: T,
@@ -331,7 +559,13 @@ fn fill<T: bytemuck::Pod>(
 
 impl Drop for ColumnSpill {
     fn drop(&mut self) {
-        self.files.clear();
+        // Close the files (the compressor's thread writes until its queue is empty).
+        match &mut self.sink {
+            Sink::Plain(files) => files.clear(),
+            Sink::Compressed(c) => {
+                let _ = c.join();
+            }
+        }
         let _ = std::fs::remove_dir_all(&self.dir);
         safe_output::track_temporary(&self.dir, false);
     }

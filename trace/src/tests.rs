@@ -853,18 +853,48 @@ fn a_spilled_trace_has_the_bytes_of_the_trace_written_at_once() {
         plain.clear();
         columnar::write_columnar_flat(&t, &mut plain).unwrap();
         let n = t.num_blocks();
-        // Every way of cutting the blocks into two or three batches.
-        for a in 0..=n {
-            for b in (a..=n).step_by(3) {
-                let sd = dir.join(format!("s{k}-{a}-{b}"));
-                let mut sp = spill::ColumnSpill::create(&sd).unwrap();
+        // Every way of cutting the blocks into two or three batches, spilled plain or
+        // compressed.
+        for (a, b, z) in (0..=n)
+            .flat_map(|a| (a..=n).step_by(3).map(move |b| (a, b)))
+            .flat_map(|(a, b)| [(a, b, false), (a, b, true)])
+        {
+            {
+                let sd = dir.join(format!("s{k}-{a}-{b}-{z}"));
+                let mut sp = if z {
+                    spill::ColumnSpill::create_compressed(&sd).unwrap()
+                } else {
+                    spill::ColumnSpill::create(&sd).unwrap()
+                };
+                assert_eq!(sp.is_compressed(), z);
                 for r in [0..a, a..b, b..n] {
                     sp.push(&segment_of(&t, r)).unwrap();
                 }
                 assert_eq!(sp.blocks(), n as u64);
                 let mut out = Vec::new();
                 sp.finish(&t, &mut out).unwrap();
-                assert!(out == plain, "trace {k}, cut at {a} and {b}");
+                assert!(
+                    out == plain,
+                    "trace {k}, cut at {a} and {b}, compressed {z}"
+                );
+                if z {
+                    // As frames: they decode to the same bytes, and read as the trace.
+                    let mut frames = Vec::new();
+                    sp.finish_compressed(&t, &mut frames).unwrap();
+                    assert_eq!(&frames[..4], &compress::ZSTD_MAGIC);
+                    let decoded = zstd::stream::decode_all(&frames[..]).unwrap();
+                    assert!(decoded == plain, "frames cut at {a} and {b}");
+                    let f = dir.join(format!("f{k}-{a}-{b}.trace.zst"));
+                    std::fs::write(&f, &frames).unwrap();
+                    let back = crate::read_trace_file(&f).unwrap();
+                    assert_eq!(back.num_blocks(), n);
+                    let mut again = Vec::new();
+                    sp.finish_compressed(&t, &mut again).unwrap();
+                    assert!(again == frames, "the same bytes a second time");
+                } else {
+                    let mut frames = Vec::new();
+                    assert!(sp.finish_compressed(&t, &mut frames).is_err());
+                }
                 // Back in memory: the same segment, and the folder removed.
                 let all = segment_of(&t, 0..n);
                 let back = sp.into_segment().unwrap();

@@ -155,6 +155,9 @@ pub fn emulate(a: &EmulateSpec) -> Result<Emulated> {
             dir: safe_output::scratch_beside(out, "blocks"),
             batch_blocks: batch,
             detect_blocks,
+            // A compressed output's columns are compressed as they are spilled, on a
+            // second thread, and copied into the file at the end.
+            compress: trace::compress::is_compressed_name(out),
         }),
         _ => None,
     };
@@ -282,7 +285,7 @@ pub fn emulate(a: &EmulateSpec) -> Result<Emulated> {
 pub fn write(e: &mut emulator::Emulation, out: &Path) -> Result<String> {
     let t = &e.trace;
     if let Some(sp) = &mut e.spilled {
-        trace::write_file(out, |w| sp.finish(t, w)).ctx(|| format!("writing {}", out.display()))?;
+        trace::write_spill_file(sp, t, out).ctx(|| format!("writing {}", out.display()))?;
         e.spilled = None;
         memory::checkpoint("writing the trace");
         return Ok(String::new());
