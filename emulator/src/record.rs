@@ -26,7 +26,11 @@
 //!   memory).
 //! * If the recorder holds `detect_blocks` blocks while nothing has repeated (iterations too
 //!   large to hold two of, or none repeating), detection stops: everything recorded is made
-//!   absolute and spilled, and the rest of the run is recorded flat, a batch at a time.
+//!   absolute and spilled, and the rest of the run is recorded flat, a batch at a time. It
+//!   stops as soon as the segment being recorded (an iteration's) passes half of
+//!   `detect_blocks`: a run of such segments needs two held, more than the cap, so nothing
+//!   is lost by stopping there, and half as much is held (at a million objects, 2 M blocks
+//!   of an iteration's 6.2 M instead of 4 M).
 //! * Without detection, the blocks are spilled a batch at a time from the start.
 //!
 //! A spilled recording ends as [`Recorded::Spilled`]: the trace's header and its blocks on
@@ -338,7 +342,8 @@ impl Recorder {
                 }
             } else if self.run.is_none()
                 && self.pieces.is_empty()
-                && self.held_blocks() >= plan.detect_blocks
+                && (self.held_blocks() >= plan.detect_blocks
+                    || (self.max_label.is_some() && self.cur.len() as u64 > plan.detect_blocks / 2))
             {
                 self.stop_detecting()?;
             }
