@@ -19,8 +19,9 @@ whatif replay s.trace --net latency:lat=100us   # what if the latency were 100 u
 whatif emulate stencil3d --pes 64 --set grid=64x64x64 --set block=8x8x8 --set iters=10 --out big.trace.zst\n\n\
 Large runs: blocks that do not repeat are written beside the output as they are recorded (a \
 hidden folder .NAME.whatif-blocks.PID, removed at the end), so memory stays near the program's \
-objects; the disk needs the trace's uncompressed size there. A name ending in .zst compresses \
-the trace (often 10-20x).",
+objects; the disk needs the trace's uncompressed size there, or with a name ending in .zst \
+(which compresses the trace, often 10-20x) about its compressed size, compressed on a second \
+thread as the run goes.",
         scenarios::programs::help()
     )
 }
