@@ -157,8 +157,9 @@ impl Head {
 /// A message in flight or waiting, or a continuation waiting for its block to end: what its
 /// block's start needs (its object, priority and arrival are in its [`Head`]; a
 /// continuation's dependencies in its [`Payload::Done`]). Kept small: a million-object run
-/// has millions of items in flight (`Item<stencil3d::Msg>` is 56 bytes; 120 when the
-/// trigger was an `Option`, dependencies a `Vec` here and reduction fields inline).
+/// has millions of items in flight (one of a stencil-like message is at most 56 bytes, a unit
+/// test checks; 120 when the trigger was an `Option`, dependencies a `Vec` here and reduction
+/// fields inline).
 #[derive(Debug)]
 struct Item<M> {
     /// The triggering message's label, or [`NO_TRIGGER`].
@@ -729,6 +730,8 @@ mod size_tests {
             item <= 56,
             "an item of a stencil-like message is {item} bytes"
         );
+        let payload = std::mem::size_of::<crate::ctx::Payload<Ghostly>>();
+        assert!(payload <= 32, "its payload is {payload} bytes");
         assert_eq!(std::mem::size_of::<super::Head>(), 16);
     }
 }

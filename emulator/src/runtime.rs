@@ -175,9 +175,9 @@ pub(crate) fn instantiate<P: Program>(
     })
 }
 
-/// A reduction completed at an element: its continuation payload and the blocks it depends
-/// on (the contributing blocks at this element, with their effective receive times).
-/// A completed reduction: a [`Payload::Done`] continuation carrying its dependencies.
+/// A reduction completed at an element: its [`Payload::Done`] continuation, which carries
+/// the blocks it depends on (the contributing blocks at this element, with their effective
+/// receive times).
 pub(crate) type Completion<M> = Payload<M>;
 
 /// The result of running one message.
@@ -226,8 +226,7 @@ impl<O: Chare<Msg = M>, M: Message> Slot<O, M> {
     ) -> Option<Completion<M>> {
         if need == 1 {
             // The only contribution expected here (an element without children in the
-            // tree, most of them): complete at once, in the same box, without pending
-            // state (which at a million objects was 140 MB at the final reduction).
+            // tree, most of them): complete at once, in the same box, without pending state.
             r.blocks = vec![block];
             return Some(Payload::Done(r));
         }

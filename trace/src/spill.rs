@@ -14,7 +14,7 @@
 //!
 //! **Compressed** ([`ColumnSpill::create_compressed`], for an output that will be compressed
 //! anyway): each column file is one Zstandard frame, compressed on a worker thread while the
-//! producer goes on (a batch is queued at a time). [`ColumnSpill::finish_compressed`] then
+//! producer goes on (up to a batch of columns is queued). [`ColumnSpill::finish_compressed`] then
 //! writes the output as a series of frames (the header, each column's file as it is, the
 //! padding and the trailer) without compressing anything again: Zstandard decodes
 //! concatenated frames as the concatenation of their contents, so the file *reads* exactly as
@@ -228,26 +228,25 @@ impl ColumnSpill {
     fn create_as(dir: &Path, compressed: bool) -> io::Result<ColumnSpill> {
         std::fs::create_dir(dir)?;
         safe_output::track_temporary(dir, true);
-        let mut s = ColumnSpill {
-            dir: dir.to_path_buf(),
-            sink: Sink::Plain(Vec::new()),
-            col_bytes: [0; COLS.len()],
-            blocks: 0,
-            deps: 0,
-            sends: 0,
-            opt: 0,
-        };
-        let paths: Vec<PathBuf> = (0..COLS.len()).map(|i| s.path(i)).collect();
-        if compressed {
-            s.sink = Sink::Compressed(Compressor::start(paths)?);
+        let paths: Vec<PathBuf> = (0..COLS.len()).map(|i| column_path(dir, i)).collect();
+        let sink = if compressed {
+            Sink::Compressed(Compressor::start(paths)?)
         } else {
             let mut files = Vec::with_capacity(COLS.len());
             for p in paths {
                 files.push(BufWriter::with_capacity(1 << 18, File::create(p)?));
             }
-            s.sink = Sink::Plain(files);
-        }
-        Ok(s)
+            Sink::Plain(files)
+        };
+        Ok(ColumnSpill {
+            dir: dir.to_path_buf(),
+            sink,
+            col_bytes: [0; COLS.len()],
+            blocks: 0,
+            deps: 0,
+            sends: 0,
+            opt: 0,
+        })
     }
 
     /// Whether the columns are compressed ([`ColumnSpill::create_compressed`]).
@@ -256,7 +255,7 @@ impl ColumnSpill {
     }
 
     fn path(&self, i: usize) -> PathBuf {
-        self.dir.join(format!("col{i:02}"))
+        column_path(&self.dir, i)
     }
 
     /// Blocks pushed so far.
@@ -437,12 +436,11 @@ impl ColumnSpill {
         let z = self.is_compressed();
         fn col<T: bytemuck::Pod + Default>(z: bool, path: &Path, n: u64) -> io::Result<Vec<T>> {
             let mut v = vec![T::default(); n as usize];
-            let f = File::open(path)?;
+            let mut f = File::open(path)?;
             let buf = bytemuck::cast_slice_mut(&mut v);
             if z {
-                crate::compress::decoder(f)?.read_exact(buf)?;
+                crate::compress::decoder(&mut f)?.read_exact(buf)?;
             } else {
-                let mut f = f;
                 f.read_exact(buf)?;
             }
             Ok(v)
@@ -491,6 +489,28 @@ impl ColumnSpill {
     }
 }
 
+/// Column `i`'s file in spill folder `dir`.
+fn column_path(dir: &Path, i: usize) -> PathBuf {
+    dir.join(format!("col{i:02}"))
+}
+
+/// A writer that counts the bytes written through it.
+struct Counted<'a, W> {
+    w: &'a mut W,
+    n: u64,
+}
+
+impl<W: Write> Write for Counted<'_, W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let k = self.w.write(buf)?;
+        self.n += k as u64;
+        Ok(k)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.w.flush()
+    }
+}
+
 /// Appends column `c` of `s` (absolute references; `d0`, `s0`: dependencies and sends
 /// before it, `ns`: sends after it) to `w`; returns the bytes written.
 fn write_column(
@@ -500,45 +520,28 @@ fn write_column(
     (d0, s0, ns): (u64, u64, u64),
 ) -> io::Result<u64> {
     let n = s.len();
-    let nd = s.deps.len() as u64;
-    let nsends = s.sends.len() as u64;
-    {
-        match c {
-            Col::Object => put(w, &s.object, u32::to_le)?,
-            Col::Entry => put(w, &s.entry, u32::to_le)?,
-            Col::Duration => put(w, &s.duration_ps, u64::to_le)?,
-            Col::Trigger => put(w, &s.trigger, u64::to_le)?,
-            Col::Iteration => fill(w, &s.iteration, n, NO_ITERATION, u32::to_le)?,
-            Col::Priority => fill(w, &s.priority, n, 0, i32::to_le)?,
-            Col::Flags => fill(w, &s.flags, n, 0, |x| x)?,
-            Col::Start => fill(w, &s.recorded_start, n, NONE_U64, u64::to_le)?,
-            Col::Arrival => fill(w, &s.recorded_arrival, n, NONE_U64, u64::to_le)?,
-            Col::DepsEnd => put_each(w, s.deps_end.iter(), |&e| (e + d0 as u32).to_le())?,
-            Col::Deps => put_each(w, s.deps.iter(), |&d| (d as u32).to_le())?,
-            Col::SendsEnd => put_each(w, s.sends_end.iter(), |&e| (e + s0 as u32).to_le())?,
-            Col::SendMsg => put_each(w, s0..ns, u64::to_le)?,
-            Col::SendOffset => put_each(w, s.sends.iter(), |x| x.offset.as_ps().to_le())?,
-            Col::SendBytes => put_each(w, s.sends.iter(), |x| x.bytes.to_le())?,
-            Col::SendEntry => put_each(w, s.sends.iter(), |x| x.entry.0.to_le())?,
-            Col::SendKind => put_each(w, s.sends.iter(), |x| x.dest.kind_code())?,
-            Col::SendDest => put_each(w, s.sends.iter(), |x| x.dest.id_code().to_le())?,
-        }
-        // Every column has one fixed-size value per block, dependency or send.
-        Ok(match c {
-            Col::Object
-            | Col::Entry
-            | Col::Iteration
-            | Col::Priority
-            | Col::DepsEnd
-            | Col::SendsEnd => 4 * n as u64,
-            Col::Duration | Col::Trigger | Col::Start | Col::Arrival => 8 * n as u64,
-            Col::Flags => n as u64,
-            Col::Deps => 4 * nd,
-            Col::SendMsg | Col::SendOffset | Col::SendBytes => 8 * nsends,
-            Col::SendEntry | Col::SendDest => 4 * nsends,
-            Col::SendKind => nsends,
-        })
+    let w = &mut Counted { w, n: 0 };
+    match c {
+        Col::Object => put(w, &s.object, u32::to_le)?,
+        Col::Entry => put(w, &s.entry, u32::to_le)?,
+        Col::Duration => put(w, &s.duration_ps, u64::to_le)?,
+        Col::Trigger => put(w, &s.trigger, u64::to_le)?,
+        Col::Iteration => fill(w, &s.iteration, n, NO_ITERATION, u32::to_le)?,
+        Col::Priority => fill(w, &s.priority, n, 0, i32::to_le)?,
+        Col::Flags => fill(w, &s.flags, n, 0, |x| x)?,
+        Col::Start => fill(w, &s.recorded_start, n, NONE_U64, u64::to_le)?,
+        Col::Arrival => fill(w, &s.recorded_arrival, n, NONE_U64, u64::to_le)?,
+        Col::DepsEnd => put_each(w, s.deps_end.iter(), |&e| (e + d0 as u32).to_le())?,
+        Col::Deps => put_each(w, s.deps.iter(), |&d| (d as u32).to_le())?,
+        Col::SendsEnd => put_each(w, s.sends_end.iter(), |&e| (e + s0 as u32).to_le())?,
+        Col::SendMsg => put_each(w, s0..ns, u64::to_le)?,
+        Col::SendOffset => put_each(w, s.sends.iter(), |x| x.offset.as_ps().to_le())?,
+        Col::SendBytes => put_each(w, s.sends.iter(), |x| x.bytes.to_le())?,
+        Col::SendEntry => put_each(w, s.sends.iter(), |x| x.entry.0.to_le())?,
+        Col::SendKind => put_each(w, s.sends.iter(), |x| x.dest.kind_code())?,
+        Col::SendDest => put_each(w, s.sends.iter(), |x| x.dest.id_code().to_le())?,
     }
+    Ok(w.n)
 }
 
 /// Writes an optional column: `v`, or `n` copies of `none` when the batch has no such column.

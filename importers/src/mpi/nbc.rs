@@ -23,49 +23,39 @@
 use super::colls::Coll;
 use super::{Ctx, Req, Seg};
 
-/// SimGrid 3.32's tag for the non-blocking version of blocking collective `name`
+/// SimGrid 3.32's tags for the non-blocking versions of the blocking collectives named
 /// (`COLL_TAG_*` of `src/smpi/include/private.hpp`, less one for a user's call): what a
-/// trace's `wait` and `test` lines name the request by (with source and destination
-/// `-333`). `None` for a name without a non-blocking version here.
+/// trace's `wait` and `test` lines name the request by (their source and destination vary
+/// by rank). iscan and iexscan share one (`-888 - 1`).
+const SIMGRID_NBC_TAGS: [(&str, i64); 14] = [
+    ("reduce", -113),
+    ("scatter", -224),
+    ("scatterv", -335),
+    ("gather", -446),
+    ("allgather", -557),
+    ("allgatherv", -668),
+    ("barrier", -779),
+    ("alltoallv", -1001),
+    ("alltoall", -1113),
+    ("gatherv", -2224),
+    ("bcast", -3335),
+    ("allreduce", -4446),
+    ("scan", -889),
+    ("exscan", -889),
+];
+
+/// SimGrid 3.32's tag for the non-blocking version of blocking collective `name`
+/// ([`SIMGRID_NBC_TAGS`]); `None` for a name without a non-blocking version here.
 pub(crate) fn simgrid_nbc_tag(name: &str) -> Option<i64> {
-    Some(match name {
-        "reduce" => -113,
-        "scatter" => -224,
-        "scatterv" => -335,
-        "gather" => -446,
-        "allgather" => -557,
-        "allgatherv" => -668,
-        "barrier" => -779,
-        "alltoallv" => -1001,
-        "alltoall" => -1113,
-        "gatherv" => -2224,
-        "bcast" => -3335,
-        "allreduce" => -4446,
-        // iscan and iexscan share one (`-888 - 1`).
-        "scan" | "exscan" => -889,
-        _ => return None,
-    })
+    SIMGRID_NBC_TAGS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|&(_, t)| t)
 }
 
-/// Whether `tag` (as a trace's `wait` writes it) is one of [`simgrid_nbc_tag`]'s.
+/// Whether `tag` (as a trace's `wait` writes it) is one of [`SIMGRID_NBC_TAGS`].
 pub(crate) fn is_simgrid_nbc_tag(tag: i64) -> bool {
-    [
-        "reduce",
-        "scatter",
-        "scatterv",
-        "gather",
-        "allgather",
-        "allgatherv",
-        "barrier",
-        "alltoallv",
-        "alltoall",
-        "gatherv",
-        "bcast",
-        "allreduce",
-        "scan",
-    ]
-    .iter()
-    .any(|n| simgrid_nbc_tag(n) == Some(tag))
+    SIMGRID_NBC_TAGS.iter().any(|&(_, t)| t == tag)
 }
 
 /// The tag whatif's messages of a non-blocking collective carry: SimGrid's, moved below
