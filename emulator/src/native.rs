@@ -270,7 +270,7 @@ where
         let slot = &mut slots[sh.local[env.to as usize] as usize];
         let exec = slot.execute(
             sh.world,
-            ObjRef(env.to),
+            (ObjRef(env.to), sh.world.pe_of[env.to as usize]),
             env.payload,
             Clock::Wall,
             (0, 0),

@@ -44,6 +44,11 @@ impl Ready {
         }
     }
 
+    /// The FIFO's items from its front (the next to start unless a smaller key comes).
+    pub(crate) fn upcoming(&self) -> impl Iterator<Item = u32> + '_ {
+        self.fifo.iter().map(|k| k.item)
+    }
+
     pub(crate) fn is_empty(&self) -> bool {
         self.fifo.is_empty() && self.heap.is_empty()
     }

@@ -295,13 +295,14 @@ impl<O: Chare<Msg = M>, M: Message> Slot<O, M> {
         self.pending.iter().map(|p| (p.stream, p.seq, p.got))
     }
 
-    /// Runs `payload` on this object (`me`), recording sends into `scratch.outs` (cleared
-    /// first). `block` is the id the execution gets in the trace and its effective receive
-    /// time (for reduction dependencies).
+    /// Runs `payload` on this object (`(me, pe)`: its id and its PE), recording sends into `scratch.outs`
+    /// (cleared first). `block` is the id the execution gets in the trace and its effective
+    /// receive time (for reduction dependencies). The caller knows the PE: per-object tables
+    /// are read only when needed (each is a cache miss at a million objects).
     pub(crate) fn execute(
         &mut self,
         world: &World,
-        me: ObjRef,
+        (me, pe): (ObjRef, u32),
         payload: Payload<M>,
         clock: Clock,
         block: (u32, u64),
@@ -310,11 +311,11 @@ impl<O: Chare<Msg = M>, M: Message> Slot<O, M> {
         scratch.outs.clear();
         scratch.contribs.clear();
         let u = world.user_entries;
-        let need = world.need[me.0 as usize];
+        let need = || world.need[me.0 as usize];
         let mut ctx = Ctx {
             me,
             coll: self.coll,
-            pe: world.pe_of[me.0 as usize],
+            pe,
             pes: world.pes,
             clock,
             t0: (clock == Clock::Wall).then(Instant::now),
@@ -336,7 +337,7 @@ impl<O: Chare<Msg = M>, M: Message> Slot<O, M> {
                 u + 2
             }
             Payload::Contrib(r) => {
-                completions.extend(self.accumulate(need, r, block));
+                completions.extend(self.accumulate(need(), r, block));
                 u
             }
             Payload::Done(mut r) => {
@@ -400,7 +401,7 @@ impl<O: Chare<Msg = M>, M: Message> Slot<O, M> {
                 cb: c.cb,
                 blocks: Vec::new(),
             });
-            completions.extend(self.accumulate(need, r, block));
+            completions.extend(self.accumulate(need(), r, block));
         }
         scratch.contribs = contribs;
         Executed {
