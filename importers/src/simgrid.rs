@@ -25,7 +25,7 @@
 //! | `Ssend`/`ISsend`, `bsend`/`ibsend` | synchronous sends (never complete at once), buffered sends (always do); SimGrid 3.32 writes them but its replay does not know them |
 //! | `recv`/`irecv src tag n [dt]` | a blocking / non-blocking receive; source `-333` (how SimGrid writes `MPI_ANY_SOURCE`) or `-555`, tag `-444` (`MPI_ANY_TAG`) are wildcards |
 //! | `wait src dst tag` | waits for the oldest open request with these fields as written (SimGrid's request store); none: a no-op, counted in the notes |
-//! | `waitall` | waits for every open request of the rank |
+//! | `waitall` | waits for every open request of the rank, except those a later `wait` names (SimGrid traces a `wait` only for a request still open, so the program's `MPI_Waitall` did not include them; see `Taken`) |
 //! | `test ...` | no-op: the request stays open for a later wait |
 //! | `sendRecv n dst m src [dt dt']` | a send (tag 0), a receive (tag 0), a wait for both |
 //! | `ibarrier`, `ibcast`, `ireduce`, `iallreduce`, `ialltoall(v)`, `igather(v)`, `iscatter(v)`, `iallgather(v)`, `iscan`, `iexscan` (arguments as the blocking form's) | a non-blocking collective: every message posted at the call, as SimGrid runs it ([`crate::mpi`]'s `nbc`); its request is completed by a `wait` naming its tag (SimGrid writes `-333 -333 TAG` on rank 0, `0 0 TAG` elsewhere) or a `waitall`. `ireducescatter` is refused |
@@ -592,6 +592,8 @@ struct Oddities {
     waits_on_nothing: u64,
     /// `wait`s naming no open request while others are open (SimGrid returns at once).
     waits_unmatched: u64,
+    /// `wait`s taking back a request from the `waitall` before them (see [`Taken`]).
+    waits_after_waitall: u64,
     /// `test`s (kept open).
     tests: u64,
     /// Actions with a derived datatype (id -1: 0 bytes).
@@ -619,6 +621,12 @@ impl Oddities {
             v.push(format!(
                 "{} waits name no open request (source, destination, tag): no-ops, as in SimGrid 3.32's replay",
                 self.waits_unmatched
+            ));
+        }
+        if self.waits_after_waitall > 0 {
+            v.push(format!(
+                "{} waits name a request open at the waitall before them: SimGrid traces a wait only for a request still open, so that waitall did not wait for it, and the wait does (SimGrid 3.32's replay lets the waitall take it and then aborts: \"action wait not preceded by any irecv or isend\")",
+                self.waits_after_waitall
             ));
         }
         if self.tests > 0 {
@@ -690,15 +698,33 @@ impl Requests {
     fn is_empty(&self) -> bool {
         self.open == 0
     }
-    /// Every open request, oldest first; none is left open.
-    fn take_all(&mut self) -> Vec<Req> {
-        let mut all: Vec<(u64, Open)> = self.by_key.drain().flat_map(|(_, q)| q).collect();
+    /// Every open request, oldest first; none is left open. `self` becomes what was open.
+    fn take_all(&mut self) -> (Vec<Req>, Requests) {
+        let taken = std::mem::take(self);
+        let mut all: Vec<(u64, &Open)> = taken
+            .by_key
+            .values()
+            .flat_map(|q| q.iter().map(|(n, o)| (*n, o)))
+            .collect();
         all.sort_unstable_by_key(|&(n, _)| n);
-        self.open = 0;
-        all.iter()
+        let reqs = all
+            .iter()
             .flat_map(|(_, o)| o.reqs().iter().copied())
-            .collect()
+            .collect();
+        (reqs, taken)
     }
+}
+
+/// The requests the rank's last `waitall` took, any of which a later `wait` may take back:
+/// SimGrid traces a `wait` only for a request still open (`PMPI_Wait` writes nothing for
+/// `MPI_REQUEST_NULL`, which a completed request becomes), so a `wait` naming a request the
+/// `waitall` took shows that the program's `MPI_Waitall` did not include it (LULESH waits
+/// for its sends with `MPI_Waitall`, then for each receive with `MPI_Wait`; the trace's
+/// `waitall` does not say which requests it had).
+struct Taken {
+    /// The `waitall`'s operation, if it waited for anything.
+    op: Option<usize>,
+    reqs: Requests,
 }
 
 struct Args<'a> {
@@ -1168,6 +1194,7 @@ fn import_with(
         let mut coll_size = (0u64, 0u64);
         let mut first = true;
         let mut store = Requests::default();
+        let mut taken: Option<Taken> = None;
         let laid_out = src.each(r as usize, &mut |fi, line, text| {
             if first {
                 first_file[r as usize] = fi;
@@ -1258,13 +1285,27 @@ fn import_with(
                         Some(open) => {
                             cx.wait(&mut s, open.reqs(), "wait");
                         }
-                        None if store.is_empty() => odd.waits_on_nothing += 1,
-                        None => odd.waits_unmatched += 1,
+                        None => match taken.as_mut().and_then(|t| Some((t.op, t.reqs.pop(key)?))) {
+                            Some((op, open)) => {
+                                if let Some(op) = op {
+                                    cx.release_from_wait(op, open.reqs());
+                                }
+                                cx.wait(&mut s, open.reqs(), "wait");
+                                odd.waits_after_waitall += 1;
+                            }
+                            None if store.is_empty() => odd.waits_on_nothing += 1,
+                            None => odd.waits_unmatched += 1,
+                        },
                     }
                 }
                 "waitall" => {
-                    let reqs = store.take_all();
-                    cx.wait(&mut s, &reqs, "waitall");
+                    let (reqs, open) = store.take_all();
+                    let op = cx.next_op();
+                    let waited = cx.wait(&mut s, &reqs, "waitall");
+                    taken = Some(Taken {
+                        op: waited.then_some(op),
+                        reqs: open,
+                    });
                 }
                 "sendrecv" => {
                     let n = x.count(0, "send count")?;

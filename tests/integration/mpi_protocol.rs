@@ -240,6 +240,32 @@ fn non_blocking_collectives_post_every_message_at_the_call_and_complete_at_the_w
 }
 
 #[test]
+fn a_wait_after_a_waitall_takes_its_request_back() {
+    // Rank 0 posts a receive and a 64 KiB send (held until its transfer ends), waits for
+    // "all", computes 10 us, then waits for the receive: SimGrid traces a `wait` only for a
+    // request still open, so the program's waitall had the send alone (LULESH's pattern).
+    // Rank 1 posts its receive at 20 us (the 64 KiB transfer: 20 + 1 + 65.552 = 86.552 us)
+    // and sends 100 B at once (arrives at 86.552 + 1.116 = 87.668 us).
+    let text = "0 init\n1 init\n\
+                0 irecv 1 5 100 6\n0 isend 1 5 65536 6\n0 waitall 2\n0 compute 10000\n\
+                0 wait 1 0 5\n\
+                1 compute 20000\n1 recv 0 5 65536 6\n1 send 0 5 100 6\n";
+    // The waitall ends with the send (86.552), the computation at 96.552, the receive had
+    // arrived. Had the waitall taken the receive too (SimGrid's replay, whatif before stop
+    // 49): 87.668 + 10 = 97.668. Had it waited for nothing: 87.668.
+    assert_eq!(makespan_ns(text, "simgrid"), 96552.0);
+    let p = ti("wa.txt", text);
+    let notes = imp(&p, "simgrid").notes.join("\n");
+    assert!(
+        notes.contains("1 waits name a request open at the waitall before them"),
+        "{notes}"
+    );
+    // A wait naming nothing the waitall took stays a no-op.
+    let text2 = text.replace("0 wait 1 0 5", "0 wait 1 0 7");
+    assert_eq!(makespan_ns(&text2, "simgrid"), 97668.0);
+}
+
+#[test]
 fn a_non_blocking_reduce_scatter_is_refused_with_a_reason() {
     let p = ti(
         "irs.txt",

@@ -417,6 +417,30 @@ impl Ctx {
         true
     }
 
+    /// Takes `reqs` back out of the wait recorded as operation `op` (a later `wait` shows
+    /// that an earlier `waitall` did not include them; see the SimGrid importer). The wait's
+    /// other requests keep their order; a wait left with none only ends its segment there.
+    pub(crate) fn release_from_wait(&mut self, op: usize, reqs: &[Req]) {
+        let Some(Op::Wait { from, len, .. }) = self.ops.get_mut(op) else {
+            return;
+        };
+        let (from, end) = (*from as usize, (*from + *len) as usize);
+        let mut kept = from;
+        for k in from..end {
+            let r = self.wait_reqs[k];
+            if !reqs.contains(&r) {
+                self.wait_reqs[kept] = r;
+                kept += 1;
+            }
+        }
+        *len = (kept - from) as u32;
+    }
+
+    /// The index the next recorded operation gets (see [`Self::release_from_wait`]).
+    pub(crate) fn next_op(&self) -> usize {
+        self.ops.len()
+    }
+
     /// Ends the open segment here; the next one is named `name` (stamped with the stamp).
     #[cfg_attr(not(feature = "otf2"), allow(dead_code))]
     pub(crate) fn cut(&mut self, s: &mut Seg, name: &str) {
