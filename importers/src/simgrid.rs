@@ -26,6 +26,7 @@
 //! | `recv`/`irecv src tag n [dt]` | a blocking / non-blocking receive; source `-333` (how SimGrid writes `MPI_ANY_SOURCE`) or `-555`, tag `-444` (`MPI_ANY_TAG`) are wildcards |
 //! | `wait src dst tag` | waits for the oldest open request with these fields as written (SimGrid's request store); none: a no-op, counted in the notes |
 //! | `waitall` | waits for every open request of the rank, except those a later `wait` names (SimGrid traces a `wait` only for a request still open, so the program's `MPI_Waitall` did not include them; see `Taken`) |
+//! | `testall` | waits for every open request of the rank (and those of the `testall` before it), unless a later `testall`, `waitall` or `wait` takes them back (see `Taken`); SimGrid 3.32's replay refuses it |
 //! | `test ...` | no-op: the request stays open for a later wait |
 //! | `sendRecv n dst m src [dt dt']` | a send (tag 0), a receive (tag 0), a wait for both |
 //! | `ibarrier`, `ibcast`, `ireduce`, `iallreduce`, `ialltoall(v)`, `igather(v)`, `iscatter(v)`, `iallgather(v)`, `iscan`, `iexscan` (arguments as the blocking form's) | a non-blocking collective: every message posted at the call, as SimGrid runs it ([`crate::mpi`]'s `nbc`); its request is completed by a `wait` naming its tag (SimGrid writes `-333 -333 TAG` on rank 0, `0 0 TAG` elsewhere) or a `waitall`. `ireducescatter` is refused |
@@ -91,7 +92,7 @@ impl<'a> Action<'a> {
 }
 
 /// Every action name this importer knows, lower case.
-const ACTIONS: [&str; 49] = [
+const ACTIONS: [&str; 50] = [
     "init",
     "finalize",
     "comm_size",
@@ -141,15 +142,15 @@ const ACTIONS: [&str; 49] = [
     "iallgatherv",
     "iscan",
     "iexscan",
+    "testall",
 ];
 
 /// Request-completion actions SimGrid 3.32 writes but neither its replay nor whatif runs.
-const UNSUPPORTED: [&str; 8] = [
+const UNSUPPORTED: [&str; 7] = [
     "waitany",
     "waitsome",
     "testany",
     "testsome",
-    "testall",
     "start",
     "startall",
     "ireducescatter",
@@ -158,9 +159,6 @@ const UNSUPPORTED: [&str; 8] = [
 /// Why an [`UNSUPPORTED`] action cannot be replayed.
 fn unsupported_why(action: &str) -> &'static str {
     match action {
-        "testall" => {
-            "whether it completes its requests depends on when they finish, which a time-independent trace does not record (a testall loop is a waitall; SimGrid 3.32's replay refuses it too)"
-        }
         "ireducescatter" => {
             "a non-blocking reduce-scatter is not modelled (SimGrid 3.32's replay refuses it too; the other non-blocking collectives are)"
         }
@@ -596,6 +594,10 @@ struct Oddities {
     waits_after_waitall: u64,
     /// `test`s (kept open).
     tests: u64,
+    /// `testall`s.
+    testalls: u64,
+    /// `testall`s whose requests a later `testall` or `waitall` took back (see [`Taken`]).
+    testalls_taken_back: u64,
     /// Actions with a derived datatype (id -1: 0 bytes).
     derived: u64,
     /// `comm_split`/`comm_dup` lines.
@@ -625,8 +627,14 @@ impl Oddities {
         }
         if self.waits_after_waitall > 0 {
             v.push(format!(
-                "{} waits name a request open at the waitall before them: SimGrid traces a wait only for a request still open, so that waitall did not wait for it, and the wait does (SimGrid 3.32's replay lets the waitall take it and then aborts: \"action wait not preceded by any irecv or isend\")",
+                "{} waits name a request open at the waitall or testall before them: SimGrid traces a wait only for a request still open, so that waitall did not wait for it, and the wait does (SimGrid 3.32's replay lets the waitall take it and then aborts: \"action wait not preceded by any irecv or isend\")",
                 self.waits_after_waitall
+            ));
+        }
+        if self.testalls > 0 {
+            v.push(format!(
+                "{} testalls: each waits for its requests unless a later testall, waitall or wait takes them back ({} were), as the program does when it fails (SimGrid 3.32's replay refuses testall)",
+                self.testalls, self.testalls_taken_back
             ));
         }
         if self.tests > 0 {
@@ -698,20 +706,40 @@ impl Requests {
     fn is_empty(&self) -> bool {
         self.open == 0
     }
-    /// Every open request, oldest first; none is left open. `self` becomes what was open.
-    fn take_all(&mut self) -> (Vec<Req>, Requests) {
-        let taken = std::mem::take(self);
-        let mut all: Vec<(u64, &Open)> = taken
+    /// Every open request, as a store of its own; none is left open here (the order numbers
+    /// go on, so the two stores can be merged).
+    fn take_all(&mut self) -> Requests {
+        let taken = Requests {
+            by_key: std::mem::take(&mut self.by_key),
+            n: self.n,
+            open: self.open,
+        };
+        self.open = 0;
+        taken
+    }
+    /// Adds the requests of `older` (taken from this store earlier), keeping each key's
+    /// requests oldest first.
+    fn absorb(&mut self, older: Requests) {
+        for (key, q) in older.by_key {
+            let mine = self.by_key.entry(key).or_default();
+            for r in q.into_iter().rev() {
+                mine.push_front(r);
+            }
+            mine.make_contiguous().sort_by_key(|&(n, _)| n);
+        }
+        self.open += older.open;
+    }
+    /// Every request, oldest first.
+    fn all(&self) -> Vec<Req> {
+        let mut all: Vec<(u64, &Open)> = self
             .by_key
             .values()
             .flat_map(|q| q.iter().map(|(n, o)| (*n, o)))
             .collect();
         all.sort_unstable_by_key(|&(n, _)| n);
-        let reqs = all
-            .iter()
+        all.iter()
             .flat_map(|(_, o)| o.reqs().iter().copied())
-            .collect();
-        (reqs, taken)
+            .collect()
     }
 }
 
@@ -721,10 +749,21 @@ impl Requests {
 /// `waitall` took shows that the program's `MPI_Waitall` did not include it (LULESH waits
 /// for its sends with `MPI_Waitall`, then for each receive with `MPI_Wait`; the trace's
 /// `waitall` does not say which requests it had).
+///
+/// A `testall`'s requests are waited for at the `testall` unless a later `testall`,
+/// `waitall` or `wait` takes them back: a program goes on after a `testall` that failed and
+/// completes its requests later (TeaLeaf: `MPI_Testall` of its left-right exchange, then, if
+/// it failed, an `MPI_Waitall` after posting the next exchange; a polling loop: `testall`
+/// until one succeeds). Whether it failed depends on timing, which the trace does not
+/// record, but waiting at the later completion is what the program does when it fails, and
+/// costs nothing more when the requests are done by then; at the last `testall` of a loop,
+/// or one that no completion follows, the program saw them complete.
 struct Taken {
-    /// The `waitall`'s operation, if it waited for anything.
+    /// The operation waiting for them, if it waited for anything.
     op: Option<usize>,
     reqs: Requests,
+    /// Taken by a `testall`.
+    by_testall: bool,
 }
 
 struct Args<'a> {
@@ -1298,13 +1337,22 @@ fn import_with(
                         },
                     }
                 }
-                "waitall" => {
-                    let (reqs, open) = store.take_all();
+                "waitall" | "testall" => {
+                    odd.testalls += (a.name == "testall") as u64;
+                    let mut open = store.take_all();
+                    if let Some(t) = taken.take_if(|t| t.by_testall) {
+                        if let Some(op) = t.op {
+                            cx.release_from_wait(op, &t.reqs.all());
+                        }
+                        open.absorb(t.reqs);
+                        odd.testalls_taken_back += 1;
+                    }
                     let op = cx.next_op();
-                    let waited = cx.wait(&mut s, &reqs, "waitall");
+                    let waited = cx.wait(&mut s, &open.all(), a.name);
                     taken = Some(Taken {
                         op: waited.then_some(op),
                         reqs: open,
+                        by_testall: a.name == "testall",
                     });
                 }
                 "sendrecv" => {
@@ -1369,7 +1417,7 @@ fn import_with(
                 }
                 other => {
                     return Err(x.err(
-                        "a TI action (init, compute, sleep, send, isend, Ssend, ISsend, bsend, ibsend, recv, irecv, wait, waitall, test, sendRecv, barrier, bcast, reduce, allreduce, alltoall, alltoallv, gather, gatherv, scatter, scatterv, allgather, allgatherv, reducescatter, scan, exscan, their non-blocking forms ibarrier, ibcast, ..., comm_size, comm_split, comm_dup, location, finalize)",
+                        "a TI action (init, compute, sleep, send, isend, Ssend, ISsend, bsend, ibsend, recv, irecv, wait, waitall, test, testall, sendRecv, barrier, bcast, reduce, allreduce, alltoall, alltoallv, gather, gatherv, scatter, scatterv, allgather, allgatherv, reducescatter, scan, exscan, their non-blocking forms ibarrier, ibcast, ..., comm_size, comm_split, comm_dup, location, finalize)",
                         format!("`{other}`"),
                     ));
                 }
@@ -1460,8 +1508,8 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("sg-unsupported-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         for (action, why) in [
-            ("testall", "a testall loop is a waitall"),
             ("waitany", "which finishes first"),
+            ("testany", "which finishes first"),
             ("testsome", "which finishes first"),
             ("startall", "persistent requests"),
         ] {

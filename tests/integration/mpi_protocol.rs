@@ -257,12 +257,37 @@ fn a_wait_after_a_waitall_takes_its_request_back() {
     let p = ti("wa.txt", text);
     let notes = imp(&p, "simgrid").notes.join("\n");
     assert!(
-        notes.contains("1 waits name a request open at the waitall before them"),
+        notes.contains("1 waits name a request open at the waitall or testall before them"),
         "{notes}"
     );
     // A wait naming nothing the waitall took stays a no-op.
     let text2 = text.replace("0 wait 1 0 5", "0 wait 1 0 7");
     assert_eq!(makespan_ns(&text2, "simgrid"), 97668.0);
+}
+
+#[test]
+fn a_testall_waits_unless_a_later_completion_takes_its_requests_back() {
+    // Rank 0 posts a receive (its message leaves rank 1 at 20 us, arrives at 21.116 us),
+    // tests all, computes 5 us, then (TeaLeaf's pattern) waits for all: the program, had its
+    // testall failed, waits at the waitall, and the receive is waited for there.
+    let base = "0 init\n1 init\n1 compute 20000\n1 send 0 5 100 6\n0 irecv 1 5 100 6\n0 testall\n";
+    let text = format!("{base}0 compute 5000\n0 waitall 1\n0 compute 3000\n");
+    // The waitall ends at 21.116 us, then 3 us: 24.116. Had the testall waited: 21.116 + 5
+    // + 3 = 29.116.
+    assert_eq!(makespan_ns(&text, "simgrid"), 24116.0);
+    // Nothing after the testall completes anything: it waits (the program saw the request
+    // complete there), then 5 us.
+    let text = format!("{base}0 compute 5000\n");
+    assert_eq!(makespan_ns(&text, "simgrid"), 26116.0);
+    // A polling loop: testall, compute 2 us, testall, compute 2 us, testall (the last one
+    // succeeded): the requests are waited for at the last, then 1 us.
+    let text =
+        format!("{base}0 compute 2000\n0 testall\n0 compute 2000\n0 testall\n0 compute 1000\n");
+    assert_eq!(makespan_ns(&text, "simgrid"), 22116.0);
+    let p = ti("ta.txt", &text);
+    let notes = imp(&p, "simgrid").notes.join("\n");
+    assert!(notes.contains("3 testalls: each waits"), "{notes}");
+    assert!(notes.contains("(2 were)"), "{notes}");
 }
 
 #[test]
