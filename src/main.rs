@@ -947,7 +947,7 @@ fn platform_cmd(a: PlatformArgs) -> Result<()> {
         );
     }
     println!(
-        "replay a SimGrid trace (index file TI) on it with:\n  smpirun -np {} -platform {out}/platform.xml -hostfile {out}/hostfile -replay TI {}\nand compare with:\n  whatif replay TI --format simgrid --flops-per-s {} --net {}",
+        "replay a SimGrid trace (index file TI) on it with:\n  smpirun -np {} -platform {out}/platform.xml -hostfile {out}/hostfile -replay TI {}\nand compare with:\n  whatif replay TI --format simgrid --flops-per-s {} --net {}\nfor agreement to the nanosecond when links are shared, add to smpirun:\n  --cfg=network/optim:Full --cfg=surf/precision:1e-13\n(SimGrid 3.32's default lazy update can give two flows on one link its whole bandwidth each, and smpirun rounds times to 1 ns)",
         a.pes,
         network_models::simgrid::smpirun_cfg(p).join(" "),
         a.flops_per_s,
