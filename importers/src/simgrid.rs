@@ -645,7 +645,7 @@ impl Oddities {
         }
         if self.derived > 0 {
             v.push(format!(
-                "{} actions use a derived datatype (id -1), whose size SimGrid 3.32 does not record: 0 bytes, as its replay does",
+                "{} actions use a derived datatype (id -1), whose size SimGrid 3.32 does not record: 0 bytes, as its replay does; the program sent more, so its communication is understated (HPL's panel broadcasts: recorded with -DHPL_NO_MPI_DATATYPE, 8 ranks on a 100 MB/s fat-tree took 29% longer): record with contiguous types where the program allows",
                 self.derived
             ));
         }
