@@ -371,7 +371,7 @@ impl<P: Program> Emu<'_, P> {
         }
     }
 
-    /// [`Self::arrive_ev`] for item `slot`, its PE looked up.
+    /// [`arrive_ev`] for item `slot`, its PE looked up.
     fn arrive_ev_of(&self, slot: u32) -> u64 {
         let obj = self.items[slot as usize].as_ref().expect("live item").obj;
         arrive_ev(self.vp_of[obj as usize], slot)

@@ -299,10 +299,11 @@ impl<O: Chare<Msg = M>, M: Message> Slot<O, M> {
         self.pending.iter().map(|p| (p.stream, p.seq, p.got))
     }
 
-    /// Runs `payload` on this object (`(me, pe)`: its id and its PE), recording sends into `scratch.outs`
-    /// (cleared first). `block` is the id the execution gets in the trace and its effective
-    /// receive time (for reduction dependencies). The caller knows the PE: per-object tables
-    /// are read only when needed (each is a cache miss at a million objects).
+    /// Runs `payload` on this object (`(me, pe)`: its id and its PE), recording sends into
+    /// `scratch.outs` (cleared first). `block` is the id the execution gets in the trace and
+    /// its effective receive time (for reduction dependencies). The caller knows the PE:
+    /// per-object tables are read only when needed (each is a cache miss at a million
+    /// objects).
     pub(crate) fn execute(
         &mut self,
         world: &World,

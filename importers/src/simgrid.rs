@@ -590,7 +590,8 @@ struct Oddities {
     waits_on_nothing: u64,
     /// `wait`s naming no open request while others are open (SimGrid returns at once).
     waits_unmatched: u64,
-    /// `wait`s taking back a request from the `waitall` before them (see [`Taken`]).
+    /// `wait`s taking back a request from the `waitall` or `testall` before them (see
+    /// [`Taken`]).
     waits_after_waitall: u64,
     /// `test`s (kept open).
     tests: u64,
@@ -717,15 +718,14 @@ impl Requests {
         self.open = 0;
         taken
     }
-    /// Adds the requests of `older` (taken from this store earlier), keeping each key's
-    /// requests oldest first.
+    /// Adds the requests of `older`, taken from this store before any of its own were
+    /// posted, in front of each key's own: each key's requests stay oldest first.
     fn absorb(&mut self, older: Requests) {
         for (key, q) in older.by_key {
             let mine = self.by_key.entry(key).or_default();
             for r in q.into_iter().rev() {
                 mine.push_front(r);
             }
-            mine.make_contiguous().sort_by_key(|&(n, _)| n);
         }
         self.open += older.open;
     }
