@@ -135,10 +135,14 @@ fn ev(kind: u64, index: u32) -> u64 {
     (kind << KIND_SHIFT) | index as u64
 }
 
-/// Ready items read ahead of their start by `Emu::warm` (measured at a million objects: 8
-/// saved about 5 s of 59; 16 was slower, most of a PE's ready items not starting before it
-/// is busy again).
+/// Ready items (and their objects) read ahead of their start by `Emu::warm` (measured at a
+/// million objects: 8 items saved about 5 s of 59; 16 was slower, most of a PE's ready items
+/// not starting before it is busy again).
 const WARM: usize = 8;
+
+/// Sends of a block whose destination PE is read ahead of their handling (a stencil's six
+/// ghosts; sends beyond these look theirs up when handled).
+const OUTS_AHEAD: usize = 8;
 
 /// The arrival of item `slot` at `vps[vp]`: the PE rides in the event, so an arrival reads
 /// neither the item nor the object's PE (a cache miss each, at a million objects), unless
@@ -361,7 +365,11 @@ impl<P: Program> Emu<'_, P> {
     fn alloc(&mut self, item: Item<P::Msg>) -> u32 {
         match self.free.pop() {
             Some(i) => {
-                self.items[i as usize] = Some(item);
+                // A freed slot holds `None`: writing over it without reading it first (an
+                // assignment would read it to drop it, a cache miss on a slot freed long ago)
+                // leaks nothing. `mem::forget` of the replaced value makes its read dead.
+                debug_assert!(self.items[i as usize].is_none());
+                std::mem::forget(std::mem::replace(&mut self.items[i as usize], Some(item)));
                 i
             }
             None => {
@@ -550,20 +558,29 @@ impl<P: Program> Emu<'_, P> {
     }
 
     /// Reads the next [`WARM`] ready items of `vps[v]` at once (independent loads, which
-    /// the CPU overlaps) before they start one by one: at a million objects each is a cache
-    /// miss, and a block's start otherwise waits for its own item's alone. A hint only: what
-    /// starts, and in what order, is `Ready::pop`'s. Returns how many it read.
+    /// the CPU overlaps), then their objects' slots the same way, before they start one by
+    /// one: at a million objects each is a cache miss, and a block's start otherwise waits
+    /// for its own item and then for its object. A dispatch usually runs several blocks
+    /// (a stencil's zero-time ghost receives, then its computation), so most of what this
+    /// reads is used at once. A hint only: what starts, and in what order, is
+    /// `Ready::pop`'s. Returns how many items it read.
     fn warm(&self, v: u32) -> u32 {
-        let mut acc = 0u32;
+        let mut objs = [u32::MAX; WARM];
         let mut n = 0;
-        for it in self.vps[v as usize].ready.upcoming().take(WARM) {
+        for (o, it) in objs.iter_mut().zip(self.vps[v as usize].ready.upcoming()) {
             if let Some(item) = &self.items[it as usize] {
-                acc ^= item.obj;
+                *o = item.obj;
             }
             n += 1;
         }
+        let mut acc = 0u32;
+        for &o in &objs[..n] {
+            if let Some(slot) = self.inst.slots.get(o as usize) {
+                acc ^= slot.coll.id;
+            }
+        }
         std::hint::black_box(acc);
-        n
+        n as u32
     }
 
     /// The running block of `vps[pe]` ends at `t`: release the continuations it completed.
@@ -621,7 +638,13 @@ impl<P: Program> Emu<'_, P> {
         let mut send_oh = 0u64;
         self.sends.clear();
         let mut outs = std::mem::take(&mut self.scratch.outs);
-        for out in outs.drain(..) {
+        // The destinations' PE indices, read together before the sends are handled one by
+        // one: at a million objects each is a cache miss, and independent loads overlap.
+        let mut dst_vps = [0u32; OUTS_AHEAD];
+        for (d, out) in dst_vps.iter_mut().zip(&outs) {
+            *d = self.vp_of[out.to.0 as usize];
+        }
+        for (o, out) in outs.drain(..).enumerate() {
             let msg = MsgId(self.rec.ns + self.sends.len() as u64);
             let entry = match &out.payload {
                 Payload::User(m) => m.entry() as u32,
@@ -638,7 +661,10 @@ impl<P: Program> Emu<'_, P> {
             });
             // The destination's PE through its index in `vps` (which the arrival event
             // carries): one lookup in a table the size of the objects, not two.
-            let dst_vp = self.vp_of[out.to.0 as usize];
+            let dst_vp = match dst_vps.get(o) {
+                Some(&v) => v,
+                None => self.vp_of[out.to.0 as usize],
+            };
             let dst = self.vp_pe[dst_vp as usize];
             let bytes = out.bytes;
             let slot = self.alloc(Item {
