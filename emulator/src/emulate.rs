@@ -369,7 +369,7 @@ impl<P: Program> Emu<'_, P> {
                 // assignment would read it to drop it, a cache miss on a slot freed long ago)
                 // leaks nothing. `mem::forget` of the replaced value makes its read dead.
                 debug_assert!(self.items[i as usize].is_none());
-                std::mem::forget(std::mem::replace(&mut self.items[i as usize], Some(item)));
+                std::mem::forget(self.items[i as usize].replace(item));
                 i
             }
             None => {
