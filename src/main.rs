@@ -184,7 +184,8 @@ const INSPECT_HELP: &str = "\
 Examples:
   whatif gen halo3d --dims 4x4x4 --out h.trace
   whatif inspect h.trace
-  whatif inspect h.trace --json --objects placement.csv   # placement.csv: for --map file:PATH";
+  whatif inspect h.trace --json --objects placement.csv   # placement.csv: for --map file:PATH
+  whatif inspect ../shared/data/charm-stencil3d/logs/p2/stencil3d.prj.sts --format projections  # notes on stderr";
 
 const EXPORT_HELP: &str = "\
 Examples:
@@ -438,8 +439,15 @@ struct GenArgs {
 
 #[derive(Args)]
 struct InspectArgs {
-    /// Trace file (binary or JSON lines).
+    /// Trace file (binary or JSON lines), or with --format a foreign trace.
     trace: PathBuf,
+    /// Read the input as this foreign format instead of a whatif trace (as `whatif import`
+    /// does, with its notes on stderr): bgtrace, projections, simgrid, goal, otf2 (otf2 in
+    /// builds with the `otf2` feature).
+    #[arg(long, value_parser = parse_format)]
+    format: Option<importers::Format>,
+    #[command(flatten)]
+    import: ImportOpts,
     /// Print the summary as JSON.
     #[arg(long)]
     json: bool,
@@ -901,7 +909,18 @@ fn export_cmd(a: ExportArgs) -> Result<()> {
     limits::refuse_overwrite(std::slice::from_ref(&a.trace), &[("--out", &a.out)])?;
     files::check_outputs(&[("--out", &a.out)], &[], false)?;
     // The GOAL text is built in memory: about 64 bytes per operation.
-    let r = workflow::read_whatif_trace(&a.trace)?;
+    let r = match trace::read_repeated_file(&a.trace) {
+        Ok(r) => r,
+        // `--format` is not an option here: a foreign trace is converted first.
+        Err(e) => match workflow::input::guess_format(&a.trace) {
+            Some(format) => bail!(
+                "{}: `whatif export` reads whatif traces; if it is a {format} trace, convert it first: `whatif import {format} {} --out t.trace` ({e})",
+                a.trace.display(),
+                a.trace.display()
+            ),
+            None => return Err(workflow::WorkflowError::from(e).into()),
+        },
+    };
     let text_bytes = r
         .num_blocks()
         .saturating_add(r.num_sends())
@@ -1014,7 +1033,16 @@ fn inspect(a: InspectArgs) -> Result<()> {
             &[("--objects", out.as_path())],
         )?;
     }
-    let t = workflow::read_whatif_trace(&a.trace)?;
+    let t = match a.format {
+        None => workflow::read_whatif_trace(&a.trace)?,
+        Some(f) => workflow::load(
+            &a.trace,
+            Some(f),
+            &a.import.spec(),
+            &workflow::MachineSpec::default(),
+            a.quiet,
+        )?,
+    };
     if let Some(out) = &a.objects {
         safe_output::write_atomic(out, &lb_strategies::mapfile::recorded_csv(t.body()))?;
     }

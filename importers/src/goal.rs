@@ -1087,6 +1087,7 @@ pub fn import_limited(
             .map(|r| trace::ObjectInfo {
                 name: format!("rank{r}"),
                 recorded_pe: PeId(r as u32),
+                moves: Vec::new(),
             })
             .collect(),
         groups: Vec::new(),

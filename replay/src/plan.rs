@@ -13,7 +13,9 @@
 //! reach back `lag` iterations (block `i` of iteration `k` waits for block `j` of iteration
 //! `k - lag`, when `k >= lag`); messages stay within an iteration.
 
-use crate::{CpuScale, EntryNetStats, MessageStats, ReplayConfig, ReplayError, SchedPolicy};
+use crate::{
+    CpuScale, EntryNetStats, Mapping, MessageStats, ReplayConfig, ReplayError, SchedPolicy,
+};
 use network_models::{MessageInfo, NetworkModel};
 use sim_core::{Ratio, SimDuration};
 use trace::{BlockId, Repeated, Trace};
@@ -177,7 +179,28 @@ impl Plan {
                 NIL - 1
             )));
         }
-        let block_pe = block_pes(trace, &map, cfg.remap.as_ref(), pes)?;
+        // The recorded mapping follows the objects a load balancer moved in the recorded
+        // run (scaled as the objects' PEs are when the PE count differs); a remap (a
+        // strategy's decision) or another mapping places each object as it says.
+        let moves = (cfg.remap.is_none()
+            && matches!(cfg.mapping, Mapping::Recorded)
+            && trace.has_recorded_moves())
+        .then(|| trace.recorded_block_pes());
+        let block_pe = match &moves {
+            Some(rec) => {
+                let (p, r) = (pes as u64, trace.meta.recorded_pes.max(1) as u64);
+                rec.iter()
+                    .map(|&pe| {
+                        if p == r {
+                            pe
+                        } else {
+                            (pe as u64 * p / r) as u32
+                        }
+                    })
+                    .collect()
+            }
+            None => block_pes(trace, &map, cfg.remap.as_ref(), pes)?,
+        };
 
         let iter_labels = distinct_labels(
             trace
@@ -235,6 +258,12 @@ impl Plan {
         let mut chain_next = Vec::new();
         if cfg.recorded_order {
             chain_next = vec![NIL; n];
+            // Each block's recorded PE (an object that moved ran its blocks on several).
+            let rec_pe = if trace.has_recorded_moves() {
+                trace.recorded_block_pes()
+            } else {
+                Vec::new()
+            };
             // Network blocks run on no PE: they are not in any PE's chain.
             let mut order: Vec<(u32, u64, u32)> = trace
                 .block_ids()
@@ -247,7 +276,10 @@ impl Plan {
                         ))
                     })?;
                     Ok((
-                        trace.objects[b.object.index()].recorded_pe.0,
+                        rec_pe
+                            .get(id.index())
+                            .copied()
+                            .unwrap_or(trace.objects[b.object.index()].recorded_pe.0),
                         t.as_ps(),
                         id.0,
                     ))

@@ -82,8 +82,13 @@ fn recorded_order_is_the_recorded_run(p: &Program, chares: usize) {
 ///
 /// At a latency that dwarfs the compute (1 s) the makespan counts the PE crossings on the
 /// longest chain: two per barrier iteration (the partial up, the broadcast down; the ghosts
-/// travel while the broadcast does) plus the start and the end. 1 ms can add at most that
-/// many milliseconds; less where a PE's slack hides it.
+/// travel while the broadcast does) plus the start and the end, and up to two more in an
+/// iteration without a barrier: a chare consumes its messages in the recorded order (the
+/// trace's objects are sequential), so one that received a neighbour's next ghost before it
+/// computed waits for that ghost's crossing too (stencil3d: 201 crossings for 80 barriers in
+/// 100 iterations; 166 at most when an object's blocks could run in any order, which let
+/// kNeighbor's second reply start a step before the first had arrived). 1 ms can add at most
+/// that many milliseconds; less where a PE's slack hides it.
 fn latency_costs_what_the_dependencies_imply(p: &Program) -> f64 {
     let t = load(p, "p2").trace;
     let at = |lat: &str| {
@@ -103,10 +108,12 @@ fn latency_costs_what_the_dependencies_imply(p: &Program) -> f64 {
         (slow as f64 / fast as f64 - 1.0) * 100.0,
         huge as f64 * 1e-12
     );
+    let free = p.iterations - p.barriers;
     assert!(
-        (2 * p.barriers..=2 * p.barriers + 6).contains(&crossings),
-        "{crossings} crossings for {} barriers",
-        p.barriers
+        (2 * p.barriers..=2 * p.barriers + 2 * free + 6).contains(&crossings),
+        "{crossings} crossings for {} barriers in {} iterations",
+        p.barriers,
+        p.iterations
     );
     assert!(
         added_ms <= crossings as f64 && added_ms >= 0.5 * crossings as f64,

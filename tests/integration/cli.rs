@@ -825,3 +825,59 @@ fn the_paragon_machine_in_emulate_and_replay() {
     assert!(!e.status.success());
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// A foreign trace given where a whatif trace is expected: `inspect` takes the `--format` its
+/// error names (and reads the file as `whatif import` does: same counts as the imported
+/// trace); `export`, which has no input `--format`, says to convert it with `whatif import`.
+#[test]
+fn inspect_reads_a_foreign_trace_with_the_format_its_error_names() {
+    let dir = tmpdir("inspect-format");
+    let (h, goal, imported) = (dir.join("h.trace"), dir.join("h.goal"), dir.join("i.trace"));
+    gen_trace(&h, &["halo2d", "--dims", "3x3", "--iters", "2"]);
+    let o = whatif(&[
+        "export",
+        "goal",
+        h.to_str().unwrap(),
+        "--out",
+        goal.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // Without --format: the error names the option.
+    let o = whatif(&["inspect", goal.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("add --format goal"), "{}", stderr(&o));
+    // With it: the summary of the imported trace.
+    let o = whatif(&[
+        "inspect",
+        goal.to_str().unwrap(),
+        "--format",
+        "goal",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let direct: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let o = whatif(&[
+        "import",
+        "goal",
+        goal.to_str().unwrap(),
+        "--out",
+        imported.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = whatif(&["inspect", imported.to_str().unwrap(), "--json"]);
+    let via_import: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    for key in ["objects", "blocks", "sends", "entries"] {
+        assert_eq!(direct[key], via_import[key], "{key}");
+    }
+    assert!(direct["blocks"].as_u64().unwrap() > 0, "{direct}");
+    // export: no --format of its own input; it says how to convert.
+    let o = whatif(&[
+        "export",
+        "goal",
+        goal.to_str().unwrap(),
+        "--out",
+        dir.join("again.goal").to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("whatif import goal"), "{}", stderr(&o));
+}

@@ -1394,3 +1394,41 @@ fn projections_notes_summarise_many_logs_in_one_line() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A log-buffer flush inside an entry method (BEGIN_INTERRUPT .. END_INTERRUPT, which
+/// Charm++ writes around writing its full buffer to disk) is tracing overhead: taken out of
+/// the block's duration and of the offsets of its later sends, and noted. The ping of
+/// `projections_v11` with a 20 us flush at +20: it sends at +30 and lasts 80 us.
+#[test]
+fn projections_log_flush_inside_a_block_is_taken_out() {
+    let dir = tmpdir("proj-flush");
+    let sts = projections_v11(&dir);
+    std::fs::write(
+        dir.join("pp.0.log"),
+        "PROJECTIONS-RECORD 8\n6 0\n2 0 0 100 0 -1 0 0 0 0 0 0 0\n8 120 0 0\n9 140 0 0\n\
+         1 0 1 150 1 0 1000 0\n3 0 0 200 0 0 0 0\n2 0 0 500 5 1 1000 500 0 0 0 0 0\n\
+         3 0 0 600 5 1 0 0\n7 700\n",
+    )
+    .unwrap();
+    let imported = imp(Format::Projections, &sts);
+    let t = &imported.trace;
+    assert_eq!(t.blocks()[0].duration, SimDuration::from_us(80));
+    assert_eq!(
+        t.sends(trace::BlockId(0))[0].offset,
+        SimDuration::from_us(30)
+    );
+    assert!(
+        imported
+            .notes
+            .iter()
+            .any(|n| n.starts_with("1 log-buffer flushes") && n.contains("20 us")),
+        "{:?}",
+        imported.notes
+    );
+    // 30 + T + 20 + T + 100 with T = 41 us.
+    let r = run_with(t, "alphabeta:lat=40us,bw=1GB/s", &ReplayConfig::default());
+    assert_eq!(
+        r.makespan,
+        SimTime::from_ps((30 + 41 + 20 + 41 + 100) * 1_000_000)
+    );
+}

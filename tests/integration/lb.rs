@@ -509,3 +509,61 @@ fn lb_outputs_errors_and_determinism() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// Objects a load balancer moved in the recorded run (`ObjectInfo::moves`, from Projections
+/// logs of a run with `+balancer`): the recorded mapping runs each block where it ran,
+/// including the recorded order's per-PE chains; another mapping places each object once.
+/// Object A runs two 1 ms blocks in a chain, B one 1 ms block, all recorded on PE 0 except
+/// A's second block, which ran on PE 1 after A moved: 2 ms with the move, 3 ms without.
+#[test]
+fn recorded_moves_place_each_block_where_it_ran() {
+    let ms = sim_core::SimDuration::from_ms;
+    let mut b = TraceBuilder::new(TraceMeta {
+        name: "moved".into(),
+        recorded_pes: 2,
+        ..TraceMeta::default()
+    });
+    let e = b.entry("work");
+    let a = b.object("A", PeId(0));
+    let o = b.object("B", PeId(0));
+    let start = |obj, t: u64| Block {
+        recorded_start: Some(sim_core::SimTime::from_ps(t)),
+        ..Block::new(obj, e, ms(1))
+    };
+    let a0 = b.block(start(a, 0), &[], &[]);
+    b.block(start(o, 1_000_000_000), &[], &[]);
+    let a1 = b.block(start(a, 1_000_000_000), &[a0], &[]);
+    b.object_moved(a, a1, PeId(1));
+    let t = b.finish().unwrap();
+    assert_eq!(t.recorded_block_pes(), vec![0, 0, 1]);
+    let makespan = |cfg: &ReplayConfig| run_with(&t, "ideal", cfg).makespan;
+    let recorded = ReplayConfig::default();
+    assert_eq!(
+        makespan(&recorded),
+        sim_core::SimTime::from_ps(2_000_000_000)
+    );
+    let ordered = ReplayConfig {
+        recorded_order: true,
+        ..ReplayConfig::default()
+    };
+    assert_eq!(
+        makespan(&ordered),
+        sim_core::SimTime::from_ps(2_000_000_000)
+    );
+    // The same placement given explicitly: each object once, on PE 0.
+    let explicit = ReplayConfig {
+        mapping: replay::Mapping::Explicit(vec![0, 0]),
+        ..ReplayConfig::default()
+    };
+    assert_eq!(
+        makespan(&explicit),
+        sim_core::SimTime::from_ps(3_000_000_000)
+    );
+    // Without the move, the recorded mapping keeps A on PE 0.
+    let mut unmoved = t.clone();
+    unmoved.objects[0].moves.clear();
+    assert_eq!(
+        run_with(&unmoved, "ideal", &recorded).makespan,
+        sim_core::SimTime::from_ps(3_000_000_000)
+    );
+}

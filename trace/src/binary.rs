@@ -10,9 +10,11 @@
 //! header     name str, generator str, description str, recorded_pes v,
 //!            has_net u8 (0|1) [net str], has_seed u8 (0|1) [seed v],
 //!            has_cpu_scale u8 (0|1) [cpu_scale str]          (version 2 and later)
-//!            sequential_objects u8 (0|1)                     (version 3 and later)
+//!            object flags u8: bit0 sequential_objects, bit1 objects carry moves
+//!                                                              (version 3 and later)
 //!            n_entries v  then per entry:  name str
 //!            n_objects v  then per object: name str, recorded_pe v
+//!            [if bit1: per object: n_moves v, then per move: from block v, pe v]
 //!            n_groups v   then per group:  n_members v, member object v ...
 //!            n_blocks v
 //! blocks     n_blocks times:
@@ -35,7 +37,9 @@
 
 use crate::error::TraceError;
 use crate::ids::{BlockId, EntryId, GroupId, MsgId, ObjectId, PeId};
-use crate::model::{Block, Destination, EntryMethod, Group, ObjectInfo, Send, Trace, TraceMeta};
+use crate::model::{
+    Block, Destination, EntryMethod, Group, ObjectInfo, RecordedMove, Send, Trace, TraceMeta,
+};
 use sim_core::{SimDuration, SimTime};
 use std::io::{self, Read, Write};
 
@@ -114,7 +118,9 @@ impl<W: Write> Out<W> {
             }
             None => o.u8(0)?,
         }
-        o.u8(m.sequential_objects as u8)?;
+        // Bit 1 only when some object moved: traces without moves are written as before.
+        let moves = trace.objects.iter().any(|ob| !ob.moves.is_empty());
+        o.u8(m.sequential_objects as u8 | (moves as u8) << 1)?;
         o.v(trace.entries.len() as u64)?;
         for e in &trace.entries {
             o.str(&e.name)?;
@@ -123,6 +129,15 @@ impl<W: Write> Out<W> {
         for ob in &trace.objects {
             o.str(&ob.name)?;
             o.v(ob.recorded_pe.0 as u64)?;
+        }
+        if moves {
+            for ob in &trace.objects {
+                o.v(ob.moves.len() as u64)?;
+                for mv in &ob.moves {
+                    o.v(mv.from.0 as u64)?;
+                    o.v(mv.pe.0 as u64)?;
+                }
+            }
         }
         o.v(trace.groups.len() as u64)?;
         for g in &trace.groups {
@@ -428,7 +443,21 @@ impl<R: Read> BinaryReader<R> {
         } else {
             None
         };
-        let sequential_objects = version >= 3 && self.flag("sequential-objects flag")?;
+        let object_flags = if version >= 3 {
+            let at = self.offset;
+            let f = self.u8("object flags")?;
+            if f > 3 {
+                return self.fail(
+                    at,
+                    "object flags 0 to 3 (bit 0 sequential objects, bit 1 recorded moves)",
+                    format!("found {f}"),
+                );
+            }
+            f
+        } else {
+            0
+        };
+        let sequential_objects = object_flags & 1 != 0;
         let n = self.v("entry count")?;
         let mut entries = Vec::with_capacity(n.min(1 << 16) as usize);
         for _ in 0..n {
@@ -444,7 +473,19 @@ impl<R: Read> BinaryReader<R> {
             objects.push(ObjectInfo {
                 name,
                 recorded_pe: PeId(pe),
+                moves: Vec::new(),
             });
+        }
+        if object_flags & 2 != 0 {
+            for ob in objects.iter_mut() {
+                let n = self.v("move count")?;
+                ob.moves.reserve(n.min(1 << 10) as usize);
+                for _ in 0..n {
+                    let from = BlockId(self.v32("move block")?);
+                    let pe = PeId(self.v32("move PE")?);
+                    ob.moves.push(RecordedMove { from, pe });
+                }
+            }
         }
         let n = self.v("group count")?;
         let mut groups = Vec::with_capacity(n.min(1 << 16) as usize);

@@ -48,8 +48,8 @@ pub use error::{TraceError, ValidationError};
 pub use ids::{BlockId, EntryId, GroupId, MsgId, ObjectId, PeId};
 pub use model::{
     Block, BlockColumns, Consumers, Destination, EntryMethod, FLAG_ALL, FLAG_LB_SYNC, FLAG_NETWORK,
-    Group, MessageIndex, NO_ITERATION, NONE_U64, ObjectInfo, Send, Trace, TraceBuilder, TraceMeta,
-    TraceParts,
+    Group, MessageIndex, NO_ITERATION, NONE_U64, ObjectInfo, RecordedMove, Send, Trace,
+    TraceBuilder, TraceMeta, TraceParts,
 };
 pub use periodic::Periodic;
 pub use repeat::{Carried, MAX_REPS, Repeated, Varying};

@@ -47,8 +47,23 @@ pub struct EntryMethod {
 pub struct ObjectInfo {
     /// Its name, e.g. `rank[12]` or `block(1,2,3)`.
     pub name: String,
-    /// The PE it ran on when the trace was recorded.
+    /// The PE it ran on when the trace was recorded (its first PE, if it moved).
     pub recorded_pe: PeId,
+    /// Where a load balancer moved it during the recorded run, in trace order: from block
+    /// `from` on it ran on `pe` (empty: it never moved). A replay with the recorded mapping
+    /// runs each block where it was recorded ([`Trace::recorded_block_pes`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub moves: Vec<RecordedMove>,
+}
+
+/// A recorded migration of an object: from its block `from` on (in trace order, its
+/// execution order), the object ran on `pe`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecordedMove {
+    /// The first block the object ran on `pe`.
+    pub from: BlockId,
+    /// The PE it ran on from then on.
+    pub pe: PeId,
 }
 
 /// A multicast group of objects.
@@ -667,6 +682,31 @@ impl Trace {
         }
         v
     }
+    /// The PE each block ran on in the recorded run: its object's recorded PE, or where the
+    /// object's last [`RecordedMove`] up to that block took it.
+    pub fn recorded_block_pes(&self) -> Vec<u32> {
+        let mut at: Vec<(u32, usize)> = self.objects.iter().map(|o| (o.recorded_pe.0, 0)).collect();
+        self.cols
+            .object
+            .iter()
+            .enumerate()
+            .map(|(b, &o)| {
+                let (pe, next) = &mut at[o as usize];
+                let moves = &self.objects[o as usize].moves;
+                while let Some(m) = moves.get(*next).filter(|m| m.from.index() <= b) {
+                    *pe = m.pe.0;
+                    *next += 1;
+                }
+                *pe
+            })
+            .collect()
+    }
+
+    /// Whether any object moved during the recorded run.
+    pub fn has_recorded_moves(&self) -> bool {
+        self.objects.iter().any(|o| !o.moves.is_empty())
+    }
+
     /// Who each send triggers: for send `s`, the blocks whose trigger it is are
     /// `blocks[start[s]..start[s + 1]]`, in block order (one for point-to-point, one per
     /// receiving object for broadcasts and groups). Computed once and kept.
@@ -691,6 +731,32 @@ impl Trace {
                     "object {i} ({}) was recorded on {} but the trace has only {} PEs",
                     o.name, o.recorded_pe, self.meta.recorded_pes
                 ));
+            }
+            let mut after: Option<BlockId> = None;
+            for m in &o.moves {
+                if m.pe.0 >= self.meta.recorded_pes {
+                    return bad(format!(
+                        "object {i} ({}) moved to {} but the trace has only {} PEs",
+                        o.name, m.pe, self.meta.recorded_pes
+                    ));
+                }
+                if m.from.index() >= self.num_blocks()
+                    || self.cols.object[m.from.index()] as usize != i
+                {
+                    return bad(format!(
+                        "object {i} ({}) moved at {}, which is not one of its blocks",
+                        o.name, m.from
+                    ));
+                }
+                if after.is_some_and(|a| m.from <= a) {
+                    return bad(format!(
+                        "object {i} ({}): its moves are not in block order ({} after {})",
+                        o.name,
+                        m.from,
+                        after.expect("checked")
+                    ));
+                }
+                after = Some(m.from);
             }
         }
         for (i, g) in self.groups.iter().enumerate() {
@@ -1037,8 +1103,16 @@ impl TraceBuilder {
         self.trace.objects.push(ObjectInfo {
             name: name.into(),
             recorded_pe: pe,
+            moves: Vec::new(),
         });
         ObjectId(self.trace.objects.len() as u32 - 1)
+    }
+    /// Records that object `o` ran on `pe` from its block `from` on (a load balancer moved
+    /// it); moves are added in block order ([`ObjectInfo::moves`]).
+    pub fn object_moved(&mut self, o: ObjectId, from: BlockId, pe: PeId) {
+        if let Some(ob) = self.trace.objects.get_mut(o.index()) {
+            ob.moves.push(RecordedMove { from, pe });
+        }
     }
     /// Adds a multicast group.
     pub fn group(&mut self, members: Vec<ObjectId>) -> GroupId {

@@ -930,3 +930,56 @@ fn a_spilled_trace_has_the_bytes_of_the_trace_written_at_once() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// An object a load balancer moved: its moves survive every format (binary, text, columnar),
+/// give each block its recorded PE, and are checked; a trace without moves is written as
+/// before (object flags 0 or 1).
+#[test]
+fn recorded_moves_round_trip_and_are_validated() {
+    let plain = sample();
+    let mut t = sample();
+    // Object 0 runs blocks 0 and 4; from block 4 on it ran on PE 1.
+    t.objects[0].moves = vec![RecordedMove {
+        from: BlockId(4),
+        pe: PeId(1),
+    }];
+    t.validate().unwrap();
+    assert_eq!(plain.recorded_block_pes(), vec![0, 1, 0, 1, 0]);
+    assert_eq!(t.recorded_block_pes(), vec![0, 1, 0, 1, 1]);
+    assert!(t.has_recorded_moves() && !plain.has_recorded_moves());
+
+    let bytes = encode(&t);
+    let back = binary::read_binary(&bytes[..], "moves").unwrap();
+    assert_eq!(back, t);
+    let mut text = Vec::new();
+    text::write_text(&t, &mut text).unwrap();
+    assert!(String::from_utf8_lossy(&text).contains(r#""moves":[[4,1]]"#));
+    assert_eq!(text::read_text(&text[..], "t").unwrap(), t);
+    let col = encode_columnar(&Repeated::flat(t.clone()));
+    assert_eq!(decode_columnar(&col).unwrap().body(), &t);
+    // Without moves: one byte differs from the trace with moves' object flags, and the
+    // object flags byte is the sequential flag alone (what older builds wrote).
+    let plain_bytes = encode(&plain);
+    assert!(plain_bytes.len() < bytes.len());
+    let mut plain_text = Vec::new();
+    text::write_text(&plain, &mut plain_text).unwrap();
+    assert!(!String::from_utf8_lossy(&plain_text).contains("moves"));
+
+    for (moves, why) in [
+        (vec![(1, 1)], "not one of its blocks"),
+        (vec![(4, 2)], "only 2 PEs"),
+        (vec![(4, 1), (0, 0)], "not in block order"),
+        (vec![(9, 1)], "not one of its blocks"),
+    ] {
+        let mut bad = sample();
+        bad.objects[0].moves = moves
+            .iter()
+            .map(|&(b, pe)| RecordedMove {
+                from: BlockId(b),
+                pe: PeId(pe),
+            })
+            .collect();
+        let e = bad.validate().unwrap_err().to_string();
+        assert!(e.contains(why), "{moves:?}: {e}");
+    }
+}

@@ -62,6 +62,9 @@ struct ObjectLine {
     id: u32,
     name: String,
     pe: u32,
+    /// Recorded moves `[from block, pe]` (written only when the object moved).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    moves: Vec<[u32; 2]>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -181,6 +184,7 @@ pub fn write_text<W: Write>(trace: &Trace, mut w: W) -> io::Result<()> {
                 id: i as u32,
                 name: o.name.clone(),
                 pe: o.recorded_pe.0,
+                moves: o.moves.iter().map(|m| [m.from.0, m.pe.0]).collect(),
             }),
         )?;
     }
@@ -310,6 +314,14 @@ pub fn read_text<R: BufRead>(r: R, path: &str) -> Result<Trace, TraceError> {
                 t.objects.push(ObjectInfo {
                     name: o.name,
                     recorded_pe: PeId(o.pe),
+                    moves: o
+                        .moves
+                        .iter()
+                        .map(|&[from, pe]| crate::model::RecordedMove {
+                            from: crate::ids::BlockId(from),
+                            pe: PeId(pe),
+                        })
+                        .collect(),
                 });
             }
             Line::Group(g) => {

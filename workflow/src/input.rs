@@ -122,14 +122,27 @@ fn hinted(e: trace::TraceError, path: &Path) -> WorkflowError {
 /// What to do when a path read as a whatif trace is not one: the `--format` its name or
 /// kind suggests (`None` when nothing does).
 pub fn format_hint(path: &Path) -> Option<String> {
-    let name = path.file_name()?.to_string_lossy().to_lowercase();
-    let is = |ext: &str| name.ends_with(ext);
-    let format = if path.is_dir() {
+    if path.is_dir() {
         return Some(format!(
             "{} is a folder: a BigSim log set is read with --format bgtrace (or `whatif import bgtrace`)",
             path.display()
         ));
-    } else if is(".goal") || is(".goal.gz") {
+    }
+    let format = guess_format(path)?;
+    Some(format!(
+        "{} is not a whatif trace; if it is a {format} file, add --format {format}",
+        path.display()
+    ))
+}
+
+/// The foreign format a path's name or kind suggests (`bgtrace` for a folder), if any.
+pub fn guess_format(path: &Path) -> Option<&'static str> {
+    if path.is_dir() {
+        return Some("bgtrace");
+    }
+    let name = path.file_name()?.to_string_lossy().to_lowercase();
+    let is = |ext: &str| name.ends_with(ext);
+    Some(if is(".goal") || is(".goal.gz") {
         "goal"
     } else if is(".sts") || is(".log") || is(".log.gz") {
         "projections"
@@ -139,11 +152,7 @@ pub fn format_hint(path: &Path) -> Option<String> {
         "simgrid"
     } else {
         return None;
-    };
-    Some(format!(
-        "{} is not a whatif trace; if it is a {format} file, add --format {format}",
-        path.display()
-    ))
+    })
 }
 
 /// `: one iteration of N blocks repeated K times` for a repeated trace, nothing for a flat one.

@@ -114,6 +114,13 @@ pub(crate) struct Logs {
     pub(crate) unterminated: usize,
     /// Creations whose event number their PE already used (ignored).
     pub(crate) dup_events: usize,
+    /// Log-buffer flushes (a BEGIN_INTERRUPT .. END_INTERRUPT pair: Charm++ writing its
+    /// full trace buffer to disk) inside an entry method, and their total time, taken out of
+    /// the blocks they interrupted.
+    pub(crate) flushes_in_blocks: usize,
+    pub(crate) flush_ps: u64,
+    /// Flushes between entry methods (idle time of the traced run; nothing to take out).
+    pub(crate) flushes_between: usize,
 }
 
 fn us(v: f64) -> u64 {
@@ -144,6 +151,10 @@ impl Logs {
         let mut records = 0usize;
         let mut phase = 0u32;
         let mut events = std::collections::HashSet::new();
+        // A log flush inside the open piece: when it began, and how long the piece's flushes
+        // took so far (subtracted from its later times: the untraced run has no flush).
+        let mut flush_from: Option<u64> = None;
+        let mut paused_ps = 0u64;
         for (i, l) in text.lines().enumerate() {
             let line = i as u64 + 1;
             let t: Vec<&str> = l.split_whitespace().collect();
@@ -206,7 +217,7 @@ impl Logs {
                     if sts.version == Version::V11 {
                         num(7, "receive time")?;
                     }
-                    let at = us(time);
+                    let at = us(time).saturating_sub(if open.is_some() { paused_ps } else { 0 });
                     if !events.insert(event) {
                         self.dup_events += 1;
                         continue;
@@ -275,6 +286,7 @@ impl Logs {
                         p.end_ps = us(time).max(p.begin_ps);
                     }
                     runtime = None;
+                    paused_ps = 0;
                     if event != -1 {
                         stream.push(Untraced::Step);
                     }
@@ -295,9 +307,29 @@ impl Logs {
                     match open.take() {
                         Some(b) => {
                             let p = &mut self.pieces[b];
-                            p.end_ps = us(time).max(p.begin_ps);
+                            p.end_ps = us(time).saturating_sub(paused_ps).max(p.begin_ps);
                         }
                         None => self.stray_ends += 1,
+                    }
+                    paused_ps = 0;
+                }
+                8 => {
+                    // BEGIN_INTERRUPT: Charm++ writes it, then END_INTERRUPT, around a flush
+                    // of its full log buffer to disk [trace-projections.C,
+                    // `LogPool::flushLogBuffer`]: tracing overhead, not the program's.
+                    flush_from = Some(us(num(1, "time")?));
+                }
+                9 => {
+                    let end = us(num(1, "time")?);
+                    if let Some(from) = flush_from.take() {
+                        if open.is_some() {
+                            let d = end.saturating_sub(from);
+                            paused_ps = paused_ps.saturating_add(d);
+                            self.flushes_in_blocks += 1;
+                            self.flush_ps = self.flush_ps.saturating_add(d);
+                        } else {
+                            self.flushes_between += 1;
+                        }
                     }
                 }
                 30 => {
@@ -312,7 +344,11 @@ impl Logs {
                 16 => {
                     // BEGIN_PACK: right after a creation it packs that (traced) message;
                     // otherwise the message is for an untraced entry.
-                    let at = us(num(1, "time")?);
+                    let at = us(num(1, "time")?).saturating_sub(if open.is_some() {
+                        paused_ps
+                    } else {
+                        0
+                    });
                     if !matches!(prev_sig, 1 | 20 | 21) {
                         if let Some(b) = open.or(runtime) {
                             let p = &mut self.pieces[b];
@@ -346,7 +382,7 @@ impl Logs {
                         None => {}
                     }
                 }
-                4..=15 | 17 | 19 | 22..=29 | 31 | 32 | 98..=100 => {}
+                4..=7 | 10..=15 | 17 | 19 | 22..=29 | 31 | 32 | 98..=100 => {}
                 other => {
                     return Err(ImportError::syntax(
                         &file,

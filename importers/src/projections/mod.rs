@@ -190,15 +190,25 @@ pub fn import_limited(sts_path: &Path, max_memory_bytes: u64) -> Result<Imported
         net: None,
         seed: None,
         cpu_scale: None,
-        sequential_objects: false,
+        // A chare runs one entry method at a time and its state carries over between them:
+        // a block that acts on the last of several messages (kNeighbor's second reply starts
+        // the next step) must not run before the blocks that consumed the others.
+        sequential_objects: true,
     });
+    // Blocks in recorded time order (PE, then log order, on ties): an object's blocks are
+    // then in execution order even when it migrated, and every dependency comes earlier.
+    let mut order: Vec<usize> = (0..pieces.len()).collect();
+    order.sort_by_key(|&i| (pieces[i].begin_ps, pieces[i].pe, i));
     // Objects: the PEs' own objects, then array elements by array and index; an element is
-    // recorded on the PE of its first piece.
+    // recorded on the PE of its first piece in time (not in log order: the logs are read PE
+    // by PE, and an element that migrated from PE 1 to PE 0 is in PE 0's log first).
     let mut first_pe: BTreeMap<Obj, (u32, bool)> = BTreeMap::new();
-    for (i, p) in pieces.iter().enumerate() {
+    for &i in &order {
         if let Obj::Elem(..) = linked.obj[i] {
-            let e = first_pe.entry(linked.obj[i]).or_insert((p.pe, false));
-            if e.0 != p.pe {
+            let e = first_pe
+                .entry(linked.obj[i])
+                .or_insert((pieces[i].pe, false));
+            if e.0 != pieces[i].pe {
                 e.1 = true;
             }
         }
@@ -243,11 +253,8 @@ pub fn import_limited(sts_path: &Path, max_memory_bytes: u64) -> Result<Imported
         let cr = &creations[c];
         MsgId(((cr.pe as u64) << 32) | (cr.event as u32 as u64))
     };
-    // Blocks in recorded time order (PE, then log order, on ties): an object's blocks are
-    // then in execution order even when it migrated, and every dependency comes earlier.
-    let mut order: Vec<usize> = (0..pieces.len()).collect();
-    order.sort_by_key(|&i| (pieces[i].begin_ps, pieces[i].pe, i));
     let mut block_of = vec![trace::BlockId(u32::MAX); pieces.len()];
+    let mut recorded_moves = 0usize;
     let mut sends = Vec::new();
     let mut deps = Vec::new();
     let mut recorded_end = 0u64;
@@ -290,12 +297,27 @@ pub fn import_limited(sts_path: &Path, max_memory_bytes: u64) -> Result<Imported
         deps.clear();
         deps.extend(linked.deps[i].iter().map(|&j| block_of[j]));
         block_of[i] = tb.block(blk, &deps, &sends);
+        // A migrated element: where each stay on a PE begins.
+        if let Some(at) = first_pe.get_mut(&linked.obj[i]) {
+            if at.0 != p.pe {
+                at.0 = p.pe;
+                tb.object_moved(object_id[&linked.obj[i]], block_of[i], PeId(p.pe));
+                recorded_moves += 1;
+            }
+        }
     }
     let trace = tb.finish().map_err(|source| ImportError::Invalid {
         file: sts_name.clone(),
         source,
     })?;
-    let notes = notes(&sts, &logs, &linked.stats, &trace, &arrays, moved);
+    let notes = notes(
+        &sts,
+        &logs,
+        &linked.stats,
+        &trace,
+        &arrays,
+        (moved, recorded_moves),
+    );
     Ok(Imported {
         trace,
         notes,
@@ -310,7 +332,7 @@ fn notes(
     st: &link::Stats,
     trace: &trace::Trace,
     arrays: &BTreeMap<i64, usize>,
-    moved: usize,
+    (moved, recorded_moves): (usize, usize),
 ) -> Vec<String> {
     // One line per log up to this many; beyond, one line for all (no per-PE flood).
     const LISTED: usize = 8;
@@ -354,7 +376,7 @@ fn notes(
     }
     if moved > 0 {
         notes.push(format!(
-            "{moved} array elements ran on more than one PE (migrated by the load balancer); they are placed on their first PE"
+            "{moved} array elements ran on more than one PE (migrated by the load balancer): {recorded_moves} moves recorded in the trace; a replay with the recorded mapping runs each block on the PE it ran on (another mapping or --lb places each element once)"
         ));
     }
     if st.broadcast > 0 {
@@ -409,6 +431,13 @@ fn notes(
             st.sync_blocks
         ));
     }
+    if logs.flushes_in_blocks > 0 {
+        notes.push(format!(
+            "{} log-buffer flushes (BEGIN_INTERRUPT..END_INTERRUPT: Charm++ writing its full trace buffer to disk, {} in all) happened inside entry methods: taken out of those blocks' durations and later send offsets (`--net recorded` still sees it in the delays of messages that arrived during it; a larger `+logsize` avoids flushes)",
+            logs.flushes_in_blocks,
+            SimDuration::from_ps(logs.flush_ps)
+        ));
+    }
     for (n, what) in [
         (
             st.unmatched,
@@ -421,6 +450,10 @@ fn notes(
         (
             logs.dup_events,
             "creations reuse an event number already seen on their PE; the later ones are ignored",
+        ),
+        (
+            logs.flushes_between,
+            "log-buffer flushes between entry methods: idle time of the traced run, left as it is",
         ),
         (
             logs.stray_ends,
