@@ -26,7 +26,7 @@ use network_models::{NET_HELP, NetSpec};
 use replay::{Mapping, ReplayError};
 use sim_core::units::{parse_bytes, parse_duration};
 use sim_core::{QueueKind, Ratio, SeedTree, SimDuration, SimTime};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 use trace::{Format, Repeated, TraceSummary};
@@ -797,12 +797,7 @@ fn dispatch(cli: Cli) -> Result<()> {
         Cmd::Export(a) => export_cmd(a),
         Cmd::Platform(a) => platform_cmd(a),
         Cmd::Replay(a) => {
-            let inputs = match a.format {
-                Some(f) => {
-                    importers::input_files(f, &a.trace).unwrap_or_else(|_| vec![a.trace.clone()])
-                }
-                None => vec![a.trace.clone()],
-            };
+            let inputs = input_files(a.format, &a.trace);
             let o = a.out.spec();
             o.refuse_overwrite(&inputs, &a.machine.spec())?;
             if a.format == Some(importers::Format::Goal)
@@ -871,8 +866,7 @@ fn dispatch(cli: Cli) -> Result<()> {
 }
 
 fn import_cmd(a: ImportArgs) -> Result<()> {
-    let inputs =
-        importers::input_files(a.format, &a.input).unwrap_or_else(|_| vec![a.input.clone()]);
+    let inputs = input_files(Some(a.format), &a.input);
     limits::refuse_overwrite(&inputs, &[("--out", &a.out)])?;
     files::check_outputs(&[("--out", &a.out)], &[], false)?;
     let t0 = Instant::now();
@@ -1026,10 +1020,18 @@ fn gen_cmd(a: GenArgs) -> Result<()> {
     Ok(())
 }
 
+/// Every file a command reads for `path`: a foreign trace's files (a Projections `.sts` and
+/// its logs, a SimGrid index and its per-rank files, ...), else `path` itself.
+fn input_files(format: Option<importers::Format>, path: &Path) -> Vec<PathBuf> {
+    format
+        .and_then(|f| importers::input_files(f, path).ok())
+        .unwrap_or_else(|| vec![path.to_path_buf()])
+}
+
 fn inspect(a: InspectArgs) -> Result<()> {
     if let Some(out) = &a.objects {
         limits::refuse_overwrite(
-            std::slice::from_ref(&a.trace),
+            &input_files(a.format, &a.trace),
             &[("--objects", out.as_path())],
         )?;
     }

@@ -310,7 +310,7 @@ pub fn emulate<P: Program>(
         trace.objects.push(trace::ObjectInfo {
             name: inst.world.object_name(o),
             recorded_pe: PeId(inst.world.pe_of[o as usize]),
-            moves: Vec::new(),
+            moves: Default::default(),
         });
     }
     // State only for the PEs that hold objects.

@@ -1087,7 +1087,7 @@ pub fn import_limited(
             .map(|r| trace::ObjectInfo {
                 name: format!("rank{r}"),
                 recorded_pe: PeId(r as u32),
-                moves: Vec::new(),
+                moves: Default::default(),
             })
             .collect(),
         groups: Vec::new(),

@@ -46,26 +46,28 @@ impl std::fmt::Display for Mapping {
     }
 }
 
+/// Where the recorded mapping puts what ran on recorded PE `pe`, on a machine of `pes` PEs:
+/// the same PE, or spread out in proportion when the PE count differs.
+pub(crate) fn recorded_on(pe: u32, trace: &Trace, pes: u32) -> u32 {
+    let rec = trace.meta.recorded_pes.max(1) as u64;
+    if rec == pes as u64 {
+        pe
+    } else {
+        (pe as u64 * pes as u64 / rec) as u32
+    }
+}
+
 impl Mapping {
     /// The PE of every object, for a machine of `pes` PEs.
     pub fn resolve(&self, trace: &Trace, pes: u32) -> Result<Vec<u32>, ReplayError> {
         let n = trace.objects.len() as u64;
         let p = pes as u64;
         Ok(match self {
-            Mapping::Recorded => {
-                let rec = trace.meta.recorded_pes.max(1) as u64;
-                trace
-                    .objects
-                    .iter()
-                    .map(|o| {
-                        if rec == p {
-                            o.recorded_pe.0
-                        } else {
-                            (o.recorded_pe.0 as u64 * p / rec) as u32
-                        }
-                    })
-                    .collect()
-            }
+            Mapping::Recorded => trace
+                .objects
+                .iter()
+                .map(|o| recorded_on(o.recorded_pe.0, trace, pes))
+                .collect(),
             Mapping::Block => (0..n).map(|i| (i * p / n) as u32).collect(),
             Mapping::RoundRobin => (0..n).map(|i| (i % p) as u32).collect(),
             Mapping::Explicit(v) => {

@@ -179,28 +179,19 @@ impl Plan {
                 NIL - 1
             )));
         }
-        // The recorded mapping follows the objects a load balancer moved in the recorded
-        // run (scaled as the objects' PEs are when the PE count differs); a remap (a
-        // strategy's decision) or another mapping places each object as it says.
-        let moves = (cfg.remap.is_none()
-            && matches!(cfg.mapping, Mapping::Recorded)
-            && trace.has_recorded_moves())
-        .then(|| trace.recorded_block_pes());
-        let block_pe = match &moves {
-            Some(rec) => {
-                let (p, r) = (pes as u64, trace.meta.recorded_pes.max(1) as u64);
-                rec.iter()
-                    .map(|&pe| {
-                        if p == r {
-                            pe
-                        } else {
-                            (pe as u64 * p / r) as u32
-                        }
-                    })
-                    .collect()
-            }
-            None => block_pes(trace, &map, cfg.remap.as_ref(), pes)?,
-        };
+        // Each block's recorded PE, when a load balancer moved objects in the recorded run.
+        let recorded_pe = trace
+            .has_recorded_moves()
+            .then(|| trace.recorded_block_pes());
+        let block_pe = block_pes(
+            trace,
+            &map,
+            cfg.remap.as_ref(),
+            pes,
+            recorded_pe
+                .as_deref()
+                .filter(|_| matches!(cfg.mapping, Mapping::Recorded)),
+        )?;
 
         let iter_labels = distinct_labels(
             trace
@@ -258,12 +249,6 @@ impl Plan {
         let mut chain_next = Vec::new();
         if cfg.recorded_order {
             chain_next = vec![NIL; n];
-            // Each block's recorded PE (an object that moved ran its blocks on several).
-            let rec_pe = if trace.has_recorded_moves() {
-                trace.recorded_block_pes()
-            } else {
-                Vec::new()
-            };
             // Network blocks run on no PE: they are not in any PE's chain.
             let mut order: Vec<(u32, u64, u32)> = trace
                 .block_ids()
@@ -275,14 +260,12 @@ impl Plan {
                             "recorded order needs recorded start times, but {id} has none"
                         ))
                     })?;
-                    Ok((
-                        rec_pe
-                            .get(id.index())
-                            .copied()
-                            .unwrap_or(trace.objects[b.object.index()].recorded_pe.0),
-                        t.as_ps(),
-                        id.0,
-                    ))
+                    // An object that moved ran its blocks on several PEs.
+                    let pe = match &recorded_pe {
+                        Some(rec) => rec[id.index()],
+                        None => trace.objects[b.object.index()].recorded_pe.0,
+                    };
+                    Ok((pe, t.as_ps(), id.0))
                 })
                 .collect::<Result<_, ReplayError>>()?;
             order.sort_unstable();
@@ -818,13 +801,21 @@ fn fixed_probe(
 }
 
 /// The PE of every block: its object's PE under `map`, or under the remap after the object's
-/// switch block.
+/// switch block. Under the recorded mapping and without a remap, `recorded` (each block's
+/// recorded PE, when objects moved in the recorded run) places each block where it ran.
 fn block_pes(
     trace: &Trace,
     map: &[u32],
     remap: Option<&crate::Remap>,
     pes: u32,
+    recorded: Option<&[u32]>,
 ) -> Result<Vec<u32>, ReplayError> {
+    if let (None, Some(rec)) = (remap, recorded) {
+        return Ok(rec
+            .iter()
+            .map(|&pe| crate::config::recorded_on(pe, trace, pes))
+            .collect());
+    }
     let Some(r) = remap else {
         return Ok(trace
             .columns()

@@ -1,7 +1,7 @@
 //! Importers on real traces from other projects (skipped when the shared data is absent), on
 //! hand-written inputs with closed-form answers, and on broken inputs.
 
-use crate::cli::{tmpdir, whatif};
+use crate::cli::{stderr, tmpdir, whatif};
 use crate::{run_with, shared_data};
 use importers::{Format, ImportError, ImportOptions, import};
 use replay::ReplayConfig;
@@ -1431,4 +1431,36 @@ fn projections_log_flush_inside_a_block_is_taken_out() {
         r.makespan,
         SimTime::from_ps((30 + 41 + 20 + 41 + 100) * 1_000_000)
     );
+}
+
+/// `inspect --format projections` reads the `.sts` and every log: an `--objects` output
+/// naming one of the logs is refused before anything is read or written.
+#[test]
+fn inspect_of_projections_logs_never_writes_over_a_log() {
+    let dir = tmpdir("proj-inspect");
+    let sts = projections_v11(&dir);
+    let log = dir.join("pp.1.log");
+    let before = std::fs::read(&log).unwrap();
+    let inspect = |objects: &Path| {
+        whatif(&[
+            "inspect",
+            sts.to_str().unwrap(),
+            "--format",
+            "projections",
+            "--objects",
+            objects.to_str().unwrap(),
+            "-q",
+        ])
+    };
+    let o = inspect(&log);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("pp.1.log"), "{}", stderr(&o));
+    assert_eq!(std::fs::read(&log).unwrap(), before);
+    // A fresh CSV is written: one row per object, with its recorded PE.
+    let csv = dir.join("objects.csv");
+    let o = inspect(&csv);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let rows = std::fs::read_to_string(&csv).unwrap();
+    assert_eq!(rows.lines().count(), 3, "{rows}");
+    assert!(rows.contains("pe1,1"), "{rows}");
 }

@@ -243,10 +243,10 @@ fn a_command_above_its_memory_limit_is_refused_before_it_starts() {
     let t = t.to_str().unwrap();
     // The trace compact (one iteration) where the command replays it so, expanded for lb.
     for (cmd, trace_part) in [
-        (vec!["analyze", t], "the trace 6.6 MiB"),
+        (vec!["analyze", t], "the trace 6.4 MiB"),
         (
             vec!["replay", t, "--out", "/nonexistent-whatif-out"],
-            "the trace 6.6 MiB",
+            "the trace 6.4 MiB",
         ),
         (vec!["lb", t], "the trace 55 MiB"),
     ] {

@@ -133,7 +133,7 @@ impl<W: Write> Out<W> {
         if moves {
             for ob in &trace.objects {
                 o.v(ob.moves.len() as u64)?;
-                for mv in &ob.moves {
+                for mv in ob.moves.iter() {
                     o.v(mv.from.0 as u64)?;
                     o.v(mv.pe.0 as u64)?;
                 }
@@ -473,13 +473,12 @@ impl<R: Read> BinaryReader<R> {
             objects.push(ObjectInfo {
                 name,
                 recorded_pe: PeId(pe),
-                moves: Vec::new(),
+                moves: Default::default(),
             });
         }
         if object_flags & 2 != 0 {
             for ob in objects.iter_mut() {
                 let n = self.v("move count")?;
-                ob.moves.reserve(n.min(1 << 10) as usize);
                 for _ in 0..n {
                     let from = BlockId(self.v32("move block")?);
                     let pe = PeId(self.v32("move PE")?);

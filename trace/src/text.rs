@@ -321,7 +321,8 @@ pub fn read_text<R: BufRead>(r: R, path: &str) -> Result<Trace, TraceError> {
                             from: crate::ids::BlockId(from),
                             pe: PeId(pe),
                         })
-                        .collect(),
+                        .collect::<Vec<_>>()
+                        .into(),
                 });
             }
             Line::Group(g) => {

@@ -152,7 +152,8 @@ impl Logs {
         let mut phase = 0u32;
         let mut events = std::collections::HashSet::new();
         // A log flush inside the open piece: when it began, and how long the piece's flushes
-        // took so far (subtracted from its later times: the untraced run has no flush).
+        // took so far (subtracted from its later times: the untraced run has no flush; 0
+        // whenever no piece is open, as opening and closing one reset it).
         let mut flush_from: Option<u64> = None;
         let mut paused_ps = 0u64;
         for (i, l) in text.lines().enumerate() {
@@ -217,7 +218,7 @@ impl Logs {
                     if sts.version == Version::V11 {
                         num(7, "receive time")?;
                     }
-                    let at = us(time).saturating_sub(if open.is_some() { paused_ps } else { 0 });
+                    let at = us(time).saturating_sub(paused_ps);
                     if !events.insert(event) {
                         self.dup_events += 1;
                         continue;
@@ -344,11 +345,7 @@ impl Logs {
                 16 => {
                     // BEGIN_PACK: right after a creation it packs that (traced) message;
                     // otherwise the message is for an untraced entry.
-                    let at = us(num(1, "time")?).saturating_sub(if open.is_some() {
-                        paused_ps
-                    } else {
-                        0
-                    });
+                    let at = us(num(1, "time")?).saturating_sub(paused_ps);
                     if !matches!(prev_sig, 1 | 20 | 21) {
                         if let Some(b) = open.or(runtime) {
                             let p = &mut self.pieces[b];
