@@ -1464,3 +1464,168 @@ fn inspect_of_projections_logs_never_writes_over_a_log() {
     assert_eq!(rows.lines().count(), 3, "{rows}");
     assert!(rows.contains("pe1,1"), "{rows}");
 }
+
+/// Objects dealt round-robin over 2 PEs: `pe0` and the second element on PE 0.
+fn two_pes_round_robin() -> ReplayConfig {
+    ReplayConfig {
+        pes: Some(2),
+        mapping: replay::Mapping::RoundRobin,
+        ..ReplayConfig::default()
+    }
+}
+
+/// A reduction's result is a message to an entry that takes a `CkReductionMsg`, here a plain
+/// entry named by the callback (kNeighbor's `Main::nextStep(CkReductionMsg*)`), created in
+/// the block of the last element to contribute on its PE. Contributions are local calls,
+/// so the result waits for every element's latest block on that PE, not only the creator.
+/// An array broadcast's piece at the PE's array manager (message type 24, zero index) is the
+/// runtime's, not element 0's.
+#[test]
+fn projections_reduction_result_waits_for_every_local_contributor() {
+    let dir = tmpdir("proj-reduction");
+    let sts = "PROJECTIONS_ID\nVERSION 11.0\nMACHINE \"test\"\nPROCESSORS 1\nTOTAL_CHARES 2\n\
+               TOTAL_EPS 3\nTOTAL_MSGS 1\nCHARE 0 \"Main\" -1\nCHARE 1 \"A\" 1\n\
+               ENTRY CHARE 0 \"next(CkReductionMsg* impl_msg)\" 0 8\n\
+               ENTRY CHARE 1 \"A()\" 1 0\nENTRY CHARE 2 \"work()\" 1 0\nMESSAGE 0 80\nEND\n";
+    std::fs::write(dir.join("r.sts"), sts).unwrap();
+    // The array manager takes A's creation broadcast 10-20 (index fields 0). A[0] works
+    // 100-300, A[1] 300-400 and contributes last: the result (event 5) is created at 390;
+    // Main::next runs 400-410.
+    std::fs::write(
+        dir.join("r.0.log"),
+        "PROJECTIONS-RECORD 9\n2 24 1 10 1 -1 80 0 0 0\n3 0 1 20 1 0 0 0\n\
+         2 4 2 100 2 -1 80 0 0 0\n3 0 2 300 2 0 0 0\n2 4 2 300 3 -1 80 0 1 0\n\
+         1 0 0 390 5 0 80 0\n3 0 2 400 3 0 0 0\n2 0 0 400 5 0 80 0 0 0 0 0 0\n3 0 0 410 5 0 0 0\n",
+    )
+    .unwrap();
+    let imported = imp(Format::Projections, &dir.join("r.sts"));
+    let t = &imported.trace;
+    let names: Vec<&str> = t.objects.iter().map(|o| o.name.as_str()).collect();
+    assert_eq!(names, ["pe0", "A[0]", "A[1]"], "no phantom A[0] piece");
+    let manager = t.block(trace::BlockId(0));
+    assert_eq!(manager.object, trace::ObjectId(0));
+    assert!(
+        imported
+            .notes
+            .iter()
+            .any(|n| n.starts_with("1 blocks send for a reduction")),
+        "{:?}",
+        imported.notes
+    );
+    let next = trace::BlockId(3);
+    assert_eq!(t.entries[t.block(next).entry.index()].name, "Main::next");
+    // Objects round-robin on 2 PEs: pe0 and A[1] on PE 0, A[0] on PE 1. A[0] runs 0-200 us
+    // and the manager 0-10 us. The block that sends the result waits for A[0]'s (the rule
+    // holds the whole block, not only its send): A[1] runs 200-300 us and Main::next
+    // 300-310 us. Without the rule A[1] would run 10-110 us, Main::next 110-120 us, and the
+    // run would end with A[0] at 200 us.
+    let cfg = two_pes_round_robin();
+    let r = run_with(t, "latency:lat=1us", &cfg);
+    assert_eq!(r.makespan, SimTime::from_ps(310_000_000));
+}
+
+/// On one PE a section reduction's contribution is neither packed nor remote: the untraced
+/// handler that delivers the result (`redn_wrapper_*`, after an UNPACK outside any
+/// processing) was sent by the contributor, the traced block before it on the PE.
+#[test]
+fn projections_section_reduction_on_one_pe_follows_its_contributor() {
+    let dir = tmpdir("proj-section");
+    let sts = "PROJECTIONS_ID\nVERSION 11.0\nMACHINE \"test\"\nPROCESSORS 1\nTOTAL_CHARES 2\n\
+               TOTAL_EPS 2\nTOTAL_MSGS 1\nCHARE 0 \"CkMulticastMgr\" -1\nCHARE 1 \"A\" 1\n\
+               ENTRY CHARE 0 \"work()\" 1 0\n\
+               ENTRY CHARE 1 \"redn_wrapper_done(CkReductionMsg *impl_msg)\" 1 8\n\
+               MESSAGE 0 80\nEND\n";
+    std::fs::write(dir.join("s.sts"), sts).unwrap();
+    // A[0] works 100-200 and contributes; the multicast manager's untraced handler unpacks
+    // at 205 and creates the result for A[1] (event 9) at 206; A[1] runs it 210-250.
+    std::fs::write(
+        dir.join("s.0.log"),
+        "PROJECTIONS-RECORD 7\n2 4 0 100 2 -1 80 0 0 0\n3 0 0 200 2 0 0 0\n18 205 0\n19 205 0\n\
+         1 0 1 206 9 0 80 0\n2 4 1 210 9 0 80 0 1 0\n3 0 1 250 9 0 0 0\n",
+    )
+    .unwrap();
+    let imported = imp(Format::Projections, &dir.join("s.sts"));
+    assert!(
+        imported.notes.iter().any(|n| n
+            .starts_with("1 blocks handle a message to an untraced entry")
+            && n.contains("1 with no send found are sent by the latest traced block")
+            && n.contains("0 not found")),
+        "{:?}",
+        imported.notes
+    );
+    let t = &imported.trace;
+    // The handler's trigger is a message A[0]'s block sends at its end.
+    let work = trace::BlockId(0);
+    let sends = t.sends(work);
+    assert_eq!(sends.len(), 1, "{sends:?}");
+    assert_eq!(sends[0].offset, SimDuration::from_us(100));
+    assert_eq!(
+        sends[0].dest,
+        trace::Destination::Object(trace::ObjectId(0))
+    );
+    // pe0 (the handler) and A[1] on PE 0, A[0] on PE 1, 1 ms latency: A[0] runs 0-100 us;
+    // the handler gets its message at 1100 us and runs 5 us (205-210, to the next record
+    // not its own); the result is local, and A[1] runs it 1105-1145 us. Unsent, the
+    // handler and A[1] would run at 0 and the run would end at 100 us.
+    let cfg = two_pes_round_robin();
+    let r = run_with(t, "latency:lat=1ms", &cfg);
+    assert_eq!(r.makespan, SimTime::from_ps(1_145_000_000));
+    // Recorded order: the recorded end.
+    let cfg = ReplayConfig {
+        recorded_order: true,
+        ..ReplayConfig::default()
+    };
+    assert_eq!(
+        run_with(t, "recorded", &cfg).makespan,
+        SimTime::from_ps(250_000_000)
+    );
+}
+
+/// PE 1's timer runs 10 us behind PE 0's: its log says `pong` began at 140 us, before `ping`
+/// created its message at 150 us. The import adds the smallest offset that leaves no
+/// message arriving before its creation (10 us: the reply still takes 330 us the other
+/// way), so no delay is floored and the recorded schedule comes back exactly.
+#[test]
+fn projections_clock_offset_between_pes_is_taken_out() {
+    let dir = tmpdir("proj-clock");
+    let sts = projections_v11(&dir);
+    std::fs::write(
+        dir.join("pp.1.log"),
+        "PROJECTIONS-RECORD 3\n2 0 1 140 1 0 1000 140 0 0 0 0 0\n1 0 0 160 5 1 1000 0\n3 0 1 190 1 0 0 0\n",
+    )
+    .unwrap();
+    let imported = imp(Format::Projections, &sts);
+    assert!(
+        imported
+            .notes
+            .iter()
+            .any(|n| n.starts_with("the PEs' clocks disagree") && n.ends_with("PE 1 +10 us")),
+        "{:?}",
+        imported.notes
+    );
+    assert!(
+        !imported.notes.iter().any(|n| n.contains("clock skew")),
+        "{:?}",
+        imported.notes
+    );
+    let t = &imported.trace;
+    let pong = trace::BlockId(1);
+    assert_eq!(t.entries[t.block(pong).entry.index()].name, "Main::pong");
+    assert_eq!(
+        t.block(pong).recorded_start,
+        Some(SimTime::from_ps(150_000_000))
+    );
+    let cfg = ReplayConfig {
+        recorded_order: true,
+        ..ReplayConfig::default()
+    };
+    let r = run_with(t, "recorded", &cfg);
+    assert_eq!(r.makespan, imported.recorded_end.unwrap());
+    assert_eq!(r.makespan, SimTime::from_ps(600_000_000));
+    // The model's closed form does not depend on the clocks: 50 + T + 20 + T + 100, T = 41 us.
+    let r = run_with(t, "alphabeta:lat=40us,bw=1GB/s", &ReplayConfig::default());
+    assert_eq!(
+        r.makespan,
+        SimTime::from_ps((50 + 41 + 20 + 41 + 100) * 1_000_000)
+    );
+}

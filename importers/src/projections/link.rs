@@ -34,9 +34,10 @@
 //!   messages: the PE's partial reduction (or its result), and the resumption after a
 //!   load-balancing step, leave from whichever local element comes last. A piece that sends
 //!   for a reduction or load-balancing chare (`CkReductionMgr`, `CkNodeReductionMgr`,
-//!   `CkSyncBarrier`, the balancers), or a reduction's result (`redn_wrapper_*`), or in which
-//!   a phase ends, therefore depends on the latest earlier piece of every array element on its
-//!   PE.
+//!   `CkSyncBarrier`, the balancers), or a reduction's result (any entry that takes a
+//!   `CkReductionMsg`: a `redn_wrapper_*`, or a plain entry named by the callback, such as
+//!   kNeighbor's `Main::nextStep(CkReductionMsg*)`), or in which a phase ends, therefore
+//!   depends on the latest earlier piece of every array element on its PE.
 //! * **Load-balancing steps.** Charm++ ends a trace phase (END_PHASE) at every load-balancing
 //!   step. Pieces are labelled with their phase (the trace's iterations), and each array
 //!   element's last piece of a phase that ended on its PE is its sync point (`lb_sync`).
@@ -92,6 +93,8 @@ pub(crate) struct Stats {
     pub(crate) untraced_local: usize,
     pub(crate) untraced_remote: usize,
     pub(crate) untraced_unpaired: usize,
+    /// Receipts with no send found, sent by the latest traced piece before them on their PE.
+    pub(crate) untraced_followed: usize,
     pub(crate) received: usize,
     /// Silent untraced handlers that a later acting handler on their PE waits for.
     pub(crate) absorbed: usize,
@@ -356,7 +359,9 @@ pub(crate) fn link(sts: &Sts, logs: &Logs) -> Linked {
     let collective_ep = |ep: i64| {
         sts.entries.get(&ep).is_some_and(|e| {
             let chare = sts.chares.get(&e.chare).map_or("", |c| c.name.as_str());
-            COLLECTIVE_CHARES.contains(&chare) || e.name.contains("::redn_wrapper_")
+            COLLECTIVE_CHARES.contains(&chare)
+                || e.takes_reduction
+                || e.name.contains("::redn_wrapper_")
         })
     };
     let mut latest: HashMap<Obj, usize> = HashMap::new();

@@ -4,6 +4,10 @@
 use super::sts::{Sts, Version};
 use crate::ImportError;
 
+/// The envelope type of an array broadcast as the array manager of a PE receives it
+/// (`ArrayBcastMsg` in Charm++ 8.0.1 `ck-core/charm.h`), the first field of a BEGIN_PROCESSING.
+const ARRAY_BCAST_MSG: f64 = 24.0;
+
 /// An array element's index as the log writes it (up to 6 dimensions).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub(crate) struct Index {
@@ -253,6 +257,7 @@ impl Logs {
                     });
                 }
                 2 => {
+                    let msg_type = num(1, "message type")?;
                     let ep = num(2, "entry point")? as i64;
                     let time = num(3, "time")?;
                     let event = num(4, "event number")? as i64;
@@ -266,8 +271,13 @@ impl Logs {
                             let r = num(7, "receive time")?;
                             // An array element's entry carries its index (ndims fields);
                             // a log without them (older writers) keeps the PE as the object.
-                            if let Some((_, nd)) =
-                                sts.array_of(ep).filter(|(_, nd)| t.len() > 7 + nd)
+                            // An array broadcast's envelope (`ArrayBcastMsg`) names no
+                            // element: that piece is the PE's array manager taking the
+                            // broadcast (e.g. an empty array's creation), and it writes
+                            // zeros for the index; each element's piece follows with its own.
+                            if let Some((_, nd)) = sts
+                                .array_of(ep)
+                                .filter(|(_, nd)| t.len() > 7 + nd && msg_type != ARRAY_BCAST_MSG)
                             {
                                 let mut v = [0i32; 6];
                                 for (d, slot) in v.iter_mut().enumerate().take(nd) {

@@ -28,7 +28,8 @@
 //!
 //! | Projections | whatif |
 //! |---|---|
-//! | chare array element (11.0: the index on its records) | one object `Chare[i,j,k]`, recorded on the PE it first ran on; migratable |
+//! | chare array element (11.0: the index on its records) | one object `Chare[i,j,k]`, recorded on the PE it first ran on (in time), with its later moves; migratable |
+//! | `BEGIN_PROCESSING` of an array entry with message type 24 (`ArrayBcastMsg`: the PE's array manager taking a broadcast; its index fields are zeros) | the PE's object `pe<p>` |
 //! | groups, singleton chares, the runtime, every 3.0 piece | the PE's object `pe<p>` |
 //! | `BEGIN_PROCESSING` .. `END_PROCESSING` | a block of entry `Chare::entry` (from the `.sts`), duration end - begin, `recorded_start` = begin |
 //! | `CREATION` inside a block | a send at offset `time - begin` of `msglen` bytes, label (pe, event) |
@@ -43,6 +44,7 @@
 //! entry resumed after a nested one), only the first consumption keeps it as trigger and each
 //! later piece depends on the previous one. Every adjustment is counted in the import notes.
 
+mod clock;
 mod link;
 mod log;
 mod sts;
@@ -137,20 +139,35 @@ pub fn import_limited(sts_path: &Path, max_memory_bytes: u64) -> Result<Imported
             read_log(&path, &mut budget).map_err(|e| missing_log(e, &sts_name, sts.pes, pe))?;
         logs.read(&sts, pe, path.display().to_string(), &text)?;
     }
+    // The PEs' clocks, brought to PE 0's.
+    let clock_offsets = clock::offsets(&logs, sts.pes);
+    if let Some(by) = &clock_offsets {
+        clock::shift(&mut logs, by);
+    }
     // Creation offsets may exceed a block's end when END was missing; stretch the block.
     for c in &logs.creations {
         let p = &mut logs.pieces[c.piece];
         p.end_ps = p.end_ps.max(c.time_ps);
     }
     // Messages to untraced entries: a creation for each one received from another PE.
-    let pairs = untraced::pair(&logs);
+    let pairs = untraced::pair(&logs, sts.pes == 1, |ep| {
+        sts.entries.get(&ep).is_some_and(|e| e.takes_reduction)
+    });
     for &(r, from) in &pairs.local {
         logs.pieces[r].after = Some(from);
     }
     for &(r, c) in &pairs.fanout {
         logs.pieces[r].cause = Some(c);
     }
-    for (k, &(r, from, at)) in pairs.remote.iter().enumerate() {
+    // A receipt with no send found gets a message from the latest traced piece before it
+    // on its PE, sent at that piece's end: `--net recorded` keeps the recorded gap as the
+    // message's delay, any other model delivers it locally.
+    let followed = pairs
+        .unpaired
+        .iter()
+        .map(|&(r, j)| (r, j, logs.pieces[j].end_ps))
+        .collect::<Vec<_>>();
+    for (k, (r, from, at)) in pairs.remote.iter().copied().chain(followed).enumerate() {
         let bytes = logs.pieces[r]
             .sends
             .first()
@@ -175,6 +192,7 @@ pub fn import_limited(sts_path: &Path, max_memory_bytes: u64) -> Result<Imported
         .filter(|p| p.received && p.cause.is_none() && p.after.is_none())
         .count();
     linked.stats.received = logs.pieces.iter().filter(|p| p.received).count();
+    linked.stats.untraced_followed = pairs.unpaired.len();
     let pieces = &logs.pieces;
     let creations = &logs.creations;
 
@@ -317,6 +335,7 @@ pub fn import_limited(sts_path: &Path, max_memory_bytes: u64) -> Result<Imported
         &trace,
         &arrays,
         (moved, recorded_moves),
+        clock_offsets.as_deref(),
     );
     Ok(Imported {
         trace,
@@ -333,6 +352,7 @@ fn notes(
     trace: &trace::Trace,
     arrays: &BTreeMap<i64, usize>,
     (moved, recorded_moves): (usize, usize),
+    clock_offsets: Option<&[u64]>,
 ) -> Vec<String> {
     // One line per log up to this many; beyond, one line for all (no per-PE flood).
     const LISTED: usize = 8;
@@ -405,13 +425,21 @@ fn notes(
     }
     if st.received > 0 {
         notes.push(format!(
-            "{} blocks handle a message to an untraced entry (`[notrace]`, e.g. CkMulticast's multicast and section reduction: an UNPACK outside any processing); their senders are inferred from the packs and the scheduler's order: {} sent on their own PE, {} from another PE (a broadcast's traced creation, else the latest unpaired send from another PE before it), {} not found (they start when their PE reaches them); {} did nothing visible (e.g. a reduction's partial kept in the runtime) and the next handler on their PE that acts waits for them",
-            st.received, st.untraced_local, st.untraced_remote, st.untraced_unpaired, st.absorbed
+            "{} blocks handle a message to an untraced entry (`[notrace]`, e.g. CkMulticast's multicast and section reduction: an UNPACK outside any processing); their senders are inferred from the packs and the scheduler's order: {} sent on their own PE, {} from another PE (a broadcast's traced creation, else the latest unpaired send from another PE before it), {} with no send found are sent by the latest traced block before them on their PE (on one PE, or a reduction's result: a section reduction's contribution on its own PE is not packed), {} not found (they start when their PE reaches them); {} did nothing visible (e.g. a reduction's partial kept in the runtime) and the next handler on their PE that acts waits for them",
+            st.received,
+            st.untraced_local,
+            st.untraced_remote - st.untraced_followed,
+            st.untraced_followed,
+            st.untraced_unpaired,
+            st.absorbed
         ));
+    }
+    if let Some(by) = clock_offsets {
+        notes.push(clock::describe(by));
     }
     if st.skewed > 0 {
         notes.push(format!(
-            "{} messages begin processing before their creation time (clock skew between PEs, up to {}); recorded delays floor them at 0",
+            "{} messages begin processing before their creation time (clock skew between PEs not taken out, up to {}); recorded delays floor them at 0",
             st.skewed,
             SimDuration::from_ps(st.worst_skew_ps)
         ));

@@ -27,6 +27,9 @@ pub(crate) struct Entry {
     pub(crate) name: String,
     /// Its chare's index in the `.sts`.
     pub(crate) chare: i64,
+    /// It takes a `CkReductionMsg`: a reduction's result (a callback to a plain entry such
+    /// as `Main::nextStep(CkReductionMsg*)`, a `redn_wrapper_*`) or a runtime's partial.
+    pub(crate) takes_reduction: bool,
 }
 
 /// One chare of the `.sts`.
@@ -146,12 +149,21 @@ pub(crate) fn parse_sts(text: &str, file: &str) -> Result<Sts, ImportError> {
     let entries = eps
         .into_iter()
         .map(|(ep, name, chare)| {
-            let short = name.split('(').next().unwrap_or(&name).trim().to_string();
+            let (short, params) = name.split_once('(').unwrap_or((&name, ""));
+            let takes_reduction = params.contains("CkReductionMsg");
+            let short = short.trim().to_string();
             let full = match chares.get(&chare) {
                 Some(c) => format!("{}::{short}", c.name),
                 None => short,
             };
-            (ep, Entry { name: full, chare })
+            (
+                ep,
+                Entry {
+                    name: full,
+                    chare,
+                    takes_reduction,
+                },
+            )
         })
         .collect();
     Ok(Sts {

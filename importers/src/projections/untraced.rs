@@ -26,6 +26,15 @@
 //!   [`WINDOW_PS`]. Not the earliest: some packs are never received by an untraced handler
 //!   (LeanMD's computes pack two messages per force step and their PE receives one), and a
 //!   first-in-first-out pairing would drift onto ever older sends and hide the latency.
+//! * **No sender found.** A message that stays on its PE is not packed, so a receipt that
+//!   finds no send by these rules may have come from its own PE, leaving no record there.
+//!   It was, when the logs are of one PE, and when it delivers a reduction's result (an entry
+//!   that takes a `CkReductionMsg`): a section reduction's partials from other PEs are
+//!   packed, so its unmatched contribution is a local one (LeanMD +p1: every
+//!   `redn_wrapper_reduceForces` result comes right after the last contributing `Compute`'s
+//!   piece, with no BEGIN_PACK). Such a receipt is sent by the latest traced piece before it
+//!   on its PE, at that piece's end. Any other stays without a sender (on several PEs it may
+//!   be a remote message that was not packed, such as the tracing module's shutdown).
 //! * **Traced fan-outs.** A receipt that delivers entry E and comes after a CREATION_BCAST or
 //!   CREATION_MULTICAST of E on another PE is that broadcast's copy for its PE (the creation
 //!   is traced, the runtime's forwarding is not): the creation triggers it.
@@ -52,6 +61,8 @@ pub(crate) struct Pairs {
     pub(crate) remote: Vec<(usize, usize, u64)>,
     /// (receiving piece, broadcast or multicast creation on another PE it forwards).
     pub(crate) fanout: Vec<(usize, usize)>,
+    /// (receiving piece with no sender found, the latest traced piece before it on its PE).
+    pub(crate) unpaired: Vec<(usize, usize)>,
 }
 
 /// Whether pieces `a` and `b` both create messages for one entry.
@@ -61,8 +72,24 @@ fn same_deliveries(logs: &Logs, a: usize, b: usize) -> bool {
 }
 
 /// Pairs every untraced receipt with the send it most likely received.
-pub(crate) fn pair(logs: &Logs) -> Pairs {
+///
+/// `one_pe`: the logs are of a single PE. `reduction_result(ep)`: entry `ep` takes a
+/// reduction's result (see "No sender found").
+pub(crate) fn pair(logs: &Logs, one_pe: bool, reduction_result: impl Fn(i64) -> bool) -> Pairs {
     let mut out = Pairs::default();
+    // The latest traced piece before each piece on its PE (what a receipt with no sender
+    // found follows).
+    let mut prev_traced: Vec<Option<usize>> = Vec::with_capacity(logs.pieces.len());
+    let mut last: Option<usize> = None;
+    for (i, p) in logs.pieces.iter().enumerate() {
+        if last.is_some_and(|j| logs.pieces[j].pe != p.pe) {
+            last = None;
+        }
+        prev_traced.push(last);
+        if !p.runtime {
+            last = Some(i);
+        }
+    }
     // (time, pe, piece) of sends that left their PE and of receipts that came from another.
     let mut sends: Vec<(u64, u32, usize)> = Vec::new();
     let mut receipts: Vec<(u64, u32, usize)> = Vec::new();
@@ -152,9 +179,22 @@ pub(crate) fn pair(logs: &Logs) -> Pairs {
             .take_while(|&k| sends[k].0 >= oldest)
             .take(SCAN)
             .find(|&k| !used[k] && sends[k].1 != pe);
-        if let Some(k) = found {
-            used[k] = true;
-            out.remote.push((piece, sends[k].2, sends[k].0));
+        match found {
+            Some(k) => {
+                used[k] = true;
+                out.remote.push((piece, sends[k].2, sends[k].0));
+            }
+            None => {
+                let result = logs.pieces[piece]
+                    .sends
+                    .iter()
+                    .any(|&c| reduction_result(logs.creations[c].ep));
+                if one_pe || result {
+                    if let Some(j) = prev_traced[piece] {
+                        out.unpaired.push((piece, j));
+                    }
+                }
+            }
         }
     }
     out
