@@ -125,6 +125,12 @@ pub(crate) struct Logs {
     pub(crate) flush_ps: u64,
     /// Flushes between entry methods (idle time of the traced run; nothing to take out).
     pub(crate) flushes_between: usize,
+    /// Per PE: time its log says it was idle (BEGIN_IDLE..END_IDLE) or flushing its log
+    /// buffer (in or between entry methods): not the runtime's work.
+    pub(crate) outside_ps: Vec<u64>,
+    /// Whether any log has an idle record (then the rest of a PE's time between entry
+    /// methods is the runtime's work, not unrecorded idleness).
+    pub(crate) has_idle: bool,
 }
 
 fn us(v: f64) -> u64 {
@@ -160,6 +166,8 @@ impl Logs {
         // whenever no piece is open, as opening and closing one reset it).
         let mut flush_from: Option<u64> = None;
         let mut paused_ps = 0u64;
+        let mut idle_from: Option<u64> = None;
+        let mut outside = 0u64;
         for (i, l) in text.lines().enumerate() {
             let line = i as u64 + 1;
             let t: Vec<&str> = l.split_whitespace().collect();
@@ -332,6 +340,9 @@ impl Logs {
                 }
                 9 => {
                     let end = us(num(1, "time")?);
+                    if let Some(from) = flush_from {
+                        outside = outside.saturating_add(end.saturating_sub(from));
+                    }
                     if let Some(from) = flush_from.take() {
                         if open.is_some() {
                             let d = end.saturating_sub(from);
@@ -341,6 +352,17 @@ impl Logs {
                         } else {
                             self.flushes_between += 1;
                         }
+                    }
+                }
+                14 => {
+                    // BEGIN_IDLE: `14 <time> <pe>`.
+                    idle_from = Some(us(num(1, "time")?));
+                    self.has_idle = true;
+                }
+                15 => {
+                    let end = us(num(1, "time")?);
+                    if let Some(from) = idle_from.take() {
+                        outside = outside.saturating_add(end.saturating_sub(from));
                     }
                 }
                 30 => {
@@ -407,6 +429,7 @@ impl Logs {
             self.unterminated += 1;
         }
         self.phases.push(phase);
+        self.outside_ps.push(outside);
         self.untraced.push(stream);
         self.files.push((file, records));
         Ok(())

@@ -437,6 +437,9 @@ fn notes(
     if let Some(by) = clock_offsets {
         notes.push(clock::describe(by));
     }
+    if let Some(n) = runtime_overhead(logs) {
+        notes.push(n);
+    }
     if st.skewed > 0 {
         notes.push(format!(
             "{} messages begin processing before their creation time (clock skew between PEs not taken out, up to {}); recorded delays floor them at 0",
@@ -497,4 +500,49 @@ fn notes(
         }
     }
     notes
+}
+
+/// The runtime's work between entry methods (scheduling, message handling, the network's
+/// polling): each PE's span minus its blocks, its idle time and its log flushes. Said only
+/// when it can be told from idleness: some log has idle records, or there is one PE.
+fn runtime_overhead(logs: &log::Logs) -> Option<String> {
+    let pes = logs.outside_ps.len();
+    if !(logs.has_idle || pes == 1) {
+        return None;
+    }
+    // Per PE: first begin, last end, busy time, blocks.
+    let mut per: Vec<(u64, u64, u64, u64)> = vec![(u64::MAX, 0, 0, 0); pes];
+    for p in &logs.pieces {
+        let e = &mut per[p.pe as usize];
+        e.0 = e.0.min(p.begin_ps);
+        e.1 = e.1.max(p.end_ps);
+        e.2 = e.2.saturating_add(p.end_ps - p.begin_ps);
+        e.3 += 1;
+    }
+    let (mut rest_ps, mut blocks, mut worst) = (0u64, 0u64, (0.0f64, 0usize));
+    for (pe, &(first, last, busy, n)) in per.iter().enumerate() {
+        if n == 0 {
+            continue;
+        }
+        let span = last.saturating_sub(first);
+        let rest = span
+            .saturating_sub(busy)
+            .saturating_sub(logs.outside_ps[pe]);
+        rest_ps = rest_ps.saturating_add(rest);
+        blocks += n;
+        let share = rest as f64 / span.max(1) as f64;
+        if share > worst.0 {
+            worst = (share, pe);
+        }
+    }
+    if blocks == 0 || rest_ps == 0 {
+        return None;
+    }
+    let per_block_ns = (rest_ps / blocks + 500) / 1000;
+    Some(format!(
+        "the runtime's work between entry methods (a PE's span minus its blocks, idle time and log flushes: scheduling, message handling, network polling) took {} in all, {:.1}% of PE {}'s span at most, {per_block_ns} ns per block on average: replays leave it out unless told, e.g. `--block-overhead {per_block_ns}ns`",
+        SimDuration::from_ps(rest_ps),
+        worst.0 * 100.0,
+        worst.1
+    ))
 }
