@@ -147,7 +147,7 @@ pub(crate) fn describe(by: &[u64]) -> String {
         String::new()
     };
     format!(
-        "the PEs' clocks disagree: offsets estimated from the fastest message each way between PEs (as NTP does) and added to their logs' times, relative to PE 0: {}{more}",
+        "the PEs' clocks disagree (messages between them arrive before their creation): each PE's log times moved by the smallest offset that leaves none doing so, relative to PE 0: {}{more}",
         listed.join(", ")
     )
 }

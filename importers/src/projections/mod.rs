@@ -428,7 +428,7 @@ fn notes(
             "{} blocks handle a message to an untraced entry (`[notrace]`, e.g. CkMulticast's multicast and section reduction: an UNPACK outside any processing); their senders are inferred from the packs and the scheduler's order: {} sent on their own PE, {} from another PE (a broadcast's traced creation, else the latest unpaired send from another PE before it), {} with no send found are sent by the latest traced block before them on their PE (on one PE, or a reduction's result: a section reduction's contribution on its own PE is not packed), {} not found (they start when their PE reaches them); {} did nothing visible (e.g. a reduction's partial kept in the runtime) and the next handler on their PE that acts waits for them",
             st.received,
             st.untraced_local,
-            st.untraced_remote - st.untraced_followed,
+            st.untraced_remote.saturating_sub(st.untraced_followed),
             st.untraced_followed,
             st.untraced_unpaired,
             st.absorbed
