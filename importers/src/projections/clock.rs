@@ -14,10 +14,14 @@
 //! NTP takes, needs the receive times: without them a delay includes the wait in the
 //! receiver's queue, and the fastest message one way can be far slower than the other.)
 //! When the range is empty the clocks do not differ by a constant and the pair is left
-//! alone. PEs are reached from PE 0 through pairs that exchange messages (breadth first,
+//! alone. Only messages matched as the trigger rules match them count: same entry, and
+//! created at most [`SKEW_PS`] after the delivery (a resumed thread's envelope can name an
+//! event number its PE reuses a second later). PEs are reached from PE 0 through pairs that
+//! exchange messages (breadth first,
 //! the busiest pair first); a PE not reached keeps its clock. Every time on a PE's log is
 //! then shifted by its offset, and all by a common amount so that none is negative.
 
+use super::link::SKEW_PS;
 use super::log::{Logs, Untraced};
 use std::collections::{HashMap, VecDeque};
 
@@ -48,6 +52,11 @@ pub(crate) fn offsets(logs: &Logs, pes: u32) -> Option<Vec<u64>> {
         }
         let signed = |t: u64| i64::try_from(t).unwrap_or(i64::MAX);
         let d = signed(p.arrival_ps).saturating_sub(signed(c.time_ps));
+        // A creation far later than the delivery is not its cause (a resumed thread's
+        // envelope names an event number its PE reuses): the trigger rules skip it too.
+        if d < -(SKEW_PS as i64) {
+            continue;
+        }
         let e = delays.entry((c.pe, p.pe)).or_insert((d, 0));
         e.0 = e.0.min(d);
         e.1 += 1;
@@ -107,6 +116,12 @@ pub(crate) fn shift(logs: &mut Logs, by: &[u64]) {
     }
     for c in &mut logs.creations {
         c.time_ps = c.time_ps.saturating_add(by[c.pe as usize]);
+    }
+    for (pe, spans) in logs.outside_spans.iter_mut().enumerate() {
+        for (from, to) in spans {
+            *from = from.saturating_add(by[pe]);
+            *to = to.saturating_add(by[pe]);
+        }
     }
     for (pe, stream) in logs.untraced.iter_mut().enumerate() {
         for ev in stream {

@@ -48,7 +48,7 @@ use std::collections::{HashMap, VecDeque};
 
 /// Creations this much later than a delivery (clock differences between PEs' logs) may
 /// still be its cause.
-const SKEW_PS: u64 = 1_000_000_000;
+pub(crate) const SKEW_PS: u64 = 1_000_000_000;
 
 /// Chares whose messages leave from a collective point (reductions, load balancing).
 const COLLECTIVE_CHARES: [&str; 10] = [

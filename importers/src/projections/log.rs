@@ -7,6 +7,9 @@ use crate::ImportError;
 /// The envelope type of an array broadcast as the array manager of a PE receives it
 /// (`ArrayBcastMsg` in Charm++ 8.0.1 `ck-core/charm.h`), the first field of a BEGIN_PROCESSING.
 const ARRAY_BCAST_MSG: f64 = 24.0;
+/// Envelope types of a singleton chare's creation (`NewChareMsg`, `NewVChareMsg`).
+const NEW_CHARE_MSG: f64 = 1.0;
+const NEW_VCHARE_MSG: f64 = 2.0;
 
 /// An array element's index as the log writes it (up to 6 dimensions).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -65,6 +68,13 @@ pub(crate) struct Piece {
     pub(crate) phase: u32,
     /// An END_PHASE record was written while it ran.
     pub(crate) ends_phase: bool,
+    /// Log-flush time inside it, taken out of its times after the flush (its end on the
+    /// log's clock is `end_ps + paused_ps`).
+    pub(crate) paused_ps: u64,
+    /// The process's CPU time at its begin and end (11.0 logs write it; `None` when absent
+    /// or 0), on the log's own scale: only differences on one PE mean anything.
+    pub(crate) cpu_begin_ps: Option<u64>,
+    pub(crate) cpu_end_ps: Option<u64>,
 }
 
 /// A record of the untraced-message stream of a PE, in log order ([`super::untraced`]).
@@ -98,6 +108,9 @@ impl Piece {
             after: None,
             phase,
             ends_phase: false,
+            paused_ps: 0,
+            cpu_begin_ps: None,
+            cpu_end_ps: None,
         }
     }
 }
@@ -125,12 +138,23 @@ pub(crate) struct Logs {
     pub(crate) flush_ps: u64,
     /// Flushes between entry methods (idle time of the traced run; nothing to take out).
     pub(crate) flushes_between: usize,
-    /// Per PE: time its log says it was idle (BEGIN_IDLE..END_IDLE) or flushing its log
-    /// buffer (in or between entry methods): not the runtime's work.
-    pub(crate) outside_ps: Vec<u64>,
     /// Whether any log has an idle record (then the rest of a PE's time between entry
     /// methods is the runtime's work, not unrecorded idleness).
     pub(crate) has_idle: bool,
+    /// Pieces that construct a singleton chare (message type 1 `NewChareMsg` or 2
+    /// `NewVChareMsg`, `ck-core/charm.h`): chares created as the program ran.
+    pub(crate) chare_creations: usize,
+    /// Per PE, in log order: its idle periods and its log flushes between entry methods.
+    pub(crate) outside_spans: Vec<Vec<(u64, u64)>>,
+}
+
+/// A CPU-time field (microseconds) in ps; `None` when absent, not a number, or 0 (not
+/// recorded).
+fn cpu_field(t: &[&str], k: usize) -> Option<u64> {
+    t.get(k)
+        .and_then(|v| v.parse::<f64>().ok())
+        .filter(|x| x.is_finite() && *x > 0.0 && *x < 1.8e13)
+        .map(us)
 }
 
 fn us(v: f64) -> u64 {
@@ -167,7 +191,7 @@ impl Logs {
         let mut flush_from: Option<u64> = None;
         let mut paused_ps = 0u64;
         let mut idle_from: Option<u64> = None;
-        let mut outside = 0u64;
+        let mut spans: Vec<(u64, u64)> = Vec::new();
         for (i, l) in text.lines().enumerate() {
             let line = i as u64 + 1;
             let t: Vec<&str> = l.split_whitespace().collect();
@@ -266,12 +290,16 @@ impl Logs {
                 }
                 2 => {
                     let msg_type = num(1, "message type")?;
+                    if msg_type == NEW_CHARE_MSG || msg_type == NEW_VCHARE_MSG {
+                        self.chare_creations += 1;
+                    }
                     let ep = num(2, "entry point")? as i64;
                     let time = num(3, "time")?;
                     let event = num(4, "event number")? as i64;
                     let src = num(5, "source PE")? as i64;
                     num(6, "message length")?;
                     let mut index = None;
+                    let mut cpu_begin = None;
                     // 11.0 logs write 0 when the receive time was not recorded (Charm++ 7
                     // does so for every message): the begin time stands in, as in 3.0.
                     let arrival = match sts.version {
@@ -294,6 +322,12 @@ impl Logs {
                                 }
                                 index = Some(Index { len: nd as u8, v });
                             }
+                            // The CPU time follows the id fields (the index's, or four).
+                            let ids = sts
+                                .array_of(ep)
+                                .filter(|(_, nd)| t.len() > 7 + nd)
+                                .map_or(4, |(_, nd)| nd);
+                            cpu_begin = cpu_field(&t, 8 + ids);
                             Some(r).filter(|r| *r > 0.0)
                         }
                         Version::V3 => None,
@@ -317,6 +351,7 @@ impl Logs {
                         src,
                         arrival_ps: us(arrival).min(begin),
                         index,
+                        cpu_begin_ps: cpu_begin,
                         ..Piece::runtime_at(pe, begin, phase, false)
                     });
                     open = Some(self.pieces.len() - 1);
@@ -327,6 +362,11 @@ impl Logs {
                         Some(b) => {
                             let p = &mut self.pieces[b];
                             p.end_ps = us(time).saturating_sub(paused_ps).max(p.begin_ps);
+                            p.paused_ps = paused_ps;
+                            if sts.version == Version::V11 {
+                                p.cpu_end_ps =
+                                    cpu_field(&t, 7).map(|c| c.saturating_sub(paused_ps));
+                            }
                         }
                         None => self.stray_ends += 1,
                     }
@@ -340,9 +380,6 @@ impl Logs {
                 }
                 9 => {
                     let end = us(num(1, "time")?);
-                    if let Some(from) = flush_from {
-                        outside = outside.saturating_add(end.saturating_sub(from));
-                    }
                     if let Some(from) = flush_from.take() {
                         if open.is_some() {
                             let d = end.saturating_sub(from);
@@ -351,6 +388,7 @@ impl Logs {
                             self.flush_ps = self.flush_ps.saturating_add(d);
                         } else {
                             self.flushes_between += 1;
+                            spans.push((from, end));
                         }
                     }
                 }
@@ -362,7 +400,7 @@ impl Logs {
                 15 => {
                     let end = us(num(1, "time")?);
                     if let Some(from) = idle_from.take() {
-                        outside = outside.saturating_add(end.saturating_sub(from));
+                        spans.push((from, end));
                     }
                 }
                 30 => {
@@ -429,7 +467,7 @@ impl Logs {
             self.unterminated += 1;
         }
         self.phases.push(phase);
-        self.outside_ps.push(outside);
+        self.outside_spans.push(spans);
         self.untraced.push(stream);
         self.files.push((file, records));
         Ok(())

@@ -47,6 +47,7 @@
 mod clock;
 mod link;
 mod log;
+mod runtime;
 mod sts;
 mod untraced;
 
@@ -193,6 +194,9 @@ pub fn import_limited(sts_path: &Path, max_memory_bytes: u64) -> Result<Imported
         .count();
     linked.stats.received = logs.pieces.iter().filter(|p| p.received).count();
     linked.stats.untraced_followed = pairs.unpaired.len();
+    // The runtime's work before each piece, taken into it.
+    let leads = runtime::leads(&logs, &linked);
+    let lead_of = |i: usize| leads.as_ref().map_or(0, |l| l.lead_ps[i]);
     let pieces = &logs.pieces;
     let creations = &logs.creations;
 
@@ -278,6 +282,7 @@ pub fn import_limited(sts_path: &Path, max_memory_bytes: u64) -> Result<Imported
     let mut recorded_end = 0u64;
     for &i in &order {
         let p = &pieces[i];
+        let start_ps = p.begin_ps - lead_of(i);
         sends.clear();
         for &c in &p.sends {
             let cr = &creations[c];
@@ -295,7 +300,7 @@ pub fn import_limited(sts_path: &Path, max_memory_bytes: u64) -> Result<Imported
                 .map_or(entry_ids[&p.ep], |&j| entry_ids[&pieces[j].ep]);
             sends.push(Send {
                 msg: label(c),
-                offset: SimDuration::from_ps(cr.time_ps.saturating_sub(p.begin_ps)),
+                offset: SimDuration::from_ps(cr.time_ps.saturating_sub(start_ps)),
                 dest,
                 bytes: cr.bytes,
                 entry,
@@ -305,11 +310,12 @@ pub fn import_limited(sts_path: &Path, max_memory_bytes: u64) -> Result<Imported
         let mut blk = Block::new(
             object_id[&linked.obj[i]],
             entry_ids[&p.ep],
-            SimDuration::from_ps(p.end_ps - p.begin_ps),
+            SimDuration::from_ps(p.end_ps - start_ps),
         );
         blk.trigger = linked.trigger[i].map(label);
-        blk.recorded_start = Some(SimTime::from_ps(p.begin_ps));
-        blk.recorded_arrival = linked.trigger[i].map(|_| SimTime::from_ps(p.arrival_ps));
+        blk.recorded_start = Some(SimTime::from_ps(start_ps));
+        blk.recorded_arrival =
+            linked.trigger[i].map(|_| SimTime::from_ps(p.arrival_ps.min(start_ps)));
         blk.iteration = linked.phased.then_some(p.phase);
         blk.lb_sync = linked.lb_sync[i];
         deps.clear();
@@ -335,7 +341,7 @@ pub fn import_limited(sts_path: &Path, max_memory_bytes: u64) -> Result<Imported
         &trace,
         &arrays,
         (moved, recorded_moves),
-        clock_offsets.as_deref(),
+        (clock_offsets.as_deref(), leads.as_ref()),
     );
     Ok(Imported {
         trace,
@@ -352,7 +358,7 @@ fn notes(
     trace: &trace::Trace,
     arrays: &BTreeMap<i64, usize>,
     (moved, recorded_moves): (usize, usize),
-    clock_offsets: Option<&[u64]>,
+    (clock_offsets, leads): (Option<&[u64]>, Option<&runtime::Leads>),
 ) -> Vec<String> {
     // One line per log up to this many; beyond, one line for all (no per-PE flood).
     const LISTED: usize = 8;
@@ -434,11 +440,17 @@ fn notes(
             st.absorbed
         ));
     }
+    if logs.chare_creations > 0 {
+        notes.push(format!(
+            "{} singleton chares were created as the program ran (`ckNew` of a plain chare, which Charm++'s seed balancer places; message types NewChareMsg/NewVChareMsg): Projections writes no identity for a plain chare, so each PE's are folded into its object `pe<p>` with the runtime and kept on that PE in the order they ran; a replay on another PE count cannot spread them (seed balancing is not modelled) and `lb` cannot move them one by one",
+            logs.chare_creations
+        ));
+    }
     if let Some(by) = clock_offsets {
         notes.push(clock::describe(by));
     }
-    if let Some(n) = runtime_overhead(logs) {
-        notes.push(n);
+    if let Some(l) = leads {
+        notes.push(l.describe());
     }
     if st.skewed > 0 {
         notes.push(format!(
@@ -500,49 +512,4 @@ fn notes(
         }
     }
     notes
-}
-
-/// The runtime's work between entry methods (scheduling, message handling, the network's
-/// polling): each PE's span minus its blocks, its idle time and its log flushes. Said only
-/// when it can be told from idleness: some log has idle records, or there is one PE.
-fn runtime_overhead(logs: &log::Logs) -> Option<String> {
-    let pes = logs.outside_ps.len();
-    if !(logs.has_idle || pes == 1) {
-        return None;
-    }
-    // Per PE: first begin, last end, busy time, blocks.
-    let mut per: Vec<(u64, u64, u64, u64)> = vec![(u64::MAX, 0, 0, 0); pes];
-    for p in &logs.pieces {
-        let e = &mut per[p.pe as usize];
-        e.0 = e.0.min(p.begin_ps);
-        e.1 = e.1.max(p.end_ps);
-        e.2 = e.2.saturating_add(p.end_ps - p.begin_ps);
-        e.3 += 1;
-    }
-    let (mut rest_ps, mut blocks, mut worst) = (0u64, 0u64, (0.0f64, 0usize));
-    for (pe, &(first, last, busy, n)) in per.iter().enumerate() {
-        if n == 0 {
-            continue;
-        }
-        let span = last.saturating_sub(first);
-        let rest = span
-            .saturating_sub(busy)
-            .saturating_sub(logs.outside_ps[pe]);
-        rest_ps = rest_ps.saturating_add(rest);
-        blocks += n;
-        let share = rest as f64 / span.max(1) as f64;
-        if share > worst.0 {
-            worst = (share, pe);
-        }
-    }
-    if blocks == 0 || rest_ps == 0 {
-        return None;
-    }
-    let per_block_ns = (rest_ps / blocks + 500) / 1000;
-    Some(format!(
-        "the runtime's work between entry methods (a PE's span minus its blocks, idle time and log flushes: scheduling, message handling, network polling) took {} in all, {:.1}% of PE {}'s span at most, {per_block_ns} ns per block on average: replays leave it out unless told, e.g. `--block-overhead {per_block_ns}ns`",
-        SimDuration::from_ps(rest_ps),
-        worst.0 * 100.0,
-        worst.1
-    ))
 }
