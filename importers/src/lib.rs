@@ -108,6 +108,12 @@ impl Format {
 impl FromStr for Format {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
+        // BigSim's logs are named after their files (`bgTrace`), and users say "bigsim".
+        let s = if s.eq_ignore_ascii_case("bigsim") {
+            "bgtrace"
+        } else {
+            s
+        };
         Format::ALL
             .iter()
             .copied()

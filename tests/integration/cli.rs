@@ -881,3 +881,35 @@ fn inspect_reads_a_foreign_trace_with_the_format_its_error_names() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("whatif import goal"), "{}", stderr(&o));
 }
+
+/// `--priority` on a trace whose blocks have no priority says it changes nothing (Projections
+/// logs record none); `--critical-path-priority` computes its own and says nothing. `bigsim`
+/// names the bgTrace format.
+#[test]
+fn priority_without_priorities_warns_and_bigsim_names_bgtrace() {
+    let dir = tmpdir("prio-warn");
+    let t = dir.join("r.trace");
+    let t = t.to_str().unwrap();
+    let o = whatif(&[
+        "gen", "ring", "--ranks", "4", "--iters", "2", "--out", t, "-q",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = whatif(&["replay", t, "--priority"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("warning: --priority has no effect"),
+        "{}",
+        stderr(&o)
+    );
+    let o = whatif(&["replay", t, "--critical-path-priority"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        !stderr(&o).contains("--priority has no effect"),
+        "{}",
+        stderr(&o)
+    );
+    let o = whatif(&["inspect", "no-such-bgTrace", "--format", "bigsim"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("unknown format"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("no-such-bgTrace"), "{}", stderr(&o));
+}

@@ -87,6 +87,18 @@ pub fn idle_warning(pes: u32, busy_pes: usize, objects: usize, map: &str) -> Opt
     ))
 }
 
+/// A warning when `--priority` is asked of a trace none of whose blocks has a priority (the
+/// replay is then FIFO), or `None`.
+pub fn priority_warning(trace: &trace::Trace, priority: bool) -> Option<String> {
+    if !priority || trace.block_ids().any(|id| trace.block(id).priority != 0) {
+        return None;
+    }
+    Some(
+        "warning: --priority has no effect: no block of this trace has a priority (Projections          logs, for one, do not record them; the order each object's blocks ran in, which the          replay keeps, reflects them)"
+            .to_string(),
+    )
+}
+
 /// Refuses outputs that would overwrite one of the command's inputs: an output file equal to
 /// an input, or an output folder that contains one. `outputs` pairs each path with the flag
 /// that named it, for the message.

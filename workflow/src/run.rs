@@ -205,6 +205,11 @@ pub fn replay(
         if let Some(w) = limits::idle_warning(pes, on.len(), objects, &m.map.to_string()) {
             eprintln!("{w}");
         }
+        if let Some(w) =
+            limits::priority_warning(input.body(), m.priority && !m.critical_path_priority)
+        {
+            eprintln!("{w}");
+        }
     }
     let mut net = spec.build();
     let t0 = Instant::now();
@@ -358,6 +363,9 @@ fn replay_out_streamed(
         on.sort_unstable();
         on.dedup();
         if let Some(w) = limits::idle_warning(pes, on.len(), objects, &m.map.to_string()) {
+            eprintln!("{w}");
+        }
+        if let Some(w) = limits::priority_warning(body, m.priority && !m.critical_path_priority) {
             eprintln!("{w}");
         }
     }
