@@ -31,7 +31,8 @@
 //! | chare array element (11.0: the index on its records) | one object `Chare[i,j,k]`, recorded on the PE it first ran on (in time), with its later moves; migratable |
 //! | `BEGIN_PROCESSING` of an array entry with message type 24 (`ArrayBcastMsg`: the PE's array manager taking a broadcast; its index fields are zeros) | the PE's object `pe<p>` |
 //! | groups, singleton chares, the runtime, every 3.0 piece | the PE's object `pe<p>` |
-//! | `BEGIN_PROCESSING` .. `END_PROCESSING` | a block of entry `Chare::entry` (from the `.sts`), duration end - begin, `recorded_start` = begin |
+//! | `BEGIN_PROCESSING` .. `END_PROCESSING` | a block of entry `Chare::entry` (from the `.sts`), starting at begin - lead (the runtime's work before it, [`runtime`]; 0 when no log has idle records on several PEs), duration end - start, `recorded_start` = start |
+//! | every time on PE p's log | plus PE p's clock offset ([`clock`]), when messages between PEs seem to arrive before their creation |
 //! | `CREATION` inside a block | a send at offset `time - begin` of `msglen` bytes, label (pe, event) |
 //! | `CREATION` outside any block | a send of a `(runtime)` block spanning each run of such records |
 //! | `BEGIN_UNPACK` outside any block and not followed by a `BEGIN_PROCESSING` | a `(runtime)` block: the handler of a message to an untraced (`[notrace]`) entry, up to the next record not its own; triggered by a send inferred from a `BEGIN_PACK` on another PE, or after the piece on its PE that sent it ([`untraced`]) |
