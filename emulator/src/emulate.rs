@@ -311,6 +311,7 @@ pub fn emulate<P: Program>(
             name: inst.world.object_name(o),
             recorded_pe: PeId(inst.world.pe_of[o as usize]),
             moves: Default::default(),
+            pinned: false,
         });
     }
     // State only for the PEs that hold objects.

@@ -1088,6 +1088,7 @@ pub fn import_limited(
                 name: format!("rank{r}"),
                 recorded_pe: PeId(r as u32),
                 moves: Default::default(),
+                pinned: false,
             })
             .collect(),
         groups: Vec::new(),

@@ -21,6 +21,10 @@
 //!
 //! At [`LbPoint::Start`] every object is migratable and the window is the whole trace: the
 //! balancer maps the whole run (as a static partitioner or an initial placement would).
+//!
+//! At either point a [pinned](trace::ObjectInfo::pinned) object is never migratable (a
+//! Charm++ PE's main chare, groups and runtime): its load is its PE's background load, and at
+//! a sync point its window is that of an object without a sync block.
 
 use crate::LbError;
 use std::fmt;
@@ -107,7 +111,7 @@ impl SyncPlan {
         let LbPoint::Iteration(k) = point else {
             return Ok(SyncPlan {
                 point,
-                migratable: vec![true; n_obj],
+                migratable: trace.objects.iter().map(|o| !o.pinned).collect(),
                 switch_after: vec![None; n_obj],
                 in_window: vec![true; n],
             });
@@ -145,6 +149,11 @@ impl SyncPlan {
                         .join(", ")
                 )
             }));
+        }
+        for (s, o) in switch_after.iter_mut().zip(&trace.objects) {
+            if o.pinned {
+                *s = None;
+            }
         }
         let migratable: Vec<bool> = switch_after.iter().map(Option::is_some).collect();
         let mut in_window = vec![false; n];

@@ -13,9 +13,10 @@ pub enum Mapping {
     #[default]
     Recorded,
     /// Objects in id order split into P' contiguous, near-equal chunks: object i goes to
-    /// `i * P' / n_objects`.
+    /// `i * P' / n_objects`. [Pinned](trace::ObjectInfo::pinned) objects are placed as
+    /// recorded and left out of the count (`i` and `n_objects` are over the others).
     Block,
-    /// Object i goes to `i mod P'`.
+    /// Object i goes to `i mod P'` (pinned objects as for `Block`).
     RoundRobin,
     /// An explicit PE per object (as a load balancer computes).
     Explicit(Vec<u32>),
@@ -68,8 +69,23 @@ impl Mapping {
                 .iter()
                 .map(|o| recorded_on(o.recorded_pe.0, trace, pes))
                 .collect(),
-            Mapping::Block => (0..n).map(|i| (i * p / n) as u32).collect(),
-            Mapping::RoundRobin => (0..n).map(|i| (i % p) as u32).collect(),
+            Mapping::Block | Mapping::RoundRobin => {
+                let free = trace.objects.iter().filter(|o| !o.pinned).count() as u64;
+                let mut i = 0u64;
+                let mut out = Vec::with_capacity(trace.objects.len());
+                for o in &trace.objects {
+                    out.push(if o.pinned {
+                        recorded_on(o.recorded_pe.0, trace, pes)
+                    } else {
+                        i += 1;
+                        match self {
+                            Mapping::Block => ((i - 1) * p / free) as u32,
+                            _ => ((i - 1) % p) as u32,
+                        }
+                    });
+                }
+                out
+            }
             Mapping::Explicit(v) => {
                 if v.len() as u64 != n {
                     return Err(ReplayError::Config(format!(

@@ -1467,11 +1467,12 @@ fn inspect_of_projections_logs_never_writes_over_a_log() {
     assert!(rows.contains("pe1,1"), "{rows}");
 }
 
-/// Objects dealt round-robin over 2 PEs: `pe0` and the second element on PE 0.
+/// Objects `pe0`, `A[0]`, `A[1]` dealt over 2 PEs in id order: `pe0` and `A[1]` on PE 0,
+/// `A[0]` on PE 1 (`--map round-robin` keeps the pinned `pe0` out of the deal).
 fn two_pes_round_robin() -> ReplayConfig {
     ReplayConfig {
         pes: Some(2),
-        mapping: replay::Mapping::RoundRobin,
+        mapping: replay::Mapping::Explicit(vec![0, 1, 0]),
         ..ReplayConfig::default()
     }
 }
@@ -1512,6 +1513,9 @@ fn projections_reduction_result_waits_for_every_local_contributor() {
     let t = &imported.trace;
     let names: Vec<&str> = t.objects.iter().map(|o| o.name.as_str()).collect();
     assert_eq!(names, ["pe0", "A[0]", "A[1]"], "no phantom A[0] piece");
+    // The PE's object holds the main chare and the runtime: pinned; the elements migrate.
+    let pins: Vec<bool> = t.objects.iter().map(|o| o.pinned).collect();
+    assert_eq!(pins, [true, false, false]);
     let manager = t.block(trace::BlockId(0));
     assert_eq!(manager.object, trace::ObjectId(0));
     assert!(

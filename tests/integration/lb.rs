@@ -567,3 +567,82 @@ fn recorded_moves_place_each_block_where_it_ran() {
         sim_core::SimTime::from_ps(3_000_000_000)
     );
 }
+
+/// A pinned object (a Charm++ PE's groups, main chare and singleton chares: `pe<p>` of a
+/// Projections import) never moves. Recorded on 2 PEs: `pe0` (pinned) works 4 ms on PE 0,
+/// `pe1` (pinned) nothing on PE 1, chares A and B 1 ms each on PE 0. Every strategy may move
+/// only A and B: greedy puts both on PE 1, so PE 0 keeps pe0's 4 ms (without the pin it would
+/// have moved pe0 away and A, B kept PE 0 at 2 ms). At a sync point a pinned object with a
+/// sync block is not migratable either. `--map block`/`round-robin` onto 4 PEs put the pinned
+/// objects where the recorded map does (PEs 0 and 2) and spread A and B as if alone.
+#[test]
+fn pinned_objects_never_move() {
+    let ms = sim_core::SimDuration::from_ms;
+    let mut b = TraceBuilder::new(TraceMeta {
+        name: "pinned".into(),
+        recorded_pes: 2,
+        ..TraceMeta::default()
+    });
+    let e = b.entry("work");
+    let pe0 = b.object("pe0", PeId(0));
+    let pe1 = b.object("pe1", PeId(1));
+    let a = b.object("A", PeId(0));
+    let c = b.object("B", PeId(0));
+    b.pin_object(pe0);
+    b.pin_object(pe1);
+    let sync = |o, d| Block {
+        iteration: Some(0),
+        lb_sync: true,
+        ..Block::new(o, e, ms(d))
+    };
+    b.block(sync(pe0, 4), &[], &[]);
+    b.block(sync(a, 1), &[], &[]);
+    b.block(sync(c, 1), &[], &[]);
+    let t = b.finish().unwrap();
+    assert_eq!(
+        t.objects.iter().map(|o| o.pinned).collect::<Vec<_>>(),
+        [true, true, false, false]
+    );
+
+    for point in [LbPoint::Start, LbPoint::Iteration(1)] {
+        let plan = SyncPlan::find(&t, point).unwrap();
+        assert_eq!(plan.migratable, [false, false, true, true], "{point}");
+        let current = Mapping::Recorded.resolve(&t, 2).unwrap();
+        assert_eq!(current, [0, 1, 0, 0]);
+        let db = LbDatabase::from_trace(
+            &t,
+            &plan,
+            &DbOptions {
+                current: &current,
+                pes: 2,
+                cpu_scale: &[],
+                migrate_bytes: 0,
+            },
+        )
+        .unwrap();
+        for name in lb_strategies::KNOWN.iter().filter(|n| **n != "topo") {
+            let s: Strategy = name.parse().unwrap();
+            let map = s.map(&db, None, 1).unwrap();
+            assert_eq!(
+                &map[..2],
+                &[0, 1],
+                "{name} at {point} moved a pinned object"
+            );
+            if *name == "greedy" {
+                assert_eq!(map, [0, 1, 1, 1], "{point}");
+                assert_eq!(metrics(&db, &map, None).max_load_ps, ms(4).as_ps());
+            }
+        }
+    }
+    assert_eq!(Mapping::Block.resolve(&t, 4).unwrap(), [0, 2, 0, 2]);
+    assert_eq!(Mapping::RoundRobin.resolve(&t, 4).unwrap(), [0, 2, 0, 1]);
+    // Without pins, as before: objects in id order.
+    let mut free = t.clone();
+    free.objects.iter_mut().for_each(|o| o.pinned = false);
+    assert_eq!(Mapping::Block.resolve(&free, 4).unwrap(), [0, 1, 2, 3]);
+    assert_eq!(Mapping::RoundRobin.resolve(&free, 4).unwrap(), [0, 1, 2, 3]);
+    assert_eq!(
+        SyncPlan::find(&free, LbPoint::Start).unwrap().migratable,
+        [true; 4]
+    );
+}

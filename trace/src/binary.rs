@@ -10,11 +10,13 @@
 //! header     name str, generator str, description str, recorded_pes v,
 //!            has_net u8 (0|1) [net str], has_seed u8 (0|1) [seed v],
 //!            has_cpu_scale u8 (0|1) [cpu_scale str]          (version 2 and later)
-//!            object flags u8: bit0 sequential_objects, bit1 objects carry moves
-//!                                                              (version 3 and later)
+//!            object flags u8: bit0 sequential_objects, bit1 objects carry moves,
+//!                             bit2 some objects are pinned     (version 3 and later)
 //!            n_entries v  then per entry:  name str
 //!            n_objects v  then per object: name str, recorded_pe v
 //!            [if bit1: per object: n_moves v, then per move: from block v, pe v]
+//!            [if bit2: n_pinned v, then per pinned object, ascending:
+//!                      id v (the first), id - previous id v (the others, >= 1)]
 //!            n_groups v   then per group:  n_members v, member object v ...
 //!            n_blocks v
 //! blocks     n_blocks times:
@@ -120,7 +122,9 @@ impl<W: Write> Out<W> {
         }
         // Bit 1 only when some object moved: traces without moves are written as before.
         let moves = trace.objects.iter().any(|ob| !ob.moves.is_empty());
-        o.u8(m.sequential_objects as u8 | (moves as u8) << 1)?;
+        // Bit 2 likewise only when some object is pinned.
+        let pinned = trace.objects.iter().filter(|ob| ob.pinned).count();
+        o.u8(m.sequential_objects as u8 | (moves as u8) << 1 | ((pinned > 0) as u8) << 2)?;
         o.v(trace.entries.len() as u64)?;
         for e in &trace.entries {
             o.str(&e.name)?;
@@ -137,6 +141,14 @@ impl<W: Write> Out<W> {
                     o.v(mv.from.0 as u64)?;
                     o.v(mv.pe.0 as u64)?;
                 }
+            }
+        }
+        if pinned > 0 {
+            o.v(pinned as u64)?;
+            let mut prev = 0u64;
+            for (i, _) in trace.objects.iter().enumerate().filter(|(_, ob)| ob.pinned) {
+                o.v(i as u64 - prev)?;
+                prev = i as u64;
             }
         }
         o.v(trace.groups.len() as u64)?;
@@ -446,10 +458,10 @@ impl<R: Read> BinaryReader<R> {
         let object_flags = if version >= 3 {
             let at = self.offset;
             let f = self.u8("object flags")?;
-            if f > 3 {
+            if f > 7 {
                 return self.fail(
                     at,
-                    "object flags 0 to 3 (bit 0 sequential objects, bit 1 recorded moves)",
+                    "object flags 0 to 7 (bit 0 sequential objects, bit 1 recorded moves, bit 2 pinned objects)",
                     format!("found {f}"),
                 );
             }
@@ -474,6 +486,7 @@ impl<R: Read> BinaryReader<R> {
                 name,
                 recorded_pe: PeId(pe),
                 moves: Default::default(),
+                pinned: false,
             });
         }
         if object_flags & 2 != 0 {
@@ -483,6 +496,36 @@ impl<R: Read> BinaryReader<R> {
                     let from = BlockId(self.v32("move block")?);
                     let pe = PeId(self.v32("move PE")?);
                     ob.moves.push(RecordedMove { from, pe });
+                }
+            }
+        }
+        if object_flags & 4 != 0 {
+            let at = self.offset;
+            let n = self.v("pinned object count")?;
+            if n == 0 || n > objects.len() as u64 {
+                return self.fail(
+                    at,
+                    format!("pinned object count 1 to {}", objects.len()),
+                    format!("found {n}"),
+                );
+            }
+            let mut id = 0u64;
+            for k in 0..n {
+                let at = self.offset;
+                let d = self.v("pinned object")?;
+                if k > 0 && d == 0 {
+                    return self.fail(at, "pinned objects in ascending order", "found a repeat");
+                }
+                id = id.saturating_add(d);
+                match objects.get_mut(id as usize) {
+                    Some(ob) => ob.pinned = true,
+                    None => {
+                        return self.fail(
+                            at,
+                            format!("a pinned object below {}", objects.len()),
+                            format!("found object {id}"),
+                        );
+                    }
                 }
             }
         }

@@ -42,7 +42,7 @@ pub struct EntryMethod {
     pub name: String,
 }
 
-/// A migratable object: a chare, an array element or an MPI rank.
+/// An object: a chare, an array element or an MPI rank; migratable unless [pinned](Self::pinned).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ObjectInfo {
     /// Its name, e.g. `rank[12]` or `block(1,2,3)`.
@@ -54,6 +54,12 @@ pub struct ObjectInfo {
     /// runs each block where it was recorded ([`Trace::recorded_block_pes`]).
     #[serde(default, skip_serializing_if = "Moves::none")]
     pub moves: Moves,
+    /// It can never migrate: a load balancer leaves it where it is, and a placement that
+    /// spreads objects over another PE count puts it where the recorded placement would
+    /// (its recorded PE, scaled). What a Charm++ log's per-PE object holds (the main chare,
+    /// groups, the runtime) is pinned; chares, array elements and ranks are not.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pinned: bool,
 }
 
 /// An object's recorded moves ([`ObjectInfo::moves`]): a list that costs one pointer when
@@ -1147,8 +1153,15 @@ impl TraceBuilder {
             name: name.into(),
             recorded_pe: pe,
             moves: Moves::default(),
+            pinned: false,
         });
         ObjectId(self.trace.objects.len() as u32 - 1)
+    }
+    /// Marks object `o` as one that never migrates ([`ObjectInfo::pinned`]).
+    pub fn pin_object(&mut self, o: ObjectId) {
+        if let Some(ob) = self.trace.objects.get_mut(o.index()) {
+            ob.pinned = true;
+        }
     }
     /// Records that object `o` ran on `pe` from its block `from` on (a load balancer moved
     /// it); moves are added in block order ([`ObjectInfo::moves`]).

@@ -34,6 +34,8 @@ pub struct TraceSummary {
     pub net: Option<String>,
     /// Objects.
     pub objects: u64,
+    /// Of them, those that never migrate ([`crate::ObjectInfo::pinned`]).
+    pub pinned_objects: u64,
     /// Entry methods.
     pub entries: u64,
     /// Groups.
@@ -123,6 +125,7 @@ impl TraceSummary {
             recorded_pes: trace.meta.recorded_pes,
             net: trace.meta.net.clone(),
             objects: trace.objects.len() as u64,
+            pinned_objects: trace.objects.iter().filter(|o| o.pinned).count() as u64,
             entries: trace.entries.len() as u64,
             groups: trace.groups.len() as u64,
             blocks: trace.num_blocks() as u64,
@@ -216,7 +219,15 @@ impl fmt::Display for TraceSummary {
                 .as_deref()
                 .unwrap_or("(none recorded; replay defaults to ideal)")
         )?;
-        writeln!(f, "objects       {}", self.objects)?;
+        if self.pinned_objects > 0 {
+            writeln!(
+                f,
+                "objects       {} ({} pinned: never migrate)",
+                self.objects, self.pinned_objects
+            )?;
+        } else {
+            writeln!(f, "objects       {}", self.objects)?;
+        }
         writeln!(
             f,
             "blocks        {} ({} triggered by a message, {} dependency edges)",

@@ -985,3 +985,52 @@ fn recorded_moves_round_trip_and_are_validated() {
         assert!(e.contains(why), "{moves:?}: {e}");
     }
 }
+
+/// Pinned objects (a Charm++ PE's groups and main chare) survive every format; a trace
+/// without any is written as before, and a bad pinned list is refused at its byte offset.
+#[test]
+fn pinned_objects_round_trip_and_bad_lists_are_refused() {
+    let plain = sample();
+    let mut t = sample();
+    t.objects[0].pinned = true;
+    t.objects[2].pinned = true;
+    let bytes = encode(&t);
+    assert_eq!(binary::read_binary(&bytes[..], "pinned").unwrap(), t);
+    let mut text = Vec::new();
+    text::write_text(&t, &mut text).unwrap();
+    let text_s = String::from_utf8_lossy(&text);
+    assert_eq!(text_s.matches(r#""pinned":true"#).count(), 2, "{text_s}");
+    assert_eq!(text::read_text(&text[..], "t").unwrap(), t);
+    let col = encode_columnar(&Repeated::flat(t.clone()));
+    assert_eq!(decode_columnar(&col).unwrap().body(), &t);
+    let mut plain_text = Vec::new();
+    text::write_text(&plain, &mut plain_text).unwrap();
+    assert!(!String::from_utf8_lossy(&plain_text).contains("pinned"));
+
+    // The pinned list is three bytes (count 2, object 0, +2) inserted after the objects, and
+    // the object-flags byte gains bit 2; nothing else differs.
+    let plain_bytes = encode(&plain);
+    assert_eq!(bytes.len(), plain_bytes.len() + 3);
+    let at = (0..plain_bytes.len())
+        .find(|&p| bytes[p + 3..] == plain_bytes[p..] && bytes[p..p + 3] == [2, 0, 2])
+        .expect("the pinned list");
+    let flags: Vec<usize> = (0..at).filter(|&i| bytes[i] != plain_bytes[i]).collect();
+    assert_eq!(flags.len(), 1);
+    assert_eq!(bytes[flags[0]], plain_bytes[flags[0]] | 4);
+    // (list, what the error says, the byte it names relative to the list's start)
+    for (list, why, byte) in [
+        (vec![0u8], "pinned object count 1 to 3", 0),
+        (vec![4, 0, 1, 1, 1], "pinned object count 1 to 3", 0),
+        (vec![2, 0, 0], "ascending order", 2),
+        (vec![2, 1, 2], "a pinned object below 3", 2),
+    ] {
+        let mut bad = bytes[..at].to_vec();
+        bad.extend_from_slice(&list);
+        bad.extend_from_slice(&bytes[at + 3..]);
+        let e = binary::read_binary(&bad[..], "bad")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(why), "{list:?}: {e}");
+        assert!(e.contains(&format!("byte offset {}:", at + byte)), "{e}");
+    }
+}

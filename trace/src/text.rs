@@ -65,6 +65,9 @@ struct ObjectLine {
     /// Recorded moves `[from block, pe]` (written only when the object moved).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     moves: Vec<[u32; 2]>,
+    /// The object never migrates (written only when true).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pinned: bool,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -185,6 +188,7 @@ pub fn write_text<W: Write>(trace: &Trace, mut w: W) -> io::Result<()> {
                 name: o.name.clone(),
                 pe: o.recorded_pe.0,
                 moves: o.moves.iter().map(|m| [m.from.0, m.pe.0]).collect(),
+                pinned: o.pinned,
             }),
         )?;
     }
@@ -323,6 +327,7 @@ pub fn read_text<R: BufRead>(r: R, path: &str) -> Result<Trace, TraceError> {
                         })
                         .collect::<Vec<_>>()
                         .into(),
+                    pinned: o.pinned,
                 });
             }
             Line::Group(g) => {

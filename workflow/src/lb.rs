@@ -168,6 +168,23 @@ pub fn compare(input: Repeated, m: &MachineSpec, l: &LbSpec) -> Result<Vec<Row>>
             db.edges.len()
         );
     }
+    if movable == 0 {
+        let pinned = trace.objects.iter().filter(|o| o.pinned).count();
+        let why = if pinned > 0 {
+            format!(
+                " ({pinned} of {} objects are pinned: a Charm++ log's per-PE objects hold \
+                 groups, the main chare and singleton chares, which never migrate)",
+                trace.objects.len()
+            )
+        } else {
+            String::new()
+        };
+        eprintln!(
+            "warning: no object of `{}` can move at {point}{why}, so every strategy keeps the \
+             current placement",
+            trace.meta.name
+        );
+    }
     if let Some(dir) = &l.db {
         let staged = files::begin_dir(dir, m.force)?;
         db.write_csv(staged.path())?;

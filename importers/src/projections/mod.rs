@@ -30,7 +30,7 @@
 //! |---|---|
 //! | chare array element (11.0: the index on its records) | one object `Chare[i,j,k]`, recorded on the PE it first ran on (in time), with its later moves; migratable |
 //! | `BEGIN_PROCESSING` of an array entry with message type 24 (`ArrayBcastMsg`: the PE's array manager taking a broadcast; its index fields are zeros) | the PE's object `pe<p>` |
-//! | groups, singleton chares, the runtime, every 3.0 piece | the PE's object `pe<p>` |
+//! | groups, singleton chares, the runtime, every 3.0 piece | the PE's object `pe<p>`, pinned (a load balancer never moves it; another PE count places it as recorded, scaled) |
 //! | `BEGIN_PROCESSING` .. `END_PROCESSING` | a block of entry `Chare::entry` (from the `.sts`), starting at begin - lead (the runtime's work before it, [`runtime`]; 0 when no log has idle records on several PEs), duration end - start, `recorded_start` = start |
 //! | every time on PE p's log | plus PE p's clock offset ([`clock`]), when messages between PEs seem to arrive before their creation |
 //! | `CREATION` inside a block | a send at offset `time - begin` of `msglen` bytes, label (pe, event) |
@@ -238,7 +238,10 @@ pub fn import_limited(sts_path: &Path, max_memory_bytes: u64) -> Result<Imported
     }
     let mut object_id: HashMap<Obj, ObjectId> = HashMap::new();
     for pe in 0..sts.pes {
-        object_id.insert(Obj::Pe(pe), tb.object(format!("pe{pe}"), PeId(pe)));
+        // What runs there (groups, the main chare, the runtime) cannot migrate.
+        let o = tb.object(format!("pe{pe}"), PeId(pe));
+        tb.pin_object(o);
+        object_id.insert(Obj::Pe(pe), o);
     }
     let mut moved = 0usize;
     let mut arrays: BTreeMap<i64, usize> = BTreeMap::new();
@@ -396,7 +399,7 @@ fn notes(
             })
             .collect();
         notes.push(format!(
-            "objects: {} chare array elements ({}) and one object per PE for groups, singleton chares and the runtime",
+            "objects: {} chare array elements ({}) and one object per PE for groups, singleton chares and the runtime (pinned: load balancers leave it where it is)",
             arrays.values().sum::<usize>(),
             list.join(", ")
         ));
