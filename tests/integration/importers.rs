@@ -1721,3 +1721,198 @@ fn projections_runtime_work_is_cpu_time_and_singleton_chares_are_noted() {
         SimTime::from_ps(170_000_000)
     );
 }
+
+/// A `[threaded]` entry that waits on a future (the second Charm++ check's `future`, F8).
+/// PE 0: `Main::compute` creates `run` (event 2); `run` runs 100-110 us and suspends;
+/// `SetFuture`, from PE 1 (event 7, created at 490 us in PE 1's 400 us `compute`), runs
+/// 520-525 and awakens the thread (a creation for `dummy_thread_ep`, event 9, at 522); the
+/// resume piece (`dummy_thread_ep`, event 9) runs 530-531 and `run` resumes 532-600 (the
+/// same message again). A later resume piece names event 2, another entry's creation: a
+/// stale envelope. The resume is triggered by the awaken, and the resumed `run` waits for
+/// it; the stale resume has no trigger and follows the piece before it.
+#[test]
+fn projections_resumed_thread_waits_for_what_woke_it() {
+    let dir = tmpdir("proj-thread");
+    let sts = "PROJECTIONS_ID\nVERSION 11.0\nMACHINE \"test\"\nPROCESSORS 2\nTOTAL_CHARES 3\n\
+               TOTAL_EPS 4\nTOTAL_MSGS 1\nCHARE 0 \"dummy_thread_chare\" -1\n\
+               CHARE 1 \"Main\" -1\nCHARE 2 \"FutureBOC\" -1\n\
+               ENTRY CHARE 0 \"dummy_thread_ep\" 0 0\nENTRY CHARE 1 \"run()\" 1 0\n\
+               ENTRY CHARE 2 \"SetFuture(FutureInitMsg* impl_msg)\" 2 0\n\
+               ENTRY CHARE 3 \"compute()\" 1 0\nMESSAGE 0 80\nEND\n";
+    std::fs::write(dir.join("t.sts"), sts).unwrap();
+    std::fs::write(
+        dir.join("t.0.log"),
+        "PROJECTIONS-RECORD 14\n\
+         2 0 3 10 1 -1 80 0 0 0 0 0 0\n1 0 1 15 2 0 80 0\n3 0 3 20 1 0 0 0\n\
+         2 0 1 100 2 0 80 0 0 0 0 0 0\n3 0 1 110 2 0 0 0\n\
+         2 0 2 520 7 1 80 0 0 0 0 0 0\n1 0 0 522 9 0 0 0\n3 0 2 525 7 1 0 0\n\
+         2 0 0 530 9 0 0 0 0 0 0 0 0\n3 0 0 531 9 0 0 0\n\
+         2 0 1 532 2 0 80 0 0 0 0 0 0\n3 0 1 600 2 0 0 0\n\
+         2 0 0 610 2 0 0 0 0 0 0 0 0\n3 0 0 612 2 0 0 0\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("t.1.log"),
+        "PROJECTIONS-RECORD 3\n2 0 3 100 1 -1 80 0 0 0 0 0 0\n1 0 2 490 7 1 80 0\n\
+         3 0 3 500 1 1 0 0\n",
+    )
+    .unwrap();
+    let imported = imp(Format::Projections, &dir.join("t.sts"));
+    let t = &imported.trace;
+    let entry = |i: u32| {
+        t.entries[t.block(trace::BlockId(i)).entry.index()]
+            .name
+            .clone()
+    };
+    let starts: Vec<(String, u64)> = (0..t.num_blocks() as u32)
+        .map(|i| {
+            let b = t.block(trace::BlockId(i));
+            (entry(i), b.recorded_start.unwrap().as_ps() / 1_000_000)
+        })
+        .collect();
+    let at = |name: &str, us: u64| {
+        let i = starts
+            .iter()
+            .position(|(n, s)| n.ends_with(name) && *s == us)
+            .unwrap_or_else(|| panic!("{name} at {us} us in {starts:?}"));
+        trace::BlockId(i as u32)
+    };
+    let (set, wake, run0, run1, stale) = (
+        at("SetFuture", 520),
+        at("dummy_thread_ep", 530),
+        at("run", 100),
+        at("run", 532),
+        at("dummy_thread_ep", 610),
+    );
+    let awaken = t.sends(set);
+    assert_eq!(awaken.len(), 1);
+    assert_eq!(
+        t.block(wake).trigger,
+        Some(awaken[0].msg),
+        "the resume is the awaken's"
+    );
+    let mut deps = t.deps(run1).to_vec();
+    deps.sort();
+    assert_eq!(deps, [run0, wake], "the resumed run waits for its resume");
+    assert_eq!(t.block(stale).trigger, None);
+    assert_eq!(t.deps(stale), [run1]);
+    for want in [
+        "1 thread resumes (`dummy_thread_ep`) name no awaken record",
+        "1 resumed threaded entries wait for the thread's resume",
+    ] {
+        assert!(
+            imported.notes.iter().any(|n| n.starts_with(want)),
+            "{want}: {:?}",
+            imported.notes
+        );
+    }
+    // Chares free of their recorded order, 1 ms latency: PE 1's compute (0-400 us) sends at
+    // 390 us; SetFuture runs 1390-1395 us, the awaken (1392 us) resumes the thread 1395-1396,
+    // run's second piece 1396-1464 and the stale resume 1464-1466 us. Without the resume's
+    // dependency the second piece ran at 20 us and the run ended at 1396 us.
+    let cfg = ReplayConfig {
+        object_order: Some(false),
+        ..ReplayConfig::default()
+    };
+    let r = run_with(t, "latency:lat=1ms", &cfg);
+    assert_eq!(r.makespan, SimTime::from_ps(1_466_000_000));
+}
+
+/// A real run of Charm++'s `future` example (`tests/data/charm-future`, how it was recorded
+/// in its README): `[threaded]` entries waiting on futures. Every awaken that
+/// `FutureBOC::SetFuture` writes triggers a thread resume, and the program's answer (the last
+/// piece of `Main::run`, which printed it) descends, by triggers and dependencies alone, from
+/// every `SetFuture` that woke a thread, unless the chain from it passes a `SetFuture` that
+/// woke no one (a value set before its `get`: the reader finds it without suspending, and no
+/// record says which thread read it; the PE's sequential object orders those). Before thread
+/// ids and resumes were linked, 6 of the 21 waking `SetFuture`s reached the answer this way.
+#[test]
+fn projections_real_future_run_threads_wait_for_what_woke_them() {
+    let sts = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/charm-future/fib.prj.sts");
+    let imported = imp(Format::Projections, &sts);
+    let t = &imported.trace;
+    for want in [
+        "25 singleton chares were created",
+        "50 thread resumes (`dummy_thread_ep`) name no awaken record",
+        "52 resumed threaded entries wait for the thread's resume",
+        "20 pieces run in a thread",
+    ] {
+        assert!(
+            imported.notes.iter().any(|n| n.starts_with(want)),
+            "{want}: {:?}",
+            imported.notes
+        );
+    }
+    let name = |b: trace::BlockId| t.entries[t.block(b).entry.index()].name.as_str();
+    let ids: Vec<trace::BlockId> = t.block_ids().collect();
+    let mut sender = std::collections::HashMap::new();
+    for &b in &ids {
+        for s in t.sends(b) {
+            sender.insert(s.msg, b);
+        }
+    }
+    let mut kids: Vec<Vec<trace::BlockId>> = vec![Vec::new(); ids.len()];
+    for &b in &ids {
+        let trig = t.block(b).trigger.and_then(|m| sender.get(&m).copied());
+        for p in t.deps(b).iter().copied().chain(trig) {
+            kids[p.index()].push(b);
+        }
+    }
+    // Every awaken is consumed by a thread resume.
+    let setters: Vec<trace::BlockId> = ids
+        .iter()
+        .copied()
+        .filter(|&b| name(b).starts_with("FutureBOC::SetFuture"))
+        .collect();
+    assert_eq!(setters.len(), 25);
+    let waking: Vec<trace::BlockId> = setters
+        .iter()
+        .copied()
+        .filter(|&b| !t.sends(b).is_empty())
+        .collect();
+    assert_eq!(waking.len(), 21);
+    for &s in &waking {
+        assert!(
+            kids[s.index()]
+                .iter()
+                .any(|&k| name(k).ends_with("dummy_thread_ep")),
+            "SetFuture block {s:?} woke no thread resume"
+        );
+    }
+    let answer = *ids
+        .iter()
+        .rev()
+        .find(|&&b| name(b).starts_with("Main::run"))
+        .unwrap();
+    // Walk down from each waking SetFuture: it reaches the answer, or a silent SetFuture.
+    let mut reached = 0;
+    for &s in &waking {
+        let mut seen = vec![false; ids.len()];
+        let mut stack = vec![s];
+        let (mut hits_answer, mut hits_silent) = (false, false);
+        while let Some(x) = stack.pop() {
+            if std::mem::replace(&mut seen[x.index()], true) {
+                continue;
+            }
+            hits_answer |= x == answer;
+            hits_silent |= x != s && setters.contains(&x) && t.sends(x).is_empty();
+            stack.extend(kids[x.index()].iter().copied());
+        }
+        assert!(
+            hits_answer || hits_silent,
+            "SetFuture block {s:?}: its woken thread's work leads nowhere"
+        );
+        reached += hits_answer as usize;
+    }
+    assert_eq!(reached, 18);
+    // The recorded order at the recorded delays ends where the recording did.
+    let recorded_end = ids
+        .iter()
+        .map(|&b| t.block(b).recorded_start.unwrap().as_ps() + t.block(b).duration.as_ps())
+        .max()
+        .unwrap();
+    let cfg = recorded_order();
+    let end = run_with(t, "recorded", &cfg).makespan;
+    let gap_ps = recorded_end.abs_diff(end.as_ps());
+    assert!(gap_ps <= 5_000_000, "{end:?} vs recorded {recorded_end:?}");
+}

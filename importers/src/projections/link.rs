@@ -30,6 +30,19 @@
 //!   has no trigger and depends on the previous piece of that message. A `dummy_thread_ep`
 //!   piece (a thread resuming) under a message its PE already ran belongs to that message's
 //!   last consumer there.
+//! * **Threads.** A thread is woken by an awaken record: a creation for `dummy_thread_ep`
+//!   (e.g. in `FutureBOC::SetFuture`), which the resume piece (`dummy_thread_ep`) names
+//!   [ck-core/ck.C, `CthAwaken` traced by `traceAwaken`]. A resume piece whose envelope
+//!   names another entry's creation, none, or a PE that does not exist is stale (a thread
+//!   resumed after a yield keeps an old or uninitialised envelope): it has no trigger and
+//!   follows the piece before it on its PE. The threaded entry's piece resumed right after a
+//!   resume piece (a repeated consumption) also depends on it, so it waits for whatever woke
+//!   the thread (F8 of the second Charm++ check: it depended only on its previous piece).
+//!   A piece that runs in a thread writes the thread's id in its id fields (11.0, entries
+//!   that are not an array's: the thread's PE, then a serial number; zeros are no id;
+//!   `SDAG_RTS` writes its element's index there instead): it also depends on the previous
+//!   piece of that thread, whose state it continues (a thread waiting on several futures
+//!   resumes several times, each time after other work).
 //! * **Collective points.** A reduction contribution and `AtSync()` are local calls, not
 //!   messages: the PE's partial reduction (or its result), and the resumption after a
 //!   load-balancing step, leave from whichever local element comes last. A piece that sends
@@ -84,6 +97,12 @@ pub(crate) struct Stats {
     pub(crate) worst_src: i64,
     pub(crate) negative_src: usize,
     pub(crate) repeated: usize,
+    /// Thread resume pieces (`dummy_thread_ep`) whose envelope names no awaken record.
+    pub(crate) stale_resumes: usize,
+    /// Resumed threaded entries that wait for the resume piece before them.
+    pub(crate) resumed_after_wake: usize,
+    /// Pieces that continue their thread's previous piece (by the thread id on the record).
+    pub(crate) thread_continued: usize,
     pub(crate) sdag: usize,
     pub(crate) sdag_buffered: usize,
     pub(crate) sync_blocks: usize,
@@ -199,6 +218,15 @@ pub(crate) fn link(sts: &Sts, logs: &Logs) -> Linked {
         sts.chare_of(ep)
             .is_some_and(|(_, c)| c.name == "dummy_thread_chare")
     };
+    let mut last_of_thread: HashMap<u64, usize> = HashMap::new();
+    // A thread's resume piece whose envelope names no awaken record (a stale or garbage
+    // one): the scheduler reached it after the piece before it on its PE.
+    let stale_resume = |i: usize, deps: &mut Vec<Vec<usize>>, st: &mut Stats| {
+        st.stale_resumes += 1;
+        if let Some(j) = prev_on_pe[i] {
+            deps[i].push(j);
+        }
+    };
     // Untraced messages that did nothing visible (a reduction's partial contribution kept
     // in the runtime's state): the next untraced handler on the PE that acts waits for them.
     let mut silent: Vec<usize> = Vec::new();
@@ -227,6 +255,16 @@ pub(crate) fn link(sts: &Sts, logs: &Logs) -> Linked {
             }
             continue;
         }
+        // A thread's piece continues the thread's previous piece (its state), wherever the
+        // scheduler ran other work in between.
+        if p.thread != 0 && !is_rts(p.ep) {
+            if let Some(j) = last_of_thread.insert(p.thread, i) {
+                if Some(j) != prev_on_pe[i] {
+                    deps[i].push(j);
+                    st.thread_continued += 1;
+                }
+            }
+        }
         if p.event == -1 {
             if let Some(j) = prev_on_pe[i] {
                 deps[i].push(j);
@@ -237,6 +275,9 @@ pub(crate) fn link(sts: &Sts, logs: &Logs) -> Linked {
         let src = if p.src == -1 {
             continue;
         } else if p.src < 0 || p.src >= pes {
+            if is_thread(p.ep) {
+                stale_resume(i, &mut deps, &mut st);
+            }
             st.garbage_src += 1;
             if p.src < 0 {
                 st.negative_src += 1;
@@ -256,7 +297,13 @@ pub(crate) fn link(sts: &Sts, logs: &Logs) -> Linked {
             p.ep,
             p.begin_ps,
         ) {
+            None if is_thread(p.ep) => stale_resume(i, &mut deps, &mut st),
             None => st.unmatched += 1,
+            // A thread is woken by its own awaken record (a creation for `dummy_thread_ep`,
+            // e.g. in `SetFuture`); an envelope that names another entry's creation is stale.
+            Some((_, Rule::Broadcast | Rule::Forwarded)) if is_thread(p.ep) => {
+                stale_resume(i, &mut deps, &mut st)
+            }
             Some((c, rule)) => {
                 // A thread resuming (`dummy_thread_ep`) under a message its PE already ran
                 // continues the thread of that message's last consumer there.
@@ -271,6 +318,14 @@ pub(crate) fn link(sts: &Sts, logs: &Logs) -> Linked {
                         deps[i].push(before);
                         consumed.insert((c, obj[i]), i);
                         st.repeated += 1;
+                        // A threaded entry resumed: what woke it is the thread's resume
+                        // piece just before it on its PE.
+                        if let Some(j) = prev_on_pe[i].filter(|&j| {
+                            j != before && !is_thread(p.ep) && is_thread(logs.pieces[j].ep)
+                        }) {
+                            deps[i].push(j);
+                            st.resumed_after_wake += 1;
+                        }
                     }
                     None => {
                         consumed.insert((c, obj[i]), i);

@@ -55,6 +55,11 @@ pub(crate) struct Piece {
     pub(crate) arrival_ps: u64,
     /// The array index written on the record (11.0, entries of chare arrays only).
     pub(crate) index: Option<Index>,
+    /// The id fields of a piece that is not an array element's (11.0), packed as
+    /// `id0 << 32 | id1` (as `u32`s); 0 when they are zero or absent. A threaded entry
+    /// running in its thread writes the thread's id there (`CthThread`'s: its PE, then a
+    /// serial number), so pieces with the same nonzero value are one thread's.
+    pub(crate) thread: u64,
     /// Creations made in it, in log order.
     pub(crate) sends: Vec<usize>,
     /// Times of its untraced sends (BEGIN_PACK records of messages to untraced entries).
@@ -102,6 +107,7 @@ impl Piece {
             src: -1,
             arrival_ps: at_ps,
             index: None,
+            thread: 0,
             sends: Vec::new(),
             packs: Vec::new(),
             cause: None,
@@ -299,6 +305,7 @@ impl Logs {
                     let src = num(5, "source PE")? as i64;
                     num(6, "message length")?;
                     let mut index = None;
+                    let mut thread = 0u64;
                     let mut cpu_begin = None;
                     // 11.0 logs write 0 when the receive time was not recorded (Charm++ 7
                     // does so for every message): the begin time stands in, as in 3.0.
@@ -321,6 +328,15 @@ impl Logs {
                                     *slot = x.clamp(i32::MIN as f64, i32::MAX as f64) as i32;
                                 }
                                 index = Some(Index { len: nd as u8, v });
+                            } else if sts.array_of(ep).is_none() && t.len() > 11 {
+                                // Out-of-range fields (garbage) wrap into some id: still
+                                // one value per thread that wrote it.
+                                let id = |k: usize| {
+                                    t[k].parse::<f64>().map_or(0, |x| {
+                                        x.clamp(i64::MIN as f64, i64::MAX as f64) as i64 as u32
+                                    })
+                                };
+                                thread = (id(8) as u64) << 32 | id(9) as u64;
                             }
                             // The CPU time follows the id fields (the index's, or four).
                             let ids = sts
@@ -351,6 +367,7 @@ impl Logs {
                         src,
                         arrival_ps: us(arrival).min(begin),
                         index,
+                        thread,
                         cpu_begin_ps: cpu_begin,
                         ..Piece::runtime_at(pe, begin, phase, false)
                     });

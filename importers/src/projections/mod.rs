@@ -495,6 +495,18 @@ fn notes(
             "repeated consumptions of one message on one PE (a threaded entry resumed), or by one object after a nested entry; each continues the previous piece",
         ),
         (
+            st.stale_resumes,
+            "thread resumes (`dummy_thread_ep`) name no awaken record (a yield's stale or uninitialised envelope): each follows the piece before it on its PE",
+        ),
+        (
+            st.resumed_after_wake,
+            "resumed threaded entries wait for the thread's resume just before them (and through it for what woke the thread, e.g. a future's `SetFuture`)",
+        ),
+        (
+            st.thread_continued,
+            "pieces run in a thread (the thread's id on the record) and continue that thread's previous piece",
+        ),
+        (
             logs.dup_events,
             "creations reuse an event number already seen on their PE; the later ones are ignored",
         ),
