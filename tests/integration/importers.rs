@@ -968,8 +968,12 @@ fn projections_pingpong_real_gzip_run_imports_and_replays() {
         "pingpong.prj.1.log.gz: 947 records",
         // 137 before issue 30: the creation message of the four arrays (event 0 of PE 0) is
         // now consumed by each array's element on each PE (8 deliveries that used to count
-        // as resumptions of one consumer).
-        "129 repeated consumptions of one message on one PE (a threaded entry resumed)",
+        // as resumptions of one consumer). 129 until the thread resumes' stale envelopes
+        // (`dummy_thread_ep` naming event 0, another entry's creation) stopped counting as
+        // consumptions of that creation: each `trecv` resume follows its thread instead.
+        "76 repeated consumptions of one message on one PE (a threaded entry resumed)",
+        "76 thread resumes (`dummy_thread_ep`) name no awaken record",
+        "76 resumed threaded entries wait for the thread's resume just before them",
     ] {
         assert!(
             imported.notes.iter().any(|n| n.contains(want)),
@@ -1915,4 +1919,53 @@ fn projections_real_future_run_threads_wait_for_what_woke_them() {
     let end = run_with(t, "recorded", &cfg).makespan;
     let gap_ps = recorded_end.abs_diff(end.as_ps());
     assert!(gap_ps <= 5_000_000, "{end:?} vs recorded {recorded_end:?}");
+}
+
+/// An array broadcast counts in the clock estimate: each PE's array manager delivers it with
+/// its own PE as source, so its creation is the one of that event and entry on the other PE.
+/// `Main::go` on PE 0 creates the broadcast (event 5) at 110 us; `A[1]` takes it on PE 1 at
+/// 105 us of PE 1's clock, which is therefore at least 5 us behind: PE 1 moves by +5 us and no
+/// delay is floored (before, the note said one message began before its creation).
+#[test]
+fn projections_clock_offset_counts_array_broadcasts() {
+    let dir = tmpdir("proj-clock-bcast");
+    let sts = "PROJECTIONS_ID\nVERSION 11.0\nMACHINE \"test\"\nPROCESSORS 2\nTOTAL_CHARES 2\n\
+               TOTAL_EPS 2\nTOTAL_MSGS 1\nCHARE 0 \"Main\" -1\nCHARE 1 \"A\" 1\n\
+               ENTRY CHARE 0 \"go()\" 0 0\nENTRY CHARE 1 \"work()\" 1 0\nMESSAGE 0 80\nEND\n";
+    std::fs::write(dir.join("b.sts"), sts).unwrap();
+    std::fs::write(
+        dir.join("b.0.log"),
+        "PROJECTIONS-RECORD 5\n2 0 0 100 1 -1 80 0 0 0 0 0 0\n1 0 1 110 5 0 80 0\n\
+         3 0 0 120 1 0 0 0\n2 0 1 130 5 0 80 0 0 0\n3 0 1 200 5 0 0 0\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("b.1.log"),
+        "PROJECTIONS-RECORD 2\n2 0 1 105 5 1 80 0 1 0\n3 0 1 150 5 1 0 0\n",
+    )
+    .unwrap();
+    let imported = imp(Format::Projections, &dir.join("b.sts"));
+    assert!(
+        imported
+            .notes
+            .iter()
+            .any(|n| n.starts_with("the PEs' clocks disagree") && n.ends_with("PE 1 +5 us")),
+        "{:?}",
+        imported.notes
+    );
+    assert!(
+        !imported.notes.iter().any(|n| n.contains("clock skew")),
+        "{:?}",
+        imported.notes
+    );
+    let t = &imported.trace;
+    let a1 = t
+        .block_ids()
+        .find(|&b| t.objects[t.block(b).object.index()].name == "A[1]")
+        .unwrap();
+    assert_eq!(
+        t.block(a1).recorded_start,
+        Some(SimTime::from_ps(110_000_000))
+    );
+    assert!(t.block(a1).trigger.is_some(), "the broadcast triggers A[1]");
 }

@@ -16,7 +16,10 @@
 //! When the range is empty the clocks do not differ by a constant and the pair is left
 //! alone. Only messages matched as the trigger rules match them count: same entry, and
 //! created at most [`SKEW_PS`] after the delivery (a resumed thread's envelope can name an
-//! event number its PE reuses a second later). PEs are reached from PE 0 through pairs that
+//! event number its PE reuses a second later). An array broadcast, which each PE's array
+//! manager delivers with its own PE as source, counts from the PE that created it when
+//! exactly one other PE has a creation of that event and entry (the latest before the
+//! delivery, else the earliest within the tolerance). PEs are reached from PE 0 through pairs that
 //! exchange messages (breadth first,
 //! the busiest pair first); a PE not reached keeps its clock. Every time on a PE's log is
 //! then shifted by its offset, and all by a common amount so that none is negative.
@@ -35,22 +38,61 @@ pub(crate) fn offsets(logs: &Logs, pes: u32) -> Option<Vec<u64>> {
         return None;
     }
     let mut by_pe_event: HashMap<(u32, i64), usize> = HashMap::new();
+    let mut by_event_ep: HashMap<(i64, i64), Vec<usize>> = HashMap::new();
     for (i, c) in logs.creations.iter().enumerate() {
         by_pe_event.entry((c.pe, c.event)).or_insert(i);
+        by_event_ep.entry((c.event, c.ep)).or_default().push(i);
     }
+    let signed = |t: u64| i64::try_from(t).unwrap_or(i64::MAX);
     let mut delays: Delays = HashMap::new();
     for p in &logs.pieces {
-        if p.runtime || p.event < 0 || p.src < 0 || p.src >= pes as i64 || p.src == p.pe as i64 {
+        if p.runtime || p.event < 0 || p.src < 0 || p.src >= pes as i64 {
             continue;
         }
-        let Some(&c) = by_pe_event.get(&(p.src as u32, p.event)) else {
-            continue;
+        let own = by_pe_event.get(&(p.src as u32, p.event)).copied();
+        let c = if p.src != p.pe as i64 {
+            match own {
+                Some(c) => c,
+                None => continue,
+            }
+        } else if own.is_some_and(|c| logs.creations[c].ep == p.ep) {
+            continue; // a message between two objects of one PE
+        } else {
+            // An array broadcast, delivered with the delivering PE as source: its creation is
+            // the one of that event and entry on another PE, when only one PE has such a
+            // creation near enough to be its cause.
+            let near = |c: &&usize| {
+                let c = &logs.creations[**c];
+                c.pe != p.pe
+                    && signed(c.time_ps) <= signed(p.arrival_ps).saturating_add(SKEW_PS as i64)
+            };
+            let list: Vec<usize> = by_event_ep
+                .get(&(p.event, p.ep))
+                .into_iter()
+                .flatten()
+                .filter(near)
+                .copied()
+                .collect();
+            let Some(&first) = list.first() else { continue };
+            let from = logs.creations[first].pe;
+            if list.iter().any(|&c| logs.creations[c].pe != from) {
+                continue;
+            }
+            let time = |c: &usize| (logs.creations[*c].time_ps, *c);
+            let before = list
+                .iter()
+                .copied()
+                .filter(|&c| logs.creations[c].time_ps <= p.arrival_ps)
+                .max_by_key(time);
+            match before.or_else(|| list.iter().copied().min_by_key(time)) {
+                Some(c) => c,
+                None => continue,
+            }
         };
         let c = &logs.creations[c];
         if c.ep != p.ep {
             continue;
         }
-        let signed = |t: u64| i64::try_from(t).unwrap_or(i64::MAX);
         let d = signed(p.arrival_ps).saturating_sub(signed(c.time_ps));
         // A creation far later than the delivery is not its cause (a resumed thread's
         // envelope names an event number its PE reuses): the trigger rules skip it too.
