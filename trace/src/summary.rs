@@ -17,8 +17,11 @@ pub struct EntrySummary {
     pub blocks: u64,
     /// Sum of their recorded durations in picoseconds.
     pub total_ps: u64,
-    /// Messages sent to it.
+    /// Messages sent to it (a multicast or broadcast counts once).
     pub messages_in: u64,
+    /// Its blocks started by a message (a multicast or broadcast counts once per object
+    /// that consumed it).
+    pub deliveries: u64,
 }
 
 /// Counts and ranges describing a trace.
@@ -87,6 +90,7 @@ impl TraceSummary {
                 blocks: 0,
                 total_ps: 0,
                 messages_in: 0,
+                deliveries: 0,
             })
             .collect();
         let (mut triggered, mut iterations, mut lb, mut total) = (0u64, None::<u32>, 0u64, 0u64);
@@ -95,6 +99,7 @@ impl TraceSummary {
             let e = &mut entry_table[b.entry.index()];
             e.blocks += 1;
             e.total_ps = e.total_ps.saturating_add(b.duration.as_ps());
+            e.deliveries += b.trigger.is_some() as u64;
             total = total.saturating_add(b.duration.as_ps());
             triggered += b.trigger.is_some() as u64;
             lb += b.lb_sync as u64;
@@ -179,6 +184,7 @@ impl TraceSummary {
         for e in &mut s.entry_table {
             e.blocks *= k;
             e.messages_in *= k;
+            e.deliveries *= k;
             e.total_ps = e.total_ps.saturating_mul(k);
         }
         s.total_block_ps = s.total_block_ps.saturating_mul(k);
@@ -283,17 +289,18 @@ impl fmt::Display for TraceSummary {
             .clamp(4, MAX_NAME_COLUMN);
         writeln!(
             f,
-            "  {:>4}  {:<w$}  {:>10}  {:>10}  {:>14}",
-            "id", "name", "blocks", "msgs in", "total time"
+            "  {:>4}  {:<w$}  {:>10}  {:>10}  {:>10}  {:>14}",
+            "id", "name", "blocks", "msgs in", "delivered", "total time"
         )?;
         for e in &self.entry_table {
             writeln!(
                 f,
-                "  {:>4}  {:<w$}  {:>10}  {:>10}  {:>14}",
+                "  {:>4}  {:<w$}  {:>10}  {:>10}  {:>10}  {:>14}",
                 e.id,
                 shorten(&e.name, MAX_NAME_COLUMN),
                 e.blocks,
                 e.messages_in,
+                e.deliveries,
                 SimDuration::from_ps(e.total_ps).to_string()
             )?;
         }

@@ -408,6 +408,9 @@ fn summary_counts() {
     assert_eq!(s.recorded_end_ps, Some(1010));
     assert_eq!(s.entry_table[1].blocks, 4);
     assert_eq!(s.entry_table[1].messages_in, 3);
+    // Deliveries count consumers: the multicast twice (o1, o2), the broadcast to all but
+    // o0 once (o1) and the message to o0 once.
+    assert_eq!(s.entry_table[1].deliveries, 4);
     let text = s.to_string();
     assert!(
         text.contains("recv") && text.contains("5 (4 triggered"),
