@@ -646,3 +646,36 @@ fn pinned_objects_never_move() {
         [true; 4]
     );
 }
+
+/// `whatif lb` on a Charm++ log whose work is all in pinned per-PE objects (singleton
+/// chares): nothing can move, and it says so instead of comparing identical maps silently.
+#[test]
+fn lb_warns_when_every_object_is_pinned() {
+    let dir = tmpdir("lb-pinned");
+    let sts = "PROJECTIONS_ID\nVERSION 11.0\nMACHINE \"test\"\nPROCESSORS 2\nTOTAL_CHARES 1\n\
+               TOTAL_EPS 1\nTOTAL_MSGS 1\nCHARE 0 \"Fib\" -1\nENTRY CHARE 0 \"calc()\" 0 0\n\
+               MESSAGE 0 80\nEND\n";
+    std::fs::write(dir.join("f.sts"), sts).unwrap();
+    std::fs::write(
+        dir.join("f.0.log"),
+        "PROJECTIONS-RECORD 2\n2 0 0 100 1 -1 80 0 0 0 0 0 0\n3 0 0 900 1 0 0 0\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("f.1.log"), "PROJECTIONS-RECORD 0\n").unwrap();
+    let o = whatif(&[
+        "lb",
+        "--format",
+        "projections",
+        dir.join("f.sts").to_str().unwrap(),
+        "--strategies",
+        "dummy,greedy",
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("2 objects (0 migratable)"), "{err}");
+    assert!(
+        err.contains("warning: no object of `f` can move at start (2 of 2 objects are pinned"),
+        "{err}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
