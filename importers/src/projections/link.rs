@@ -30,6 +30,10 @@
 //!   has no trigger and depends on the previous piece of that message. A `dummy_thread_ep`
 //!   piece (a thread resuming) under a message its PE already ran belongs to that message's
 //!   last consumer there.
+//! * **AMPI.** AMPI renames the thread chare `AMPI` and its entry `rank`: the MPI ranks run
+//!   as such threads. Its arrays `ampi`, `ampiParent` and `TCharm` are bound (elements of
+//!   one index share a PE and migrate together): their elements of index `r` are one object,
+//!   `ampi[r]`, MPI rank `r`.
 //! * **Threads.** A thread is woken by an awaken record: a creation for `dummy_thread_ep`
 //!   (e.g. in `FutureBOC::SetFuture`), which the resume piece (`dummy_thread_ep`) names
 //!   [ck-core/ck.C, `CthAwaken` traced by `traceAwaken`]. A resume piece whose envelope
@@ -42,7 +46,9 @@
 //!   that are not an array's: the thread's PE, then a serial number; zeros are no id;
 //!   `SDAG_RTS` writes its element's index there instead): it also depends on the previous
 //!   piece of that thread, whose state it continues (a thread waiting on several futures
-//!   resumes several times, each time after other work).
+//!   resumes several times, each time after other work). A resume woken by an array
+//!   element's block (an AMPI rank's message handler or reduction result) runs in that
+//!   element's thread: it belongs to that element's object, and so do its repeated pieces.
 //! * **Collective points.** A reduction contribution and `AtSync()` are local calls, not
 //!   messages: the PE's partial reduction (or its result), and the resumption after a
 //!   load-balancing step, leave from whichever local element comes last. A piece that sends
@@ -103,6 +109,8 @@ pub(crate) struct Stats {
     pub(crate) resumed_after_wake: usize,
     /// Pieces that continue their thread's previous piece (by the thread id on the record).
     pub(crate) thread_continued: usize,
+    /// Thread resumes woken by an array element's block: that element's thread.
+    pub(crate) thread_of_element: usize,
     pub(crate) sdag: usize,
     pub(crate) sdag_buffered: usize,
     pub(crate) sync_blocks: usize,
@@ -173,6 +181,27 @@ fn find_creation(
     own.map(|c| (c, Rule::Forwarded))
 }
 
+/// AMPI's bound arrays: `ampi`, `ampiParent` and `TCharm` elements of one index always share
+/// a PE and migrate together (they are bound arrays) [ampi.C, `ampiParent` and `ampi` bound
+/// to `TCharm`]: each maps to `ampi`'s chare id, so index `r` is one object, MPI rank `r`.
+fn ampi_bound_arrays(sts: &Sts) -> HashMap<i64, i64> {
+    let id = |name: &str| {
+        sts.chares
+            .iter()
+            .filter(|(_, c)| c.name == name && c.ndims >= 1)
+            .map(|(&i, _)| i)
+            .min()
+    };
+    let (Some(ampi), Some(tcharm)) = (id("ampi"), id("TCharm")) else {
+        return HashMap::new();
+    };
+    let mut m = HashMap::from([(tcharm, ampi)]);
+    if let Some(parent) = id("ampiParent") {
+        m.insert(parent, ampi);
+    }
+    m
+}
+
 pub(crate) fn link(sts: &Sts, logs: &Logs) -> Linked {
     let n = logs.pieces.len();
     let pes = sts.pes as i64;
@@ -188,6 +217,7 @@ pub(crate) fn link(sts: &Sts, logs: &Logs) -> Linked {
     }
 
     // Objects, and the piece each SDAG piece continues (the previous piece on its PE).
+    let bound = ampi_bound_arrays(sts);
     let mut obj = Vec::with_capacity(n);
     let mut prev_on_pe: Vec<Option<usize>> = vec![None; n];
     let mut last: Option<(u32, usize)> = None;
@@ -197,7 +227,7 @@ pub(crate) fn link(sts: &Sts, logs: &Logs) -> Linked {
         let o = if p.runtime {
             Obj::Pe(p.pe)
         } else if let (Some((chare, _)), Some(ix)) = (sts.array_of(p.ep), p.index) {
-            Obj::Elem(chare, ix)
+            Obj::Elem(bound.get(&chare).copied().unwrap_or(chare), ix)
         } else if p.event == -1 {
             prev.map_or(Obj::Pe(p.pe), |j: usize| obj[j])
         } else {
@@ -214,9 +244,10 @@ pub(crate) fn link(sts: &Sts, logs: &Logs) -> Linked {
     let mut deps: Vec<Vec<usize>> = vec![Vec::new(); n];
     let mut consumed: HashMap<(usize, Obj), usize> = HashMap::new();
     let mut consumer_on_pe: HashMap<(usize, u32), Obj> = HashMap::new();
+    // AMPI renames the thread chare `AMPI` and its entry `rank` [ampi.C, `ampiProcInit`].
     let is_thread = |ep: i64| {
         sts.chare_of(ep)
-            .is_some_and(|(_, c)| c.name == "dummy_thread_chare")
+            .is_some_and(|(_, c)| c.name == "dummy_thread_chare" || c.name == "AMPI")
     };
     let mut last_of_thread: HashMap<u64, usize> = HashMap::new();
     // A thread's resume piece whose envelope names no awaken record (a stale or garbage
@@ -306,10 +337,15 @@ pub(crate) fn link(sts: &Sts, logs: &Logs) -> Linked {
             }
             Some((c, rule)) => {
                 // A thread resuming (`dummy_thread_ep`) under a message its PE already ran
-                // continues the thread of that message's last consumer there.
+                // continues the thread of that message's last consumer there; woken by an
+                // array element's block (an AMPI rank's `ampi[r]` or `TCharm[r]`), it is
+                // that element's thread.
                 if is_thread(p.ep) {
                     if let Some(&o) = consumer_on_pe.get(&(c, p.pe)) {
                         obj[i] = o;
+                    } else if let o @ Obj::Elem(..) = obj[logs.creations[c].piece] {
+                        obj[i] = o;
+                        st.thread_of_element += 1;
                     }
                 }
                 consumer_on_pe.insert((c, p.pe), obj[i]);

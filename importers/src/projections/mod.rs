@@ -31,6 +31,7 @@
 //! | chare array element (11.0: the index on its records) | one object `Chare[i,j,k]`, recorded on the PE it first ran on (in time), with its later moves; migratable |
 //! | `BEGIN_PROCESSING` of an array entry with message type 24 (`ArrayBcastMsg`: the PE's array manager taking a broadcast; its index fields are zeros) | the PE's object `pe<p>` |
 //! | groups, singleton chares, the runtime, every 3.0 piece | the PE's object `pe<p>`, pinned (a load balancer never moves it; another PE count places it as recorded, scaled) |
+//! | a thread's resume (`dummy_thread_ep`, AMPI's `AMPI::rank`) woken by an array element's block | that element's object; AMPI's bound arrays `ampi`, `ampiParent`, `TCharm` share one object per index, `ampi[r]` (MPI rank r) |
 //! | `BEGIN_PROCESSING` .. `END_PROCESSING` | a block of entry `Chare::entry` (from the `.sts`), starting at begin - lead (the runtime's work before it, [`runtime`]; 0 when no log has idle records on several PEs), duration end - start, `recorded_start` = start |
 //! | every time on PE p's log | plus PE p's clock offset ([`clock`]), when messages between PEs seem to arrive before their creation |
 //! | `CREATION` inside a block | a send at offset `time - begin` of `msglen` bytes, label (pe, event) |
@@ -501,6 +502,10 @@ fn notes(
         (
             st.resumed_after_wake,
             "resumed threaded entries wait for the thread's resume just before them (and through it for what woke the thread, e.g. a future's `SetFuture`)",
+        ),
+        (
+            st.thread_of_element,
+            "thread resumes were woken by an array element's block (an AMPI rank's message handler, reduction or barrier result): each runs in that element's thread, and belongs to its object",
         ),
         (
             st.thread_continued,
