@@ -49,6 +49,11 @@
 //!   resumes several times, each time after other work). A resume woken by an array
 //!   element's block (an AMPI rank's message handler or reduction result) runs in that
 //!   element's thread: it belongs to that element's object, and so do its repeated pieces.
+//!   A piece of a non-array entry matched to the creation of an array element's entry (the
+//!   runtime forwarding it) that writes an index in its id fields is the array manager
+//!   running the element's entry inline: `CkArray::recvBroadcast` starts a `[threaded]`
+//!   entry reached by a broadcast in its own piece. It belongs to that element, and the
+//!   thread's later pieces (the same ids) follow it there.
 //! * **Collective points.** A reduction contribution and `AtSync()` are local calls, not
 //!   messages: the PE's partial reduction (or its result), and the resumption after a
 //!   load-balancing step, leave from whichever local element comes last. A piece that sends
@@ -111,6 +116,8 @@ pub(crate) struct Stats {
     pub(crate) thread_continued: usize,
     /// Thread resumes woken by an array element's block: that element's thread.
     pub(crate) thread_of_element: usize,
+    /// An array manager's pieces running an element's entry (its index on the record).
+    pub(crate) inline_element: usize,
     pub(crate) sdag: usize,
     pub(crate) sdag_buffered: usize,
     pub(crate) sync_blocks: usize,
@@ -210,7 +217,12 @@ pub(crate) fn link(sts: &Sts, logs: &Logs) -> Linked {
 
     let mut by_pe_event: HashMap<(u32, i64), usize> = HashMap::new();
     let mut by_event_ep: HashMap<(i64, i64), Vec<usize>> = HashMap::new();
+    // Creations for array elements' entries, by event number.
+    let mut by_event_array: HashMap<i64, Vec<usize>> = HashMap::new();
     for (i, c) in logs.creations.iter().enumerate() {
+        if sts.array_of(c.ep).is_some() {
+            by_event_array.entry(c.event).or_default().push(i);
+        }
         // A repeated event number on one PE: the first creation keeps it.
         by_pe_event.entry((c.pe, c.event)).or_insert(i);
         by_event_ep.entry((c.event, c.ep)).or_default().push(i);
@@ -294,6 +306,10 @@ pub(crate) fn link(sts: &Sts, logs: &Logs) -> Linked {
                     deps[i].push(j);
                     st.thread_continued += 1;
                 }
+                // The thread of an array element (below) stays that element's.
+                if let (Obj::Pe(_), o @ Obj::Elem(..)) = (obj[i], obj[j]) {
+                    obj[i] = o;
+                }
             }
         }
         if p.event == -1 {
@@ -319,7 +335,7 @@ pub(crate) fn link(sts: &Sts, logs: &Logs) -> Linked {
         } else {
             p.src as u32
         };
-        match find_creation(
+        let mut found = find_creation(
             logs,
             &by_pe_event,
             &by_event_ep,
@@ -327,7 +343,26 @@ pub(crate) fn link(sts: &Sts, logs: &Logs) -> Linked {
             p.event,
             p.ep,
             p.begin_ps,
-        ) {
+        );
+        // An array manager running an element's entry for a broadcast from another PE names
+        // its own PE as source: the creation is the array entry's, of that event, elsewhere.
+        let array_creation = |c: usize| sts.array_of(logs.creations[c].ep).is_some();
+        if src == p.pe
+            && p.thread != 0
+            && !is_thread(p.ep)
+            && sts.array_of(p.ep).is_none()
+            && !found.as_ref().is_some_and(|(c, _)| array_creation(*c))
+        {
+            if let Some(&c) = by_event_array.get(&p.event).and_then(|l| {
+                l.iter()
+                    .filter(|&&c| logs.creations[c].pe != p.pe)
+                    .filter(|&&c| logs.creations[c].time_ps <= p.begin_ps.saturating_add(SKEW_PS))
+                    .max_by_key(|&&c| (logs.creations[c].time_ps, c))
+            }) {
+                found = Some((c, Rule::Forwarded));
+            }
+        }
+        match found {
             None if is_thread(p.ep) => stale_resume(i, &mut deps, &mut st),
             None => st.unmatched += 1,
             // A thread is woken by its own awaken record (a creation for `dummy_thread_ep`,
@@ -336,6 +371,27 @@ pub(crate) fn link(sts: &Sts, logs: &Logs) -> Linked {
                 stale_resume(i, &mut deps, &mut st)
             }
             Some((c, rule)) => {
+                // An array manager running an element's entry inline (a `[threaded]` entry
+                // reached by a broadcast starts its thread in `CkArray::recvBroadcast`):
+                // the piece is the manager's, for the creation of the element's entry, and
+                // writes the element's index in its id fields. It is the element's.
+                if let (Rule::Forwarded, Obj::Pe(_), Some((chare, nd))) =
+                    (&rule, obj[i], sts.array_of(logs.creations[c].ep))
+                {
+                    if p.thread != 0 && !is_thread(p.ep) && nd <= 4 {
+                        let ids = [
+                            (p.thread >> 32) as u32 as i32,
+                            p.thread as u32 as i32,
+                            (p.ids_hi >> 32) as u32 as i32,
+                            p.ids_hi as u32 as i32,
+                        ];
+                        let mut v = [0i32; 6];
+                        v[..nd].copy_from_slice(&ids[..nd]);
+                        let ix = super::log::Index { len: nd as u8, v };
+                        obj[i] = Obj::Elem(bound.get(&chare).copied().unwrap_or(chare), ix);
+                        st.inline_element += 1;
+                    }
+                }
                 // A thread resuming (`dummy_thread_ep`) under a message its PE already ran
                 // continues the thread of that message's last consumer there; woken by an
                 // array element's block (an AMPI rank's `ampi[r]` or `TCharm[r]`), it is

@@ -60,6 +60,9 @@ pub(crate) struct Piece {
     /// running in its thread writes the thread's id there (`CthThread`'s: its PE, then a
     /// serial number), so pieces with the same nonzero value are one thread's.
     pub(crate) thread: u64,
+    /// The third and fourth id fields, packed the same way (an array element's index written
+    /// by its array manager has up to four).
+    pub(crate) ids_hi: u64,
     /// Creations made in it, in log order.
     pub(crate) sends: Vec<usize>,
     /// Times of its untraced sends (BEGIN_PACK records of messages to untraced entries).
@@ -108,6 +111,7 @@ impl Piece {
             arrival_ps: at_ps,
             index: None,
             thread: 0,
+            ids_hi: 0,
             sends: Vec::new(),
             packs: Vec::new(),
             cause: None,
@@ -306,6 +310,7 @@ impl Logs {
                     num(6, "message length")?;
                     let mut index = None;
                     let mut thread = 0u64;
+                    let mut ids_hi = 0u64;
                     let mut cpu_begin = None;
                     // 11.0 logs write 0 when the receive time was not recorded (Charm++ 7
                     // does so for every message): the begin time stands in, as in 3.0.
@@ -337,6 +342,7 @@ impl Logs {
                                     })
                                 };
                                 thread = (id(8) as u64) << 32 | id(9) as u64;
+                                ids_hi = (id(10) as u64) << 32 | id(11) as u64;
                             }
                             // The CPU time follows the id fields (the index's, or four).
                             let ids = sts
@@ -368,6 +374,7 @@ impl Logs {
                         arrival_ps: us(arrival).min(begin),
                         index,
                         thread,
+                        ids_hi,
                         cpu_begin_ps: cpu_begin,
                         ..Piece::runtime_at(pe, begin, phase, false)
                     });

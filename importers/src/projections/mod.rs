@@ -508,6 +508,10 @@ fn notes(
             "thread resumes were woken by an array element's block (an AMPI rank's message handler, reduction or barrier result): each runs in that element's thread, and belongs to its object",
         ),
         (
+            st.inline_element,
+            "pieces of an array manager run an element's entry (its index on the record, e.g. a `[threaded]` entry reached by a broadcast, started in `CkArray::recvBroadcast`): each belongs to that element",
+        ),
+        (
             st.thread_continued,
             "pieces run in a thread (the thread's id on the record) and continue that thread's previous piece",
         ),
