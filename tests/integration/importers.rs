@@ -13,6 +13,17 @@ fn imp(format: Format, path: &Path) -> importers::Imported {
         .unwrap_or_else(|e| panic!("import {}: {e}", path.display()))
 }
 
+/// Asserts that some import note starts with each of `prefixes`.
+fn assert_notes(imported: &importers::Imported, prefixes: &[&str]) {
+    for want in prefixes {
+        assert!(
+            imported.notes.iter().any(|n| n.starts_with(want)),
+            "no note starts with {want:?}: {:?}",
+            imported.notes
+        );
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // BigSim
 
@@ -1702,16 +1713,13 @@ fn projections_runtime_work_is_cpu_time_and_singleton_chares_are_noted() {
         t.block(trace::BlockId(1)).recorded_start,
         Some(SimTime::from_ps(280_000_000))
     );
-    for want in [
-        "1 singleton chares were created as the program ran",
-        "the runtime's work between entry methods",
-    ] {
-        assert!(
-            imported.notes.iter().any(|n| n.starts_with(want)),
-            "{want}: {:?}",
-            imported.notes
-        );
-    }
+    assert_notes(
+        &imported,
+        &[
+            "1 singleton chares were created as the program ran",
+            "the runtime's work between entry methods",
+        ],
+    );
     // Recorded order, recorded delays: calc's message (sent at 150 us) arrives at 280 us,
     // its recorded start; the run ends at the recorded 350 us.
     let cfg = recorded_order();
@@ -1800,16 +1808,13 @@ fn projections_resumed_thread_waits_for_what_woke_it() {
     assert_eq!(deps, [run0, wake], "the resumed run waits for its resume");
     assert_eq!(t.block(stale).trigger, None);
     assert_eq!(t.deps(stale), [run1]);
-    for want in [
-        "1 thread resumes (`dummy_thread_ep`) name no awaken record",
-        "1 resumed threaded entries wait for the thread's resume",
-    ] {
-        assert!(
-            imported.notes.iter().any(|n| n.starts_with(want)),
-            "{want}: {:?}",
-            imported.notes
-        );
-    }
+    assert_notes(
+        &imported,
+        &[
+            "1 thread resumes (`dummy_thread_ep`) name no awaken record",
+            "1 resumed threaded entries wait for the thread's resume",
+        ],
+    );
     // Chares free of their recorded order, 1 ms latency: PE 1's compute (0-400 us) sends at
     // 390 us; SetFuture runs 1390-1395 us, the awaken (1392 us) resumes the thread 1395-1396,
     // run's second piece 1396-1464 and the stale resume 1464-1466 us. Without the resume's
@@ -1835,18 +1840,15 @@ fn projections_real_future_run_threads_wait_for_what_woke_them() {
     let sts = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/charm-future/fib.prj.sts");
     let imported = imp(Format::Projections, &sts);
     let t = &imported.trace;
-    for want in [
-        "25 singleton chares were created",
-        "50 thread resumes (`dummy_thread_ep`) name no awaken record",
-        "52 resumed threaded entries wait for the thread's resume",
-        "20 pieces run in a thread",
-    ] {
-        assert!(
-            imported.notes.iter().any(|n| n.starts_with(want)),
-            "{want}: {:?}",
-            imported.notes
-        );
-    }
+    assert_notes(
+        &imported,
+        &[
+            "25 singleton chares were created",
+            "50 thread resumes (`dummy_thread_ep`) name no awaken record",
+            "52 resumed threaded entries wait for the thread's resume",
+            "20 pieces run in a thread",
+        ],
+    );
     let name = |b: trace::BlockId| t.entries[t.block(b).entry.index()].name.as_str();
     let ids: Vec<trace::BlockId> = t.block_ids().collect();
     let mut sender = std::collections::HashMap::new();
@@ -1995,13 +1997,9 @@ fn projections_ampi_ranks_are_objects_and_wait_for_their_messages() {
             "pe0", "pe1"
         ]
     );
-    assert!(
-        imported
-            .notes
-            .iter()
-            .any(|n| n.starts_with("1432 thread resumes were woken by an array element's block")),
-        "{:?}",
-        imported.notes
+    assert_notes(
+        &imported,
+        &["1432 thread resumes were woken by an array element's block"],
     );
     let total: u64 = t.iter_blocks().map(|b| b.duration.as_ps()).sum();
     let in_ranks: u64 = t
@@ -2092,19 +2090,12 @@ fn projections_ampi_one_to_two_pes_predicts_the_measured_speedup() {
 #[test]
 fn projections_threaded_array_entry_started_by_a_broadcast_is_the_elements() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/charm-threaded-ring");
-    for (run, note) in [
-        ("p1", "7 pieces of an array manager run"),
-        ("p2", "7 pieces of an array manager run"),
-    ] {
+    for run in ["p1", "p2"] {
         let imported = imp(
             Format::Projections,
             &dir.join(run).join("threaded_ring2.prj.sts"),
         );
-        assert!(
-            imported.notes.iter().any(|n| n.starts_with(note)),
-            "{run}: {:?}",
-            imported.notes
-        );
+        assert_notes(&imported, &["7 pieces of an array manager run"]);
         let t = &imported.trace;
         for r in 1..8 {
             let name = format!("Ring[{r}]");

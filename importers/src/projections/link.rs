@@ -261,7 +261,7 @@ pub(crate) fn link(sts: &Sts, logs: &Logs) -> Linked {
         sts.chare_of(ep)
             .is_some_and(|(_, c)| c.name == "dummy_thread_chare" || c.name == "AMPI")
     };
-    let mut last_of_thread: HashMap<u64, usize> = HashMap::new();
+    let mut last_of_thread: HashMap<[i32; 2], usize> = HashMap::new();
     // A thread's resume piece whose envelope names no awaken record (a stale or garbage
     // one): the scheduler reached it after the piece before it on its PE.
     let stale_resume = |i: usize, deps: &mut Vec<Vec<usize>>, st: &mut Stats| {
@@ -300,8 +300,8 @@ pub(crate) fn link(sts: &Sts, logs: &Logs) -> Linked {
         }
         // A thread's piece continues the thread's previous piece (its state), wherever the
         // scheduler ran other work in between.
-        if p.thread != 0 && !is_rts(p.ep) {
-            if let Some(j) = last_of_thread.insert(p.thread, i) {
+        if let Some(thread) = p.thread().filter(|_| !is_rts(p.ep)) {
+            if let Some(j) = last_of_thread.insert(thread, i) {
                 if Some(j) != prev_on_pe[i] {
                     deps[i].push(j);
                     st.thread_continued += 1;
@@ -348,7 +348,7 @@ pub(crate) fn link(sts: &Sts, logs: &Logs) -> Linked {
         // its own PE as source: the creation is the array entry's, of that event, elsewhere.
         let array_creation = |c: usize| sts.array_of(logs.creations[c].ep).is_some();
         if src == p.pe
-            && p.thread != 0
+            && p.thread().is_some()
             && !is_thread(p.ep)
             && sts.array_of(p.ep).is_none()
             && !found.as_ref().is_some_and(|(c, _)| array_creation(*c))
@@ -378,15 +378,9 @@ pub(crate) fn link(sts: &Sts, logs: &Logs) -> Linked {
                 if let (Rule::Forwarded, Obj::Pe(_), Some((chare, nd))) =
                     (&rule, obj[i], sts.array_of(logs.creations[c].ep))
                 {
-                    if p.thread != 0 && !is_thread(p.ep) && nd <= 4 {
-                        let ids = [
-                            (p.thread >> 32) as u32 as i32,
-                            p.thread as u32 as i32,
-                            (p.ids_hi >> 32) as u32 as i32,
-                            p.ids_hi as u32 as i32,
-                        ];
+                    if p.thread().is_some() && !is_thread(p.ep) && nd <= 4 {
                         let mut v = [0i32; 6];
-                        v[..nd].copy_from_slice(&ids[..nd]);
+                        v[..nd].copy_from_slice(&p.ids[..nd]);
                         let ix = super::log::Index { len: nd as u8, v };
                         obj[i] = Obj::Elem(bound.get(&chare).copied().unwrap_or(chare), ix);
                         st.inline_element += 1;

@@ -55,14 +55,11 @@ pub(crate) struct Piece {
     pub(crate) arrival_ps: u64,
     /// The array index written on the record (11.0, entries of chare arrays only).
     pub(crate) index: Option<Index>,
-    /// The id fields of a piece that is not an array element's (11.0), packed as
-    /// `id0 << 32 | id1` (as `u32`s); 0 when they are zero or absent. A threaded entry
-    /// running in its thread writes the thread's id there (`CthThread`'s: its PE, then a
-    /// serial number), so pieces with the same nonzero value are one thread's.
-    pub(crate) thread: u64,
-    /// The third and fourth id fields, packed the same way (an array element's index written
-    /// by its array manager has up to four).
-    pub(crate) ids_hi: u64,
+    /// The four id fields of a piece that is not an array element's (11.0; zeros when
+    /// absent). A threaded entry running in its thread writes the thread's id in the first
+    /// two (`CthThread`'s: its PE, then a serial number, [`Piece::thread`]); an array manager
+    /// running an element's entry writes the element's index.
+    pub(crate) ids: [i32; 4],
     /// Creations made in it, in log order.
     pub(crate) sends: Vec<usize>,
     /// Times of its untraced sends (BEGIN_PACK records of messages to untraced entries).
@@ -110,8 +107,7 @@ impl Piece {
             src: -1,
             arrival_ps: at_ps,
             index: None,
-            thread: 0,
-            ids_hi: 0,
+            ids: [0; 4],
             sends: Vec::new(),
             packs: Vec::new(),
             cause: None,
@@ -122,6 +118,14 @@ impl Piece {
             cpu_begin_ps: None,
             cpu_end_ps: None,
         }
+    }
+}
+
+impl Piece {
+    /// The thread it ran in, from its first two id fields (`None` when both are 0).
+    pub(crate) fn thread(&self) -> Option<[i32; 2]> {
+        let t = [self.ids[0], self.ids[1]];
+        (t != [0, 0]).then_some(t)
     }
 }
 
@@ -309,8 +313,7 @@ impl Logs {
                     let src = num(5, "source PE")? as i64;
                     num(6, "message length")?;
                     let mut index = None;
-                    let mut thread = 0u64;
-                    let mut ids_hi = 0u64;
+                    let mut ids = [0i32; 4];
                     let mut cpu_begin = None;
                     // 11.0 logs write 0 when the receive time was not recorded (Charm++ 7
                     // does so for every message): the begin time stands in, as in 3.0.
@@ -336,13 +339,11 @@ impl Logs {
                             } else if sts.array_of(ep).is_none() && t.len() > 11 {
                                 // Out-of-range fields (garbage) wrap into some id: still
                                 // one value per thread that wrote it.
-                                let id = |k: usize| {
-                                    t[k].parse::<f64>().map_or(0, |x| {
-                                        x.clamp(i64::MIN as f64, i64::MAX as f64) as i64 as u32
-                                    })
-                                };
-                                thread = (id(8) as u64) << 32 | id(9) as u64;
-                                ids_hi = (id(10) as u64) << 32 | id(11) as u64;
+                                for (k, id) in ids.iter_mut().enumerate() {
+                                    *id = t[8 + k].parse::<f64>().map_or(0, |x| {
+                                        x.clamp(i64::MIN as f64, i64::MAX as f64) as i64 as i32
+                                    });
+                                }
                             }
                             // The CPU time follows the id fields (the index's, or four).
                             let ids = sts
@@ -373,8 +374,7 @@ impl Logs {
                         src,
                         arrival_ps: us(arrival).min(begin),
                         index,
-                        thread,
-                        ids_hi,
+                        ids,
                         cpu_begin_ps: cpu_begin,
                         ..Piece::runtime_at(pe, begin, phase, false)
                     });
