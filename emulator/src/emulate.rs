@@ -302,9 +302,7 @@ pub fn emulate<P: Program>(
         sequential_objects: true,
     });
     for e in program.entries().iter().chain(RUNTIME_ENTRIES.iter()) {
-        trace.entries.push(trace::EntryMethod {
-            name: e.to_string(),
-        });
+        trace.entries.push(trace::EntryMethod::new(e.to_string()));
     }
     for o in 0..inst.slots.len() as u32 {
         trace.objects.push(trace::ObjectInfo {

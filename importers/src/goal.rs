@@ -1081,7 +1081,7 @@ pub fn import_limited(
         meta,
         entries: ["calc", "send", "recv"]
             .iter()
-            .map(|&name| trace::EntryMethod { name: name.into() })
+            .map(|&name| trace::EntryMethod::new(name))
             .collect(),
         objects: (0..n)
             .map(|r| trace::ObjectInfo {

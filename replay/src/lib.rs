@@ -47,7 +47,10 @@
 //!   `sequential_objects` flag, which the emulator sets) a block also waits for the previous
 //!   block of its object in trace order, without inheriting its effective receive time: on the
 //!   recorded configuration nothing changes; elsewhere, a computation triggered by the last of
-//!   several messages still waits for the blocks that consumed the others.
+//!   several messages still waits for the blocks that consumed the others. Blocks of an entry
+//!   [outside object order](trace::EntryMethod::outside_object_order) (a message handler that
+//!   only takes a message in) are not in the chain: they run when their message arrives, and
+//!   the block that uses the message depends on them explicitly.
 //! * **Completion.** The makespan is the end of the last block. The end of iteration `k` is the
 //!   latest end of a block marked with iteration `k`; iteration times are the differences between
 //!   successive ends (the first measured from 0).

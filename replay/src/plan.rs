@@ -514,7 +514,17 @@ impl Plan {
         if cfg.object_order.unwrap_or(trace.meta.sequential_objects) {
             obj_next = vec![NIL; n];
             let mut last = vec![NIL; trace.objects.len()];
+            // Network blocks and the blocks of entries outside object order (message
+            // handlers that only take a message in) run whenever they can.
+            let outside: Vec<bool> = trace
+                .entries
+                .iter()
+                .map(|e| e.outside_object_order)
+                .collect();
             for id in trace.block_ids().filter(|id| !is_net(id.index())) {
+                if outside[trace.block(id).entry.index()] {
+                    continue;
+                }
                 let o = trace.block(id).object.index();
                 if last[o] != NIL {
                     obj_next[last[o] as usize] = id.0;

@@ -102,9 +102,7 @@ pub fn with_migration_cost(
     out.objects = trace.objects.clone();
     out.groups = trace.groups.clone();
     let migrate_entry = EntryId(out.entries.len() as u32);
-    out.entries.push(EntryMethod {
-        name: MIGRATE_ENTRY.into(),
-    });
+    out.entries.push(EntryMethod::new(MIGRATE_ENTRY));
 
     let mut new_id = vec![BlockId(0); trace.num_blocks()];
     // Per object: the migrate block its later blocks must wait for.

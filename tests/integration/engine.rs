@@ -417,6 +417,65 @@ fn object_order_keeps_an_objects_blocks_in_trace_order() {
     }
 }
 
+/// An MPI rank `a` (PE 0) took in a halo from `b` (PE 1) with a handler `h` before it
+/// computed (block `c`, 10 us, started at 0); a later block `w` ends the wait for the halo.
+/// With the handler's entry outside object order, `c` starts at 0 and `w` waits for `h` only
+/// through its explicit dependency: at 100 us of latency `h` runs at 100 us, `w` after it
+/// (101 us). In object order `c` would wait for `h`: 100 + 10 + 1 us.
+#[test]
+fn an_entry_outside_object_order_runs_when_its_message_arrives() {
+    let build = |outside: bool| {
+        let mut b = TraceBuilder::new(TraceMeta {
+            name: "handlers".into(),
+            recorded_pes: 2,
+            sequential_objects: true,
+            ..TraceMeta::default()
+        });
+        let handler = b.entry("handler");
+        if outside {
+            b.entry_outside_object_order(handler);
+        }
+        let work = b.entry("work");
+        let oa = b.object("a", PeId(0));
+        let ob = b.object("b", PeId(1));
+        let halo = b.new_msg();
+        let send = Send {
+            msg: halo,
+            offset: SimDuration::ZERO,
+            dest: Destination::Object(oa),
+            bytes: 8,
+            entry: handler,
+        };
+        b.block(Block::new(ob, work, SimDuration::ZERO), &[], &[send]);
+        let mut h = Block::new(oa, handler, SimDuration::ZERO);
+        h.trigger = Some(halo);
+        let h = b.block(h, &[], &[]);
+        b.block(Block::new(oa, work, us(10)), &[], &[]);
+        b.block(Block::new(oa, work, us(1)), &[h], &[]);
+        b.finish().unwrap()
+    };
+    let lat = "latency:lat=100us";
+    let cfg = ReplayConfig {
+        timeline: true,
+        ..ReplayConfig::default()
+    };
+    let r = run_with(&build(true), lat, &cfg);
+    let starts: Vec<u64> = r
+        .timeline
+        .as_ref()
+        .unwrap()
+        .iter()
+        .map(|x| x.start.as_ps())
+        .collect();
+    assert_eq!(r.makespan.as_ps(), us(101).as_ps(), "{starts:?}");
+    let at = |block: u32| {
+        let t = r.timeline.as_ref().unwrap();
+        t.iter().find(|x| x.block == block).unwrap().start.as_ps()
+    };
+    assert_eq!((at(1), at(2), at(3)), (us(100).as_ps(), 0, us(100).as_ps()));
+    assert_eq!(run(&build(false), lat).makespan.as_ps(), us(111).as_ps());
+}
+
 /// PE 0 runs a 10 us block; at 2 us a message from PE 1 triggers block `n` on PE 0's
 /// object, which forwards 0 bytes to PE 1's last block. `network`: whether `n` is a
 /// network block.

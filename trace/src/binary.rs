@@ -11,11 +11,14 @@
 //!            has_net u8 (0|1) [net str], has_seed u8 (0|1) [seed v],
 //!            has_cpu_scale u8 (0|1) [cpu_scale str]          (version 2 and later)
 //!            object flags u8: bit0 sequential_objects, bit1 objects carry moves,
-//!                             bit2 some objects are pinned     (version 3 and later)
+//!                             bit2 some objects are pinned,
+//!                             bit3 some entries are outside object order (version 3 and later)
 //!            n_entries v  then per entry:  name str
 //!            n_objects v  then per object: name str, recorded_pe v
 //!            [if bit1: per object: n_moves v, then per move: from block v, pe v]
 //!            [if bit2: n_pinned v, then per pinned object, ascending:
+//!                      id v (the first), id - previous id v (the others, >= 1)]
+//!            [if bit3: n_outside v, then per entry outside object order, ascending:
 //!                      id v (the first), id - previous id v (the others, >= 1)]
 //!            n_groups v   then per group:  n_members v, member object v ...
 //!            n_blocks v
@@ -124,7 +127,16 @@ impl<W: Write> Out<W> {
         let moves = trace.objects.iter().any(|ob| !ob.moves.is_empty());
         // Bit 2 likewise only when some object is pinned.
         let pinned = trace.objects.iter().filter(|ob| ob.pinned).count();
-        o.u8(m.sequential_objects as u8 | (moves as u8) << 1 | ((pinned > 0) as u8) << 2)?;
+        // Bit 3 likewise only when some entry is outside object order.
+        let outside = trace
+            .entries
+            .iter()
+            .filter(|e| e.outside_object_order)
+            .count();
+        o.u8(m.sequential_objects as u8
+            | (moves as u8) << 1
+            | ((pinned > 0) as u8) << 2
+            | ((outside > 0) as u8) << 3)?;
         o.v(trace.entries.len() as u64)?;
         for e in &trace.entries {
             o.str(&e.name)?;
@@ -144,12 +156,13 @@ impl<W: Write> Out<W> {
             }
         }
         if pinned > 0 {
-            o.v(pinned as u64)?;
-            let mut prev = 0u64;
-            for (i, _) in trace.objects.iter().enumerate().filter(|(_, ob)| ob.pinned) {
-                o.v(i as u64 - prev)?;
-                prev = i as u64;
-            }
+            let ids = trace.objects.iter().enumerate().filter(|(_, ob)| ob.pinned);
+            o.id_list(pinned, ids.map(|(i, _)| i))?;
+        }
+        if outside > 0 {
+            let ids = trace.entries.iter().enumerate();
+            let ids = ids.filter(|(_, e)| e.outside_object_order);
+            o.id_list(outside, ids.map(|(i, _)| i))?;
         }
         o.v(trace.groups.len() as u64)?;
         for g in &trace.groups {
@@ -163,6 +176,16 @@ impl<W: Write> Out<W> {
     fn str(&mut self, s: &str) -> io::Result<()> {
         self.v(s.len() as u64)?;
         self.bytes(s.as_bytes())
+    }
+    /// `n` ascending ids: the count, the first id, then each id less the one before.
+    fn id_list(&mut self, n: usize, ids: impl Iterator<Item = usize>) -> io::Result<()> {
+        self.v(n as u64)?;
+        let mut prev = 0u64;
+        for i in ids {
+            self.v(i as u64 - prev)?;
+            prev = i as u64;
+        }
+        Ok(())
     }
 }
 
@@ -361,6 +384,44 @@ impl<R: Read> BinaryReader<R> {
         Ok(((u >> 1) as i64) ^ -((u & 1) as i64))
     }
 
+    /// A list [`Out::id_list`] wrote: 1 to `limit` ascending ids below `limit`. `what` names
+    /// one item ("pinned object"), `plural` the items ("pinned objects"), `kind` what an id
+    /// numbers ("object").
+    fn id_list(
+        &mut self,
+        [what, plural, kind]: [&str; 3],
+        limit: usize,
+    ) -> Result<Vec<usize>, TraceError> {
+        let at = self.offset;
+        let n = self.v(&format!("{what} count"))?;
+        if n == 0 || n > limit as u64 {
+            return self.fail(
+                at,
+                format!("{what} count 1 to {limit}"),
+                format!("found {n}"),
+            );
+        }
+        let mut ids = Vec::with_capacity(n as usize);
+        let mut id = 0u64;
+        for k in 0..n {
+            let at = self.offset;
+            let d = self.v(what)?;
+            if k > 0 && d == 0 {
+                return self.fail(at, format!("{plural} in ascending order"), "found a repeat");
+            }
+            id = id.saturating_add(d);
+            if id >= limit as u64 {
+                return self.fail(
+                    at,
+                    format!("{plural} below {limit}"),
+                    format!("found {kind} {id}"),
+                );
+            }
+            ids.push(id as usize);
+        }
+        Ok(ids)
+    }
+
     fn str(&mut self, what: &str) -> Result<String, TraceError> {
         let at = self.offset;
         let len = self.v(what)?;
@@ -458,10 +519,10 @@ impl<R: Read> BinaryReader<R> {
         let object_flags = if version >= 3 {
             let at = self.offset;
             let f = self.u8("object flags")?;
-            if f > 7 {
+            if f > 15 {
                 return self.fail(
                     at,
-                    "object flags 0 to 7 (bit 0 sequential objects, bit 1 recorded moves, bit 2 pinned objects)",
+                    "object flags 0 to 15 (bit 0 sequential objects, bit 1 recorded moves, bit 2 pinned objects, bit 3 entries outside object order)",
                     format!("found {f}"),
                 );
             }
@@ -473,9 +534,7 @@ impl<R: Read> BinaryReader<R> {
         let n = self.v("entry count")?;
         let mut entries = Vec::with_capacity(n.min(1 << 16) as usize);
         for _ in 0..n {
-            entries.push(EntryMethod {
-                name: self.str("entry name")?,
-            });
+            entries.push(EntryMethod::new(self.str("entry name")?));
         }
         let n = self.v("object count")?;
         let mut objects = Vec::with_capacity(n.min(1 << 16) as usize);
@@ -500,33 +559,19 @@ impl<R: Read> BinaryReader<R> {
             }
         }
         if object_flags & 4 != 0 {
-            let at = self.offset;
-            let n = self.v("pinned object count")?;
-            if n == 0 || n > objects.len() as u64 {
-                return self.fail(
-                    at,
-                    format!("pinned object count 1 to {}", objects.len()),
-                    format!("found {n}"),
-                );
+            let what = ["pinned object", "pinned objects", "object"];
+            for id in self.id_list(what, objects.len())? {
+                objects[id].pinned = true;
             }
-            let mut id = 0u64;
-            for k in 0..n {
-                let at = self.offset;
-                let d = self.v("pinned object")?;
-                if k > 0 && d == 0 {
-                    return self.fail(at, "pinned objects in ascending order", "found a repeat");
-                }
-                id = id.saturating_add(d);
-                match objects.get_mut(id as usize) {
-                    Some(ob) => ob.pinned = true,
-                    None => {
-                        return self.fail(
-                            at,
-                            format!("a pinned object below {}", objects.len()),
-                            format!("found object {id}"),
-                        );
-                    }
-                }
+        }
+        if object_flags & 8 != 0 {
+            let what = [
+                "entry outside object order",
+                "entries outside object order",
+                "entry",
+            ];
+            for id in self.id_list(what, entries.len())? {
+                entries[id].outside_object_order = true;
             }
         }
         let n = self.v("group count")?;

@@ -40,6 +40,22 @@ pub struct TraceMeta {
 pub struct EntryMethod {
     /// Its name, e.g. `compute` or `recvGhost`.
     pub name: String,
+    /// Its blocks take no part in their object's sequential order
+    /// ([`TraceMeta::sequential_objects`]): a message handler that only takes a message in for
+    /// its object, such as an AMPI rank's (`ampi::generic`), which runs whenever the message
+    /// arrives. The block that needs the message depends on the handler's block explicitly.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub outside_object_order: bool,
+}
+
+impl EntryMethod {
+    /// An entry method in its object's order.
+    pub fn new(name: impl Into<String>) -> Self {
+        EntryMethod {
+            name: name.into(),
+            outside_object_order: false,
+        }
+    }
 }
 
 /// An object: a chare, an array element or an MPI rank; migratable unless [pinned](Self::pinned).
@@ -1144,8 +1160,15 @@ impl TraceBuilder {
     }
     /// Adds an entry method.
     pub fn entry(&mut self, name: impl Into<String>) -> EntryId {
-        self.trace.entries.push(EntryMethod { name: name.into() });
+        self.trace.entries.push(EntryMethod::new(name));
         EntryId(self.trace.entries.len() as u32 - 1)
+    }
+    /// Marks entry `e`'s blocks as outside their objects' order
+    /// ([`EntryMethod::outside_object_order`]).
+    pub fn entry_outside_object_order(&mut self, e: EntryId) {
+        if let Some(en) = self.trace.entries.get_mut(e.index()) {
+            en.outside_object_order = true;
+        }
     }
     /// Adds an object recorded on `pe`.
     pub fn object(&mut self, name: impl Into<String>, pe: PeId) -> ObjectId {

@@ -41,6 +41,9 @@ pub struct TraceSummary {
     pub pinned_objects: u64,
     /// Entry methods.
     pub entries: u64,
+    /// Of them, those whose blocks are outside their objects' order
+    /// ([`crate::EntryMethod::outside_object_order`]).
+    pub entries_outside_object_order: u64,
     /// Groups.
     pub groups: u64,
     /// Execution blocks.
@@ -132,6 +135,11 @@ impl TraceSummary {
             objects: trace.objects.len() as u64,
             pinned_objects: trace.objects.iter().filter(|o| o.pinned).count() as u64,
             entries: trace.entries.len() as u64,
+            entries_outside_object_order: trace
+                .entries
+                .iter()
+                .filter(|e| e.outside_object_order)
+                .count() as u64,
             groups: trace.groups.len() as u64,
             blocks: trace.num_blocks() as u64,
             triggered_blocks: triggered,
@@ -278,7 +286,15 @@ impl fmt::Display for TraceSummary {
                 "time range    not recorded (synthetic trace; replay it to get times)"
             )?,
         }
-        writeln!(f, "entry methods {}", self.entries)?;
+        if self.entries_outside_object_order > 0 {
+            writeln!(
+                f,
+                "entry methods {} ({} outside object order: message handlers that run when their message arrives)",
+                self.entries, self.entries_outside_object_order
+            )?;
+        } else {
+            writeln!(f, "entry methods {}", self.entries)?;
+        }
         // Names longer than the column are cut (an entry name can be any length).
         let w = self
             .entry_table

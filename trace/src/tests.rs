@@ -989,51 +989,92 @@ fn recorded_moves_round_trip_and_are_validated() {
     }
 }
 
-/// Pinned objects (a Charm++ PE's groups and main chare) survive every format; a trace
-/// without any is written as before, and a bad pinned list is refused at its byte offset.
-#[test]
-fn pinned_objects_round_trip_and_bad_lists_are_refused() {
+/// A header flag with an id list (`flagged` marks the items of `sample()`): it survives
+/// every format; a trace without it is written as before; the list is `list` inserted after
+/// the objects and the object-flags byte gains `bit`, nothing else differs; and each bad
+/// list of `bad` (list, what the error says, the byte it names relative to the list's
+/// start) is refused at its byte offset. `key` is the JSON-lines key, written `count` times.
+fn flag_list_round_trips(
+    flagged: impl Fn(&mut Trace),
+    (key, count): (&str, usize),
+    list: &[u8],
+    bit: u8,
+    bad: &[(&[u8], &str, usize)],
+) {
     let plain = sample();
     let mut t = sample();
-    t.objects[0].pinned = true;
-    t.objects[2].pinned = true;
+    flagged(&mut t);
     let bytes = encode(&t);
-    assert_eq!(binary::read_binary(&bytes[..], "pinned").unwrap(), t);
+    assert_eq!(binary::read_binary(&bytes[..], "flagged").unwrap(), t);
     let mut text = Vec::new();
     text::write_text(&t, &mut text).unwrap();
     let text_s = String::from_utf8_lossy(&text);
-    assert_eq!(text_s.matches(r#""pinned":true"#).count(), 2, "{text_s}");
+    let pair = format!("\"{key}\":true");
+    assert_eq!(text_s.matches(&pair).count(), count, "{text_s}");
     assert_eq!(text::read_text(&text[..], "t").unwrap(), t);
     let col = encode_columnar(&Repeated::flat(t.clone()));
     assert_eq!(decode_columnar(&col).unwrap().body(), &t);
     let mut plain_text = Vec::new();
     text::write_text(&plain, &mut plain_text).unwrap();
-    assert!(!String::from_utf8_lossy(&plain_text).contains("pinned"));
+    assert!(!String::from_utf8_lossy(&plain_text).contains(key));
 
-    // The pinned list is three bytes (count 2, object 0, +2) inserted after the objects, and
-    // the object-flags byte gains bit 2; nothing else differs.
     let plain_bytes = encode(&plain);
-    assert_eq!(bytes.len(), plain_bytes.len() + 3);
+    let n = list.len();
+    assert_eq!(bytes.len(), plain_bytes.len() + n);
     let at = (0..plain_bytes.len())
-        .find(|&p| bytes[p + 3..] == plain_bytes[p..] && bytes[p..p + 3] == [2, 0, 2])
-        .expect("the pinned list");
+        .find(|&p| bytes[p + n..] == plain_bytes[p..] && bytes[p..p + n] == *list)
+        .expect("the list");
     let flags: Vec<usize> = (0..at).filter(|&i| bytes[i] != plain_bytes[i]).collect();
     assert_eq!(flags.len(), 1);
-    assert_eq!(bytes[flags[0]], plain_bytes[flags[0]] | 4);
-    // (list, what the error says, the byte it names relative to the list's start)
-    for (list, why, byte) in [
-        (vec![0u8], "pinned object count 1 to 3", 0),
-        (vec![4, 0, 1, 1, 1], "pinned object count 1 to 3", 0),
-        (vec![2, 0, 0], "ascending order", 2),
-        (vec![2, 1, 2], "a pinned object below 3", 2),
-    ] {
-        let mut bad = bytes[..at].to_vec();
-        bad.extend_from_slice(&list);
-        bad.extend_from_slice(&bytes[at + 3..]);
-        let e = binary::read_binary(&bad[..], "bad")
-            .unwrap_err()
-            .to_string();
+    assert_eq!(bytes[flags[0]], plain_bytes[flags[0]] | bit);
+    for &(list, why, byte) in bad {
+        let mut b = bytes[..at].to_vec();
+        b.extend_from_slice(list);
+        b.extend_from_slice(&bytes[at + n..]);
+        let e = binary::read_binary(&b[..], "bad").unwrap_err().to_string();
         assert!(e.contains(why), "{list:?}: {e}");
         assert!(e.contains(&format!("byte offset {}:", at + byte)), "{e}");
     }
+}
+
+/// Pinned objects (a Charm++ PE's groups and main chare): the list is count 2, object 0, +2.
+#[test]
+fn pinned_objects_round_trip_and_bad_lists_are_refused() {
+    flag_list_round_trips(
+        |t| {
+            t.objects[0].pinned = true;
+            t.objects[2].pinned = true;
+        },
+        ("pinned", 2),
+        &[2, 0, 2],
+        4,
+        &[
+            (&[0], "pinned object count 1 to 3", 0),
+            (&[4, 0, 1, 1, 1], "pinned object count 1 to 3", 0),
+            (&[2, 0, 0], "ascending order", 2),
+            (&[2, 1, 2], "pinned objects below 3", 2),
+        ],
+    );
+}
+
+/// Entries outside object order (AMPI's message handlers): the list is count 1, entry 1.
+#[test]
+fn entries_outside_object_order_round_trip_and_bad_lists_are_refused() {
+    let what = "entry outside object order count 1 to 2";
+    flag_list_round_trips(
+        |t| t.entries[1].outside_object_order = true,
+        ("outside_object_order", 1),
+        &[1, 1],
+        8,
+        &[
+            (&[0], what, 0),
+            (&[3, 0, 1, 1], what, 0),
+            (
+                &[2, 0, 0],
+                "entries outside object order in ascending order",
+                2,
+            ),
+            (&[1, 2], "entries outside object order below 2", 1),
+        ],
+    );
 }

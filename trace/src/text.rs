@@ -54,6 +54,9 @@ struct HeaderLine {
 struct EntryLine {
     id: u32,
     name: String,
+    /// Its blocks are outside their objects' order (written only when true).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    outside_object_order: bool,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -177,6 +180,7 @@ pub fn write_text<W: Write>(trace: &Trace, mut w: W) -> io::Result<()> {
             &Line::Entry(EntryLine {
                 id: i as u32,
                 name: e.name.clone(),
+                outside_object_order: e.outside_object_order,
             }),
         )?;
     }
@@ -311,7 +315,10 @@ pub fn read_text<R: BufRead>(r: R, path: &str) -> Result<Trace, TraceError> {
         match parsed {
             Line::Entry(e) => {
                 expect_id("entry", e.id, t.entries.len())?;
-                t.entries.push(EntryMethod { name: e.name });
+                t.entries.push(EntryMethod {
+                    name: e.name,
+                    outside_object_order: e.outside_object_order,
+                });
             }
             Line::Object(o) => {
                 expect_id("object", o.id, t.objects.len())?;

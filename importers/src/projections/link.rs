@@ -33,7 +33,12 @@
 //! * **AMPI.** AMPI renames the thread chare `AMPI` and its entry `rank`: the MPI ranks run
 //!   as such threads. Its arrays `ampi`, `ampiParent` and `TCharm` are bound (elements of
 //!   one index share a PE and migrate together): their elements of index `r` are one object,
-//!   `ampi[r]`, MPI rank `r`.
+//!   `ampi[r]`, MPI rank `r`. AMPI's message handlers (`ampi::generic`, `rednResult`, ...)
+//!   take a message in whenever it arrives: their entries are outside object order. One that
+//!   wakes the rank triggers its resume; one that does not took the message in before the
+//!   rank waited for it, and the piece ending the rank's next wait for that entry's message
+//!   (a resume woken by such a handler) depends on it, or, when the same sender's next
+//!   message of that entry comes first, the rank's last piece before that message.
 //! * **Threads.** A thread is woken by an awaken record: a creation for `dummy_thread_ep`
 //!   (e.g. in `FutureBOC::SetFuture`), which the resume piece (`dummy_thread_ep`) names
 //!   [ck-core/ck.C, `CthAwaken` traced by `traceAwaken`]. A resume piece whose envelope
@@ -88,6 +93,27 @@ const COLLECTIVE_CHARES: [&str; 10] = [
     "MetaBalancer",
 ];
 
+/// AMPI's message handlers on a rank's `ampi` element [ampi.ci]: each takes a message in
+/// for the rank (and wakes its thread if the rank waits for it). They run when the message
+/// arrives, not in the rank's order: their entries are outside object order.
+const AMPI_HANDLERS: [&str; 8] = [
+    "ampi::generic",
+    "ampi::genericSync",
+    "ampi::genericRdma",
+    "ampi::bcastResult",
+    "ampi::rednResult",
+    "ampi::irednResult",
+    "ampi::barrierResult",
+    "ampi::ibarrierResult",
+];
+
+/// Whether entry `ep` is one of AMPI's message handlers ([`AMPI_HANDLERS`]).
+pub(crate) fn is_ampi_handler(sts: &Sts, ep: i64) -> bool {
+    sts.entries
+        .get(&ep)
+        .is_some_and(|e| AMPI_HANDLERS.contains(&e.name.as_str()))
+}
+
 /// Who ran a piece.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub(crate) enum Obj {
@@ -118,6 +144,12 @@ pub(crate) struct Stats {
     pub(crate) thread_of_element: usize,
     /// An array manager's pieces running an element's entry (its index on the record).
     pub(crate) inline_element: usize,
+    /// AMPI messages taken in before the rank waited for them, used by the piece that ends
+    /// its next wait for such a message.
+    pub(crate) ampi_buffered: usize,
+    /// AMPI messages taken in early and used without a wait (by the rank's last piece before
+    /// the same sender's next message of that kind).
+    pub(crate) ampi_used_unwaited: usize,
     pub(crate) sdag: usize,
     pub(crate) sdag_buffered: usize,
     pub(crate) sync_blocks: usize,
@@ -432,6 +464,8 @@ pub(crate) fn link(sts: &Sts, logs: &Logs) -> Linked {
         }
     }
 
+    ampi_buffered_messages(sts, logs, &obj, &trigger, &mut deps, &mut st);
+
     // SDAG `when` clauses that find their message buffered. First learn which entry each
     // serial's `when` waits for: the entry of a chain's head when the serial comes first.
     let mut when_of: HashMap<i64, Option<i64>> = HashMap::new();
@@ -558,5 +592,97 @@ pub(crate) fn link(sts: &Sts, logs: &Logs) -> Linked {
         lb_sync,
         phased,
         stats: st,
+    }
+}
+
+/// AMPI's message handlers run when their message arrives, outside their rank's order
+/// ([`AMPI_HANDLERS`]). A handler that wakes the rank is the trigger of the resume; one that
+/// does not took the message in before the rank waited for it (a halo that came early). The
+/// rank uses it when it next waits for such a message: the piece that ends that wait (woken
+/// by a handler of the same entry) depends on it. When the same sender's next message of
+/// that entry comes first, the rank used it without waiting, at the latest in its last piece
+/// before that message: that piece depends on it (as in object order).
+fn ampi_buffered_messages(
+    sts: &Sts,
+    logs: &Logs,
+    obj: &[Obj],
+    trigger: &[Option<usize>],
+    deps: &mut [Vec<usize>],
+    st: &mut Stats,
+) {
+    let pieces = &logs.pieces;
+    let cr = &logs.creations;
+    if !pieces.iter().any(|p| is_ampi_handler(sts, p.ep)) {
+        return;
+    }
+    // The elements' pieces in recorded time order (a rank may migrate between PEs).
+    let mut order: Vec<usize> = (0..pieces.len())
+        .filter(|&i| !pieces[i].runtime && matches!(obj[i], Obj::Elem(..)))
+        .collect();
+    order.sort_by_key(|&i| (pieces[i].begin_ps, pieces[i].pe, i));
+    let sender = |i: usize| trigger[i].map(|c| obj[cr[c].piece]);
+    // Per rank: its handlers' pieces not yet used, and its latest other piece.
+    let mut pending: HashMap<Obj, Vec<usize>> = HashMap::new();
+    let mut latest: HashMap<Obj, usize> = HashMap::new();
+    let mut seq = vec![0usize; pieces.len()];
+    for (k, &i) in order.iter().enumerate() {
+        seq[i] = k;
+    }
+    for &i in &order {
+        let p = &pieces[i];
+        let o = obj[i];
+        if is_ampi_handler(sts, p.ep) {
+            let wakes = p.sends.iter().any(|&c| {
+                sts.chare_of(cr[c].ep)
+                    .is_some_and(|(_, ch)| ch.name == "AMPI" || ch.name == "dummy_thread_chare")
+            });
+            if wakes {
+                continue;
+            }
+            let list = pending.entry(o).or_default();
+            let from = sender(i);
+            let again = from.is_some()
+                && list
+                    .iter()
+                    .any(|&h| pieces[h].ep == p.ep && sender(h) == from);
+            if let (true, Some(&last)) = (again, latest.get(&o)) {
+                // Used without a wait, by the latest piece after them.
+                let mut k = 0;
+                while k < list.len() {
+                    let h = list[k];
+                    if pieces[h].ep == p.ep && seq[h] < seq[last] {
+                        if !deps[last].contains(&h) {
+                            deps[last].push(h);
+                        }
+                        st.ampi_used_unwaited += 1;
+                        list.remove(k);
+                    } else {
+                        k += 1;
+                    }
+                }
+            }
+            list.push(i);
+            continue;
+        }
+        latest.insert(o, i);
+        // A piece that ends a wait for an entry's message uses what that entry took in.
+        let Some(c) = trigger[i] else { continue };
+        let waker = cr[c].piece;
+        if obj[waker] != o || !is_ampi_handler(sts, pieces[waker].ep) {
+            continue;
+        }
+        let ep = pieces[waker].ep;
+        if let Some(list) = pending.get_mut(&o) {
+            list.retain(|&h| {
+                if pieces[h].ep != ep || seq[h] > seq[i] {
+                    return true;
+                }
+                if !deps[i].contains(&h) {
+                    deps[i].push(h);
+                }
+                st.ampi_buffered += 1;
+                false
+            });
+        }
     }
 }

@@ -32,6 +32,7 @@
 //! | `BEGIN_PROCESSING` of an array entry with message type 24 (`ArrayBcastMsg`: the PE's array manager taking a broadcast; its index fields are zeros) | the PE's object `pe<p>` |
 //! | groups, singleton chares, the runtime, every 3.0 piece | the PE's object `pe<p>`, pinned (a load balancer never moves it; another PE count places it as recorded, scaled) |
 //! | a thread's resume (`dummy_thread_ep`, AMPI's `AMPI::rank`) woken by an array element's block | that element's object; AMPI's bound arrays `ampi`, `ampiParent`, `TCharm` share one object per index, `ampi[r]` (MPI rank r) |
+//! | AMPI's message handlers (`ampi::generic`, `rednResult`, `barrierResult`, ...) | entries outside object order: a handler that does not wake its rank is a dependency of the piece ending the rank's next wait for such a message ([`link`]) |
 //! | `BEGIN_PROCESSING` .. `END_PROCESSING` | a block of entry `Chare::entry` (from the `.sts`), starting at begin - lead (the runtime's work before it, [`runtime`]; 0 when no log has idle records on several PEs), duration end - start, `recorded_start` = start |
 //! | every time on PE p's log | plus PE p's clock offset ([`clock`]), when messages between PEs seem to arrive before their creation |
 //! | `CREATION` inside a block | a send at offset `time - begin` of `msglen` bytes, label (pe, event) |
@@ -266,7 +267,11 @@ pub fn import_limited(sts_path: &Path, max_memory_bytes: u64) -> Result<Imported
             } else {
                 sts.entry_name(p.ep)
             };
-            slot.insert(tb.entry(name));
+            let e = tb.entry(name);
+            if link::is_ampi_handler(&sts, p.ep) {
+                tb.entry_outside_object_order(e);
+            }
+            slot.insert(e);
         }
     }
     // Consumers of each creation.
@@ -510,6 +515,14 @@ fn notes(
         (
             st.inline_element,
             "pieces of an array manager run an element's entry (its index on the record, e.g. a `[threaded]` entry reached by a broadcast, started in `CkArray::recvBroadcast`): each belongs to that element",
+        ),
+        (
+            st.ampi_buffered,
+            "AMPI messages reached their rank before it waited for them (its handler ran first, outside the rank's order): the piece that ends the rank's next wait for such a message depends on each",
+        ),
+        (
+            st.ampi_used_unwaited,
+            "AMPI messages reached their rank before it waited for them and were used without a wait (the same sender's next one came first): the rank's last piece before that one depends on each",
         ),
         (
             st.thread_continued,
