@@ -24,6 +24,40 @@ fn assert_notes(imported: &importers::Imported, prefixes: &[&str]) {
     }
 }
 
+/// The block that sends each message.
+fn senders(t: &trace::Trace) -> std::collections::HashMap<trace::MsgId, trace::BlockId> {
+    let mut sender = std::collections::HashMap::new();
+    for b in t.block_ids() {
+        for s in t.sends(b) {
+            sender.insert(s.msg, b);
+        }
+    }
+    sender
+}
+
+/// How far the faithful replay (recorded order, recorded delays) ends from the recorded end
+/// (the latest recorded block end), in ps.
+fn faithful_miss_ps(t: &trace::Trace) -> u64 {
+    let faithful = run_with(t, "recorded", &recorded_order()).makespan.as_ps();
+    let recorded = t
+        .iter_blocks()
+        .map(|b| b.recorded_start.unwrap().as_ps() + b.duration.as_ps())
+        .max()
+        .unwrap();
+    faithful.abs_diff(recorded)
+}
+
+/// Each block's start and end in a replay run with `timeline`.
+fn block_times(t: &trace::Trace, r: &replay::ReplayReport) -> (Vec<SimTime>, Vec<SimTime>) {
+    let mut start = vec![SimTime::ZERO; t.num_blocks()];
+    let mut finish = vec![SimTime::ZERO; t.num_blocks()];
+    for rec in r.timeline.as_ref().expect("a timeline") {
+        start[rec.block as usize] = rec.start;
+        finish[rec.block as usize] = rec.end;
+    }
+    (start, finish)
+}
+
 // ---------------------------------------------------------------------------------------------
 // BigSim
 
@@ -2017,7 +2051,7 @@ fn projections_ampi_ranks_are_objects_and_wait_for_their_messages() {
         end.as_ps().abs_diff(544_650_000_000) <= 5_000_000,
         "{end:?}"
     );
-    // AMPI's message handlers are outside their rank's order (they run when the message
+    // AMPI's point-to-point handlers are outside their rank's order (they run when the message
     // arrives). Message driven at 2 us, a rank piece that ends a wait for a message (woken by
     // its rank's `ampi::generic`) starts after every `ampi::generic` of its rank recorded
     // before it: the messages the wait needed, those taken in before it waited included.
@@ -2028,24 +2062,14 @@ fn projections_ampi_ranks_are_objects_and_wait_for_their_messages() {
         .filter(|e| e.outside_object_order)
         .map(|e| e.name.as_str())
         .collect();
-    assert_eq!(outside, ["ampi::generic", "ampi::rednResult"]);
+    assert_eq!(outside, ["ampi::generic"]);
     let cfg = ReplayConfig {
         timeline: true,
         ..ReplayConfig::default()
     };
     let r = run_with(t, "latency:lat=2us", &cfg);
-    let mut start = vec![SimTime::ZERO; t.num_blocks()];
-    let mut finish = vec![SimTime::ZERO; t.num_blocks()];
-    for rec in r.timeline.as_ref().unwrap() {
-        start[rec.block as usize] = rec.start;
-        finish[rec.block as usize] = rec.end;
-    }
-    let mut sender = std::collections::HashMap::new();
-    for b in t.block_ids() {
-        for s in t.sends(b) {
-            sender.insert(s.msg, b);
-        }
-    }
+    let (start, finish) = block_times(t, &r);
+    let sender = senders(t);
     let mut latest_handler_end = vec![SimTime::ZERO; t.objects.len()];
     let (mut handlers, mut checked, mut early) = (0, 0, 0);
     for b in t.block_ids() {
@@ -2170,6 +2194,120 @@ fn projections_ampi_halo_ranks_compute_while_their_halos_travel() {
         (predicted as f64 / recorded_two as f64 - 1.0).abs() <= 0.07,
         "{predicted} against {recorded_two}"
     );
+}
+
+/// AMPI messages a rank took in before it waited for them (the fourth Charm++ check,
+/// `tests/data/ampi/{polling,redwait}`; the programs mark each receive with a Projections
+/// user event, which gave the check every message's consumer). `polling`: `MPI_Irecv` early,
+/// compute in chunks with `MPI_Test` between them; a failed test yields, so the piece that
+/// uses the message is resumed by the rank's own yield, and before the fix no early message
+/// was its dependency (+p2 at 2 us: 101 consumers ran up to 19.7 ms before their message).
+/// `redwait`: `MPI_Wait` on a receive after an `MPI_Allreduce`: the piece woken by the
+/// reduction's result finds the message in. Checked here as those rules: message driven at
+/// 2 us (and +p1 on 2 PEs), every piece resumed by its rank's yield starts after every
+/// earlier `ampi::generic` of its rank, and so does every `redwait` piece woken by
+/// `ampi::rednResult`.
+#[test]
+fn projections_ampi_polling_and_waiting_after_a_reduction_use_early_messages() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/ampi");
+    for (log, woken_by, pes) in [
+        ("polling/p2/polling.prj.sts", "AMPI::rank", None),
+        ("polling/p1/polling.prj.sts", "AMPI::rank", Some(2)),
+        ("redwait/p1/redwait.prj.sts", "ampi::rednResult", Some(2)),
+    ] {
+        let imported = imp(Format::Projections, &dir.join(log));
+        let t = &imported.trace;
+        let name = |b: trace::BlockId| t.entries[t.block(b).entry.index()].name.as_str();
+        let sender = senders(t);
+        let cfg = ReplayConfig {
+            timeline: true,
+            pes,
+            mapping: if pes.is_some() {
+                replay::Mapping::Block
+            } else {
+                replay::Mapping::Recorded
+            },
+            ..ReplayConfig::default()
+        };
+        let r = run_with(t, "latency:lat=2us", &cfg);
+        let (start, finish) = block_times(t, &r);
+        let mut handler_end = vec![SimTime::ZERO; t.objects.len()];
+        let mut checked = 0;
+        for b in t.block_ids() {
+            let blk = t.block(b);
+            let o = blk.object.index();
+            if name(b) == "ampi::generic" {
+                handler_end[o] = handler_end[o].max(finish[b.index()]);
+                continue;
+            }
+            let waker = blk.trigger.and_then(|m| sender.get(&m).copied());
+            let Some(w) = waker.filter(|&w| t.block(w).object == blk.object) else {
+                continue;
+            };
+            if name(b) == "AMPI::rank" && name(w) == woken_by {
+                assert!(
+                    start[b.index()] >= handler_end[o],
+                    "{log}: block {b:?} of {} (woken by {woken_by}) ran before its rank's messages were in",
+                    t.objects[o].name
+                );
+                checked += 1;
+            }
+        }
+        assert!(checked >= 90, "{log}: {checked}");
+        // The recorded order at the recorded delays still ends where the recording did.
+        let miss = faithful_miss_ps(t);
+        assert!(miss <= 100_000_000, "{log}: {miss} ps");
+    }
+}
+
+/// A CkMulticast section loop across two PEs (`tests/data/charm-secloop`, README): PE 0's
+/// `Check[0]::next` multicasts to the section, whose copy for PE 1 is unpacked by an untraced
+/// handler that delivers `Check::recvMsg` to PE 1's members; their section reduction ends in
+/// `Main::done`, which starts the next `next`. No traced message goes between the PEs, and
+/// PE 1's clock is behind: a copy seems unpacked before its pack. Before, the pairing took
+/// the latest pack not later than the unpack, a pack of the previous iteration, for 87 of the
+/// 99 copies (the third Charm++ check's F3), so at 1 ms of latency an iteration cost 0.27 ms
+/// more instead of at least 2 ms (a multicast and a reduction message cross PEs). Now a copy
+/// pairs with a pack of a piece that delivers the same entry, the copies measure the clocks
+/// (PE 1 +30 us), and every copy comes from its iteration's `next`.
+#[test]
+fn projections_multicast_copies_under_clock_skew_come_from_their_root() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/charm-secloop");
+    let imported = imp(Format::Projections, &dir.join("p2/secloop.prj.sts"));
+    assert_notes(&imported, &["the PEs' clocks disagree"]);
+    assert!(
+        imported
+            .notes
+            .iter()
+            .any(|n| n.ends_with("relative to PE 0: PE 1 +30 us")),
+        "{:?}",
+        imported.notes
+    );
+    let t = &imported.trace;
+    let name = |b: trace::BlockId| t.entries[t.block(b).entry.index()].name.as_str();
+    let sender = senders(t);
+    // PE 1's multicast handlers: untraced blocks of `pe1` that deliver `Check::recvMsg`.
+    let pe1 = t.objects.iter().position(|o| o.name == "pe1").unwrap();
+    let mut from = std::collections::BTreeMap::new();
+    for b in t.block_ids() {
+        let blk = t.block(b);
+        let delivers = t
+            .sends(b)
+            .iter()
+            .filter(|s| t.entries[s.entry.index()].name == "Check::recvMsg");
+        if blk.object.index() == pe1 && name(b) == "(runtime)" && delivers.count() >= 2 {
+            let s = blk.trigger.and_then(|m| sender.get(&m).copied());
+            *from.entry(s.map_or("none", name)).or_insert(0) += 1;
+        }
+    }
+    // The first copy is `createSection`'s (it calls `next(0)` inline); then one per `next`.
+    assert_eq!(from.get("Check::next"), Some(&99), "{from:?}");
+    let one = |lat: &str| run_with(t, lat, &ReplayConfig::default()).makespan.as_ps();
+    let per_iteration_ms = (one("latency:lat=1ms") - one("latency:lat=2us")) as f64 / 1e9 / 99.0;
+    assert!(per_iteration_ms >= 1.9, "{per_iteration_ms} ms");
+    // The faithful replay ends where the recording did (PE 1's end moved by its +30 us).
+    let miss = faithful_miss_ps(t);
+    assert!(miss <= 5_000_000, "{miss} ps");
 }
 
 /// A `[threaded]` array entry started by a broadcast (`tests/data/charm-threaded-ring`,

@@ -19,7 +19,10 @@
 //! event number its PE reuses a second later). An array broadcast, which each PE's array
 //! manager delivers with its own PE as source, counts from the PE that created it when
 //! exactly one other PE has a creation of that event and entry (the latest before the
-//! delivery, else the earliest within the tolerance). PEs are reached from PE 0 through pairs that
+//! delivery, else the earliest within the tolerance). When a multicast's untraced copy seems
+//! unpacked before it was packed, the estimate is made again with the copies' delays too
+//! ([`super::untraced::copy_delays`]): a CkMulticast section loop sends nothing traced
+//! between its PEs. PEs are reached from PE 0 through pairs that
 //! exchange messages (breadth first,
 //! the busiest pair first); a PE not reached keeps its clock. Every time on a PE's log is
 //! then shifted by its offset, and all by a common amount so that none is negative.
@@ -33,7 +36,9 @@ use std::collections::{HashMap, VecDeque};
 type Delays = HashMap<(u32, u32), (i64, u64)>;
 
 /// Per-PE amounts (ps) to add to every time of its log, or `None` when no PE needs one.
-pub(crate) fn offsets(logs: &Logs, pes: u32) -> Option<Vec<u64>> {
+/// `extra`: more recorded delays `((from, to), delay)` of messages between PEs (untraced
+/// multicast copies, [`super::untraced::copy_delays`]).
+pub(crate) fn offsets(logs: &Logs, pes: u32, extra: &[((u32, u32), i64)]) -> Option<Vec<u64>> {
     if pes < 2 {
         return None;
     }
@@ -100,6 +105,14 @@ pub(crate) fn offsets(logs: &Logs, pes: u32) -> Option<Vec<u64>> {
             continue;
         }
         let e = delays.entry((c.pe, p.pe)).or_insert((d, 0));
+        e.0 = e.0.min(d);
+        e.1 += 1;
+    }
+    for &(pair, d) in extra {
+        if d < -(SKEW_PS as i64) || pair.0 >= pes || pair.1 >= pes || pair.0 == pair.1 {
+            continue;
+        }
+        let e = delays.entry(pair).or_insert((d, 0));
         e.0 = e.0.min(d);
         e.1 += 1;
     }

@@ -32,7 +32,7 @@
 //! | `BEGIN_PROCESSING` of an array entry with message type 24 (`ArrayBcastMsg`: the PE's array manager taking a broadcast; its index fields are zeros) | the PE's object `pe<p>` |
 //! | groups, singleton chares, the runtime, every 3.0 piece | the PE's object `pe<p>`, pinned (a load balancer never moves it; another PE count places it as recorded, scaled) |
 //! | a thread's resume (`dummy_thread_ep`, AMPI's `AMPI::rank`) woken by an array element's block | that element's object; AMPI's bound arrays `ampi`, `ampiParent`, `TCharm` share one object per index, `ampi[r]` (MPI rank r) |
-//! | AMPI's message handlers (`ampi::generic`, `rednResult`, `barrierResult`, ...) | entries outside object order: a handler that does not wake its rank is a dependency of the piece ending the rank's next wait for such a message ([`link`]) |
+//! | AMPI's point-to-point message handlers (`ampi::generic`, `genericSync`, `genericRdma`) | entries outside object order: a handler that does not wake its rank is a dependency of the later piece of the rank that used the message ([`link`]) |
 //! | `BEGIN_PROCESSING` .. `END_PROCESSING` | a block of entry `Chare::entry` (from the `.sts`), starting at begin - lead (the runtime's work before it, [`runtime`]; 0 when no log has idle records on several PEs), duration end - start, `recorded_start` = start |
 //! | every time on PE p's log | plus PE p's clock offset ([`clock`]), when messages between PEs seem to arrive before their creation |
 //! | `CREATION` inside a block | a send at offset `time - begin` of `msglen` bytes, label (pe, event) |
@@ -144,7 +144,7 @@ pub fn import_limited(sts_path: &Path, max_memory_bytes: u64) -> Result<Imported
         logs.read(&sts, pe, path.display().to_string(), &text)?;
     }
     // The PEs' clocks, brought to PE 0's.
-    let clock_offsets = clock::offsets(&logs, sts.pes);
+    let mut clock_offsets = clock::offsets(&logs, sts.pes, &[]);
     if let Some(by) = &clock_offsets {
         clock::shift(&mut logs, by);
     }
@@ -154,9 +154,21 @@ pub fn import_limited(sts_path: &Path, max_memory_bytes: u64) -> Result<Imported
         p.end_ps = p.end_ps.max(c.time_ps);
     }
     // Messages to untraced entries: a creation for each one received from another PE.
-    let pairs = untraced::pair(&logs, sts.pes == 1, |ep| {
-        sts.entries.get(&ep).is_some_and(|e| e.takes_reduction)
-    });
+    let reduction_result = |ep| sts.entries.get(&ep).is_some_and(|e| e.takes_reduction);
+    let mut pairs = untraced::pair(&logs, sts.pes == 1, true, reduction_result);
+    // Multicast copies that seem to arrive before they were sent: their PEs' clocks differ
+    // by more than the traced messages showed (or none went between them). Estimate again
+    // with the copies' delays, and pair on the corrected times, each receipt with a send
+    // not later than it.
+    if pairs.later_copies > 0 {
+        let copies = untraced::copy_delays(&logs, &pairs);
+        if let Some(by) = clock::offsets(&logs, sts.pes, &copies) {
+            clock::shift(&mut logs, &by);
+            let before = clock_offsets.unwrap_or_else(|| vec![0; by.len()]);
+            clock_offsets = Some(before.iter().zip(&by).map(|(a, b)| a + b).collect());
+        }
+        pairs = untraced::pair(&logs, sts.pes == 1, false, reduction_result);
+    }
     for &(r, from) in &pairs.local {
         logs.pieces[r].after = Some(from);
     }
@@ -268,7 +280,7 @@ pub fn import_limited(sts_path: &Path, max_memory_bytes: u64) -> Result<Imported
                 sts.entry_name(p.ep)
             };
             let e = tb.entry(name);
-            if link::is_ampi_handler(&sts, p.ep) {
+            if link::is_ampi_point_to_point(&sts, p.ep) {
                 tb.entry_outside_object_order(e);
             }
             slot.insert(e);
@@ -441,7 +453,7 @@ fn notes(
     }
     if st.received > 0 {
         notes.push(format!(
-            "{} blocks handle a message to an untraced entry (`[notrace]`, e.g. CkMulticast's multicast and section reduction: an UNPACK outside any processing); their senders are inferred from the packs and the scheduler's order: {} sent on their own PE, {} from another PE (a broadcast's traced creation, else the latest unpaired send from another PE before it), {} with no send found are sent by the latest traced block before them on their PE (on one PE, or a reduction's result: a section reduction's contribution on its own PE is not packed), {} not found (they start when their PE reaches them); {} did nothing visible (e.g. a reduction's partial kept in the runtime) and the next handler on their PE that acts waits for them",
+            "{} blocks handle a message to an untraced entry (`[notrace]`, e.g. CkMulticast's multicast and section reduction: an UNPACK outside any processing); their senders are inferred from the packs and the scheduler's order: {} sent on their own PE, {} from another PE (a broadcast's traced creation; a multicast's copy, the latest unpaired pack before it of a block that delivers the same entry; else the latest unpaired send from another PE before it), {} with no send found are sent by the latest traced block before them on their PE (on one PE, or a reduction's result: a section reduction's contribution on its own PE is not packed), {} not found (they start when their PE reaches them); {} did nothing visible (e.g. a reduction's partial kept in the runtime) and the next handler on their PE that acts waits for them",
             st.received,
             st.untraced_local,
             st.untraced_remote.saturating_sub(st.untraced_followed),
@@ -521,8 +533,16 @@ fn notes(
             "AMPI messages reached their rank before it waited for them (its handler ran first, outside the rank's order): the piece that ends the rank's next wait for such a message depends on each",
         ),
         (
-            st.ampi_used_unwaited,
-            "AMPI messages reached their rank before it waited for them and were used without a wait (the same sender's next one came first): the rank's last piece before that one depends on each",
+            st.ampi_found,
+            "AMPI messages reached their rank before it waited for them and the rank's next piece, woken by another kind of message (a reduction's result), did not wait for their kind afterwards: that piece depends on each (it found them in, as an `MPI_Wait` after an `MPI_Allreduce` does)",
+        ),
+        (
+            st.ampi_polled,
+            "AMPI messages reached their rank before it waited for them and a piece resumed by the rank's own yield (polling: `MPI_Test`, `MPI_Iprobe`) came next: that piece depends on each",
+        ),
+        (
+            st.ampi_left,
+            "AMPI messages reached their rank before it waited for them and no later wait took them: the rank's next piece after each depends on it",
         ),
         (
             st.thread_continued,

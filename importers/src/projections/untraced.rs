@@ -26,6 +26,13 @@
 //!   [`WINDOW_PS`]. Not the earliest: some packs are never received by an untraced handler
 //!   (LeanMD's computes pack two messages per force step and their PE receives one), and a
 //!   first-in-first-out pairing would drift onto ever older sends and hide the latency.
+//!   A receipt that delivers messages first looks for a multicast copy: an unpaired send of
+//!   a piece that delivers the same entry (the multicast's root, or a PE forwarding it down
+//!   the tree), the latest not later than it. When the receiver's clock is behind the
+//!   sender's, no such send is earlier; a first pairing then also takes the earliest one up
+//!   to [`SKEW_PS`] later, only to measure the clocks ([`copy_delays`]): the import shifts the
+//!   logs by the clock estimate with those delays and pairs again without later sends (a
+//!   send after its receipt began could close a cycle).
 //! * **No sender found.** A message that stays on its PE is not packed, so a receipt that
 //!   finds no send by these rules may have come from its own PE, leaving no record there.
 //!   It was, when the logs are of one PE, and when it delivers a reduction's result (an entry
@@ -43,6 +50,7 @@
 //! them, and a message paired with a slightly later send than its own makes its receipt wait
 //! a little longer than it did.
 
+use super::link::SKEW_PS;
 use super::log::{Logs, Untraced};
 use std::collections::VecDeque;
 
@@ -59,6 +67,11 @@ pub(crate) struct Pairs {
     pub(crate) local: Vec<(usize, usize)>,
     /// (receiving piece, sending piece on another PE, time of the send).
     pub(crate) remote: Vec<(usize, usize, u64)>,
+    /// Of `remote`, the indices of multicast copies: the sender delivers the entry the
+    /// receipt delivers (their delays can tell the clocks apart, [`copy_delays`]).
+    pub(crate) copies: Vec<usize>,
+    /// Copies paired with a pack later than the receipt (only with `later_copies`).
+    pub(crate) later_copies: usize,
     /// (receiving piece, broadcast or multicast creation on another PE it forwards).
     pub(crate) fanout: Vec<(usize, usize)>,
     /// (receiving piece with no sender found, the latest traced piece before it on its PE).
@@ -75,7 +88,18 @@ fn same_deliveries(logs: &Logs, a: usize, b: usize) -> bool {
 ///
 /// `one_pe`: the logs are of a single PE. `reduction_result(ep)`: entry `ep` takes a
 /// reduction's result (see "No sender found").
-pub(crate) fn pair(logs: &Logs, one_pe: bool, reduction_result: impl Fn(i64) -> bool) -> Pairs {
+///
+/// `later_copies`: a multicast copy may take a pack up to [`SKEW_PS`] later than the receipt
+/// when no earlier one is left (the receiver's clock behind the sender's). Such pairs only
+/// serve to measure the clocks ([`copy_delays`]): a message sent after its receipt began can
+/// close a cycle, so the pairs a trace is built from are made without (`false`), on times
+/// the clock estimate corrected.
+pub(crate) fn pair(
+    logs: &Logs,
+    one_pe: bool,
+    later_copies: bool,
+    reduction_result: impl Fn(i64) -> bool,
+) -> Pairs {
     let mut out = Pairs::default();
     // The latest traced piece before each piece on its PE (what a receipt with no sender
     // found follows).
@@ -174,11 +198,34 @@ pub(crate) fn pair(logs: &Logs, one_pe: bool, reduction_result: impl Fn(i64) -> 
             next += 1;
         }
         let oldest = t.saturating_sub(WINDOW_PS);
-        let found = (0..next)
-            .rev()
-            .take_while(|&k| sends[k].0 >= oldest)
-            .take(SCAN)
-            .find(|&k| !used[k] && sends[k].1 != pe);
+        let earlier = || {
+            (0..next)
+                .rev()
+                .take_while(|&k| sends[k].0 >= oldest)
+                .take(SCAN)
+        };
+        // A multicast's copy for this PE: the sender delivers the same entry on its own PE
+        // (the root, or a PE forwarding down the tree). Its pack may seem up to the clock
+        // tolerance later than the receipt when this PE's clock is behind.
+        let copy =
+            |k: usize| !used[k] && sends[k].1 != pe && same_deliveries(logs, piece, sends[k].2);
+        let copy_of = || {
+            earlier().find(|&k| copy(k)).or_else(|| {
+                (next..sends.len())
+                    .take_while(|&k| later_copies && sends[k].0 <= t.saturating_add(SKEW_PS))
+                    .take(SCAN)
+                    .find(|&k| copy(k))
+                    .inspect(|_| out.later_copies += 1)
+            })
+        };
+        let delivers = !logs.pieces[piece].sends.is_empty();
+        let found = match delivers.then(copy_of).flatten() {
+            Some(k) => {
+                out.copies.push(out.remote.len());
+                Some(k)
+            }
+            None => earlier().find(|&k| !used[k] && sends[k].1 != pe),
+        };
         match found {
             Some(k) => {
                 used[k] = true;
@@ -198,4 +245,25 @@ pub(crate) fn pair(logs: &Logs, one_pe: bool, reduction_result: impl Fn(i64) -> 
         }
     }
     out
+}
+
+/// The recorded delays of the multicast copies among `pairs`: `((sender's PE, receiver's PE),
+/// receipt begin - send time)`, negative when the receiver's clock is behind. The clock
+/// estimate ([`super::clock::offsets`]) takes them with the traced messages' delays: a
+/// program whose messages between two PEs are all untraced (a CkMulticast section loop)
+/// has no other.
+pub(crate) fn copy_delays(logs: &Logs, pairs: &Pairs) -> Vec<((u32, u32), i64)> {
+    let signed = |t: u64| i64::try_from(t).unwrap_or(i64::MAX);
+    pairs
+        .copies
+        .iter()
+        .map(|&k| {
+            let (r, from, at) = pairs.remote[k];
+            let (pr, pf) = (&logs.pieces[r], &logs.pieces[from]);
+            (
+                (pf.pe, pr.pe),
+                signed(pr.begin_ps).saturating_sub(signed(at)),
+            )
+        })
+        .collect()
 }
