@@ -1575,16 +1575,45 @@ fn projections_reduction_result_waits_for_every_local_contributor() {
         "{:?}",
         imported.notes
     );
-    let next = trace::BlockId(3);
+    // A[1]'s piece is split at its contribution (the result's creation at 390): its work
+    // 300-390, then the tail 390-400 that sends the result and waits for A[0].
+    assert!(
+        imported
+            .notes
+            .iter()
+            .any(|n| n.contains("1 of them send after they began and are split there")),
+        "{:?}",
+        imported.notes
+    );
+    let work = t.block(trace::BlockId(2));
+    let tail = t.block(trace::BlockId(3));
+    assert_eq!(
+        (work.object, tail.object),
+        (trace::ObjectId(2), trace::ObjectId(2))
+    );
+    assert_eq!(work.duration, SimDuration::from_ps(90_000_000));
+    assert_eq!(tail.duration, SimDuration::from_ps(10_000_000));
+    assert_eq!(tail.recorded_start, Some(SimTime::from_ps(390_000_000)));
+    // The work depends on nothing; the tail on it and on A[0]'s piece.
+    assert!(t.deps(trace::BlockId(2)).is_empty());
+    assert_eq!(
+        t.deps(trace::BlockId(3)),
+        [trace::BlockId(2), trace::BlockId(1)]
+    );
+    let tail_sends = t.sends(trace::BlockId(3));
+    assert!(t.sends(trace::BlockId(2)).is_empty() && tail_sends.len() == 1);
+    assert_eq!(tail_sends[0].offset, SimDuration::ZERO);
+    let next = trace::BlockId(4);
     assert_eq!(t.entries[t.block(next).entry.index()].name, "Main::next");
+    assert_eq!(t.block(next).trigger, Some(tail_sends[0].msg));
     // Objects round-robin on 2 PEs: pe0 and A[1] on PE 0, A[0] on PE 1. A[0] runs 0-200 us
-    // and the manager 0-90 us. The block that sends the result waits for A[0]'s (the rule
-    // holds the whole block, not only its send): A[1] runs 200-300 us and Main::next
-    // 300-310 us. Without the rule A[1] would run 90-190 us, Main::next 190-200 us, and the
-    // run would end with A[0] at 200 us.
+    // and the manager 0-90 us. A[1]'s work runs 90-180 us, beside A[0]'s; the tail waits
+    // for A[0]'s end: 200-210 us, and Main::next 210-220 us. Were the whole piece held
+    // (before the split), A[1] would run 200-300 us and Main::next 300-310 us; without the
+    // rule, Main::next would run 180-190 us, before A[0] contributed.
     let cfg = two_pes_round_robin();
     let r = run_with(t, "latency:lat=1us", &cfg);
-    assert_eq!(r.makespan, SimTime::from_ps(310_000_000));
+    assert_eq!(r.makespan, SimTime::from_ps(220_000_000));
 }
 
 /// On one PE a section reduction's contribution is neither packed nor remote: the untraced
@@ -2258,6 +2287,82 @@ fn projections_ampi_polling_and_waiting_after_a_reduction_use_early_messages() {
         let miss = faithful_miss_ps(t);
         assert!(miss <= 100_000_000, "{log}: {miss} ps");
     }
+}
+
+/// A reduction's contribution is at the end of its contributor's piece (redwait: each rank
+/// computes, then calls `MPI_Allreduce`). The last local contributor's piece is split at its
+/// send: its work runs as soon as it may, and only the tail that sends the result waits for
+/// the other ranks' pieces. Before the split the whole piece waited: on 2 PEs each iteration
+/// ran the last contributor's work after the other PE's, 491.3 ms against 451.9 ms now,
+/// where the busier PE computes for 407.5 ms (the +p1 log's pieces vary by iteration: the
+/// recording shared the machine).
+#[test]
+fn projections_a_reduction_waits_at_the_contribution_not_before_the_work() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/ampi");
+    let imported = imp(Format::Projections, &dir.join("redwait/p1/redwait.prj.sts"));
+    let t = &imported.trace;
+    assert!(
+        imported
+            .notes
+            .iter()
+            .any(|n| n.contains("104 of them send after they began and are split there")),
+        "{:?}",
+        imported.notes
+    );
+    let name = |b: trace::BlockId| t.entries[t.block(b).entry.index()].name.as_str();
+    let cfg = ReplayConfig {
+        timeline: true,
+        pes: Some(2),
+        mapping: replay::Mapping::Block,
+        ..ReplayConfig::default()
+    };
+    let r = run_with(t, "latency:lat=2us", &cfg);
+    let (start, finish) = block_times(t, &r);
+    let (mut tails, mut overlapped) = (0, 0);
+    for b in t.block_ids().skip(1) {
+        // A tail follows its work: the same rank, recorded back to back, no trigger; it
+        // depends on the work and on the other ranks' latest pieces.
+        let tail = t.block(b);
+        let work_id = trace::BlockId(b.0 - 1);
+        let work = t.block(work_id);
+        let deps = t.deps(b);
+        let back_to_back = work.recorded_start.unwrap().as_ps() + work.duration.as_ps()
+            == tail.recorded_start.unwrap().as_ps();
+        let split = tail.trigger.is_none()
+            && work.object == tail.object
+            && deps.first() == Some(&work_id)
+            && deps.len() > 1
+            && back_to_back;
+        if !split {
+            continue;
+        }
+        assert_eq!((name(b), name(work_id)), ("AMPI::rank", "AMPI::rank"));
+        // The contribution is the tail's first send, at its start.
+        assert_eq!(
+            t.sends(b).first().map(|s| s.offset),
+            Some(SimDuration::ZERO)
+        );
+        assert!(
+            deps.len() >= 8,
+            "the work and the 7 other ranks' latest pieces"
+        );
+        let others_end = deps[1..].iter().map(|d| finish[d.index()]).max().unwrap();
+        assert!(start[b.index()] >= others_end);
+        tails += 1;
+        // The work ran while another rank was still computing.
+        overlapped += usize::from(start[work_id.index()] < others_end);
+    }
+    // One per MPI_Allreduce (100 iterations), and the start-up's collectives.
+    assert_eq!(tails, 104);
+    // 91 of 104 here; without the split no block is a tail and the work waits for the others.
+    assert!(overlapped >= 80, "{overlapped} of {tails}");
+    let busiest = *r.pe_busy_ps.iter().max().unwrap();
+    let ratio = r.makespan.as_ps() as f64 / busiest as f64;
+    assert!(
+        ratio < 1.15,
+        "makespan {} / busiest PE {busiest} ps = {ratio}",
+        r.makespan
+    );
 }
 
 /// A CkMulticast section loop across two PEs (`tests/data/charm-secloop`, README): PE 0's

@@ -67,7 +67,12 @@
 //!   `CkSyncBarrier`, the balancers), or a reduction's result (any entry that takes a
 //!   `CkReductionMsg`: a `redn_wrapper_*`, or a plain entry named by the callback, such as
 //!   kNeighbor's `Main::nextStep(CkReductionMsg*)`), or in which a phase ends, therefore
-//!   depends on the latest earlier piece of every array element on its PE.
+//!   depends on the latest earlier piece of every array element on its PE. A contribution
+//!   is where its send is, usually at the end of the contributor's piece: a piece that sends
+//!   for a reduction after it began is split there ([`Tail`]), and only its tail (that send
+//!   on) waits for the others, so its own work before it does not (the fourth Charm++
+//!   check: AMPI ranks on 2 PEs each computing before an `MPI_Allreduce` ran one after the
+//!   other's end). A piece that ends a phase waits as a whole.
 //! * **Load-balancing steps.** Charm++ ends a trace phase (END_PHASE) at every load-balancing
 //!   step. Pieces are labelled with their phase (the trace's iterations), and each array
 //!   element's last piece of a phase that ended on its PE is its sync point (`lb_sync`).
@@ -173,6 +178,8 @@ pub(crate) struct Stats {
     pub(crate) sdag_buffered: usize,
     pub(crate) sync_blocks: usize,
     pub(crate) collective: usize,
+    /// Collective points split at their send ([`Tail`]).
+    pub(crate) collective_split: usize,
     pub(crate) skewed: usize,
     pub(crate) worst_skew_ps: u64,
     pub(crate) untraced_local: usize,
@@ -189,10 +196,24 @@ pub(crate) struct Linked {
     pub(crate) obj: Vec<Obj>,
     pub(crate) trigger: Vec<Option<usize>>,
     pub(crate) deps: Vec<Vec<usize>>,
+    /// Pieces that send for a collective point after they began, by piece: from that send
+    /// on, a piece of its own (the tail) waits for the other local elements' latest pieces.
+    pub(crate) tails: HashMap<usize, Tail>,
     pub(crate) lb_sync: Vec<bool>,
     /// Whether the logs mark phases (then every piece's iteration is its phase).
     pub(crate) phased: bool,
     pub(crate) stats: Stats,
+}
+
+/// The part of a piece from its first send for a collective point (a reduction's partial
+/// or result) to its end. The local contributions are complete only there, so the tail, not
+/// the whole piece, waits for every other local element's latest piece: the work before the
+/// contribution is the element's own.
+pub(crate) struct Tail {
+    /// Where the tail begins: the first such send's time.
+    pub(crate) at_ps: u64,
+    /// The other local elements' latest pieces.
+    pub(crate) deps: Vec<usize>,
 }
 
 /// Trigger rule that matched.
@@ -561,14 +582,23 @@ pub(crate) fn link(sts: &Sts, logs: &Logs) -> Linked {
     let mut latest: HashMap<Obj, usize> = HashMap::new();
     let mut pe_now = u32::MAX;
     let mut collective = 0usize;
+    let mut tails = Vec::new();
     for (i, p) in logs.pieces.iter().enumerate() {
         if p.pe != pe_now {
             latest.clear();
             pe_now = p.pe;
         }
-        let collective_send = !p.received // a handler of untraced messages follows them
-            && p.sends.iter().any(|&c| collective_ep(logs.creations[c].ep));
-        if p.ends_phase || collective_send {
+        // A handler of untraced messages follows them: not a collective point.
+        let first_collective_ps = (!p.received)
+            .then(|| {
+                p.sends
+                    .iter()
+                    .filter(|&&c| collective_ep(logs.creations[c].ep))
+                    .map(|&c| logs.creations[c].time_ps)
+                    .min()
+            })
+            .flatten();
+        if p.ends_phase || first_collective_ps.is_some() {
             let mut extra: Vec<usize> = latest
                 .iter()
                 .filter(|(o, _)| **o != obj[i])
@@ -579,7 +609,14 @@ pub(crate) fn link(sts: &Sts, logs: &Logs) -> Linked {
             if !extra.is_empty() {
                 collective += 1;
             }
-            deps[i].extend(extra);
+            match first_collective_ps {
+                // The contribution is made where the send is: what came before it in the
+                // piece is the element's own work.
+                Some(at_ps) if !p.ends_phase && at_ps > p.begin_ps && !extra.is_empty() => {
+                    tails.push((i, Tail { at_ps, deps: extra }));
+                }
+                _ => deps[i].extend(extra),
+            }
         }
         // An AMPI rank's message handler contributes nothing (its rank's pieces do).
         if matches!(obj[i], Obj::Elem(..)) && !p.runtime && !is_ampi_handler(sts, p.ep) {
@@ -587,6 +624,7 @@ pub(crate) fn link(sts: &Sts, logs: &Logs) -> Linked {
         }
     }
     st.collective = collective;
+    st.collective_split = tails.len();
 
     // Phases: iterations and sync points.
     let phased = logs.phases.iter().any(|&k| k > 0);
@@ -609,6 +647,7 @@ pub(crate) fn link(sts: &Sts, logs: &Logs) -> Linked {
         obj,
         trigger,
         deps,
+        tails: tails.into_iter().collect(),
         lb_sync,
         phased,
         stats: st,

@@ -302,10 +302,15 @@ pub fn import_limited(sts_path: &Path, max_memory_bytes: u64) -> Result<Imported
     let mut sends = Vec::new();
     let mut deps = Vec::new();
     let mut recorded_end = 0u64;
+    let mut tail_sends = Vec::new();
     for &i in &order {
         let p = &pieces[i];
         let start_ps = p.begin_ps - lead_of(i);
+        // A piece split at its contribution ends there; its tail follows as a block.
+        let tail = linked.tails.get(&i);
+        let body_end_ps = tail.map_or(p.end_ps, |t| t.at_ps);
         sends.clear();
+        tail_sends.clear();
         for &c in &p.sends {
             let cr = &creations[c];
             let cons = consumers.get(&c).map(Vec::as_slice).unwrap_or(&[]);
@@ -320,26 +325,31 @@ pub fn import_limited(sts_path: &Path, max_memory_bytes: u64) -> Result<Imported
             let entry = cons
                 .first()
                 .map_or(entry_ids[&p.ep], |&j| entry_ids[&pieces[j].ep]);
-            sends.push(Send {
+            let (list, from_ps, to_ps) = match tail {
+                Some(t) if cr.time_ps >= t.at_ps => (&mut tail_sends, t.at_ps, p.end_ps),
+                _ => (&mut sends, start_ps, body_end_ps),
+            };
+            list.push(Send {
                 msg: label(c),
-                offset: SimDuration::from_ps(cr.time_ps.saturating_sub(start_ps)),
+                offset: SimDuration::from_ps(cr.time_ps.min(to_ps).saturating_sub(from_ps)),
                 dest,
                 bytes: cr.bytes,
                 entry,
             });
         }
         recorded_end = recorded_end.max(p.end_ps);
+        let object = object_id[&linked.obj[i]];
         let mut blk = Block::new(
-            object_id[&linked.obj[i]],
+            object,
             entry_ids[&p.ep],
-            SimDuration::from_ps(p.end_ps - start_ps),
+            SimDuration::from_ps(body_end_ps - start_ps),
         );
         blk.trigger = linked.trigger[i].map(label);
         blk.recorded_start = Some(SimTime::from_ps(start_ps));
         blk.recorded_arrival =
             linked.trigger[i].map(|_| SimTime::from_ps(p.arrival_ps.min(start_ps)));
         blk.iteration = linked.phased.then_some(p.phase);
-        blk.lb_sync = linked.lb_sync[i];
+        blk.lb_sync = linked.lb_sync[i] && tail.is_none();
         deps.clear();
         deps.extend(linked.deps[i].iter().map(|&j| block_of[j]));
         block_of[i] = tb.block(blk, &deps, &sends);
@@ -347,9 +357,25 @@ pub fn import_limited(sts_path: &Path, max_memory_bytes: u64) -> Result<Imported
         if let Some(at) = first_pe.get_mut(&linked.obj[i]) {
             if at.0 != p.pe {
                 at.0 = p.pe;
-                tb.object_moved(object_id[&linked.obj[i]], block_of[i], PeId(p.pe));
+                tb.object_moved(object, block_of[i], PeId(p.pe));
                 recorded_moves += 1;
             }
+        }
+        // The tail: from the contribution on, after the other local elements' latest
+        // pieces. Whatever depends on the piece depends on its tail, which ends it.
+        if let Some(t) = tail {
+            let mut blk = Block::new(
+                object,
+                entry_ids[&p.ep],
+                SimDuration::from_ps(p.end_ps - t.at_ps),
+            );
+            blk.recorded_start = Some(SimTime::from_ps(t.at_ps));
+            blk.iteration = linked.phased.then_some(p.phase);
+            blk.lb_sync = linked.lb_sync[i];
+            deps.clear();
+            deps.push(block_of[i]);
+            deps.extend(t.deps.iter().map(|&j| block_of[j]));
+            block_of[i] = tb.block(blk, &deps, &tail_sends);
         }
     }
     let trace = tb.finish().map_err(|source| ImportError::Invalid {
@@ -447,8 +473,8 @@ fn notes(
     }
     if st.collective > 0 {
         notes.push(format!(
-            "{} blocks send for a reduction or a load-balancing step (or end a phase): each waits for the latest block of every array element on its PE (contributions and AtSync are local calls, not messages)",
-            st.collective
+            "{} blocks send for a reduction or a load-balancing step (or end a phase): each waits for the latest block of every array element on its PE (contributions and AtSync are local calls, not messages); {} of them send after they began and are split there: only the part from that send on waits, the element's own work before it does not",
+            st.collective, st.collective_split
         ));
     }
     if st.received > 0 {
