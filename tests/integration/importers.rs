@@ -2,7 +2,7 @@
 //! hand-written inputs with closed-form answers, and on broken inputs.
 
 use crate::cli::{stderr, tmpdir, whatif};
-use crate::{run_with, shared_data};
+use crate::{run_with, shared_data, us};
 use importers::{Format, ImportError, ImportOptions, import};
 use replay::ReplayConfig;
 use sim_core::{SimDuration, SimTime};
@@ -1534,6 +1534,24 @@ fn recorded_order() -> ReplayConfig {
     }
 }
 
+/// Checks the split of the two-element logs below: A[1]'s piece (recorded 300-400 us, block
+/// 2) ends at 390 us, where its tail (block 3, 390-400 us) begins; the work depends on
+/// nothing, the tail on the work and on A[0]'s piece (block 1).
+fn assert_split_at_390_us(t: &trace::Trace) {
+    let (work, tail) = (t.block(trace::BlockId(2)), t.block(trace::BlockId(3)));
+    assert_eq!(
+        (work.object, tail.object),
+        (trace::ObjectId(2), trace::ObjectId(2))
+    );
+    assert_eq!((work.duration, tail.duration), (us(90), us(10)));
+    assert_eq!(tail.recorded_start, Some(SimTime::from_ps(390_000_000)));
+    assert!(t.deps(trace::BlockId(2)).is_empty());
+    assert_eq!(
+        t.deps(trace::BlockId(3)),
+        [trace::BlockId(2), trace::BlockId(1)]
+    );
+}
+
 /// A reduction's result is a message to an entry that takes a `CkReductionMsg`, here a plain
 /// entry named by the callback (kNeighbor's `Main::nextStep(CkReductionMsg*)`), created in
 /// the block of the last element to contribute on its PE. Contributions are local calls,
@@ -1581,25 +1599,11 @@ fn projections_reduction_result_waits_for_every_local_contributor() {
         imported
             .notes
             .iter()
-            .any(|n| n.contains("1 of them send after they began and are split there")),
+            .any(|n| n.contains("1 of them reach that point (the send, or the phase's end) after they began and are split there")),
         "{:?}",
         imported.notes
     );
-    let work = t.block(trace::BlockId(2));
-    let tail = t.block(trace::BlockId(3));
-    assert_eq!(
-        (work.object, tail.object),
-        (trace::ObjectId(2), trace::ObjectId(2))
-    );
-    assert_eq!(work.duration, SimDuration::from_ps(90_000_000));
-    assert_eq!(tail.duration, SimDuration::from_ps(10_000_000));
-    assert_eq!(tail.recorded_start, Some(SimTime::from_ps(390_000_000)));
-    // The work depends on nothing; the tail on it and on A[0]'s piece.
-    assert!(t.deps(trace::BlockId(2)).is_empty());
-    assert_eq!(
-        t.deps(trace::BlockId(3)),
-        [trace::BlockId(2), trace::BlockId(1)]
-    );
+    assert_split_at_390_us(t);
     let tail_sends = t.sends(trace::BlockId(3));
     assert!(t.sends(trace::BlockId(2)).is_empty() && tail_sends.len() == 1);
     assert_eq!(tail_sends[0].offset, SimDuration::ZERO);
@@ -1614,6 +1618,64 @@ fn projections_reduction_result_waits_for_every_local_contributor() {
     let cfg = two_pes_round_robin();
     let r = run_with(t, "latency:lat=1us", &cfg);
     assert_eq!(r.makespan, SimTime::from_ps(220_000_000));
+}
+
+/// `AtSync()` is a local call: the load-balancing step starts in the piece of the PE's last
+/// element to call it, where the phase ends (END_PHASE), and from there on that piece waits
+/// for every other local element. What the piece did before is the element's own work: the
+/// piece is split at the phase's end, as at a reduction's contribution.
+#[test]
+fn projections_a_phase_end_waits_from_there_on() {
+    let dir = tmpdir("proj-phase-split");
+    let sts = "PROJECTIONS_ID\nVERSION 11.0\nMACHINE \"test\"\nPROCESSORS 1\nTOTAL_CHARES 2\n\
+               TOTAL_EPS 3\nTOTAL_MSGS 1\nCHARE 0 \"Main\" -1\nCHARE 1 \"A\" 1\n\
+               ENTRY CHARE 0 \"resume()\" 0 0\n\
+               ENTRY CHARE 1 \"A()\" 1 0\nENTRY CHARE 2 \"work()\" 1 0\nMESSAGE 0 80\nEND\n";
+    std::fs::write(dir.join("a.sts"), sts).unwrap();
+    // The array manager 10-100; A[0] works 100-300; A[1] works 300-400, calls AtSync() last:
+    // the phase ends at 390, and the step's resumption (event 5) is created at 395;
+    // Main::resume runs 400-410.
+    std::fs::write(
+        dir.join("a.0.log"),
+        "PROJECTIONS-RECORD 10\n2 24 1 10 1 -1 80 0 0 0\n3 0 1 100 1 0 0 0\n\
+         2 4 2 100 2 -1 80 0 0 0\n3 0 2 300 2 0 0 0\n2 4 2 300 3 -1 80 0 1 0\n30 0 390\n\
+         1 0 0 395 5 0 80 0\n3 0 2 400 3 0 0 0\n2 0 0 400 5 0 80 0 0 0 0 0 0\n3 0 0 410 5 0 0 0\n",
+    )
+    .unwrap();
+    let imported = imp(Format::Projections, &dir.join("a.sts"));
+    assert!(
+        imported
+            .notes
+            .iter()
+            .any(|n| n.starts_with("1 blocks send for a reduction")
+                && n.contains(
+                    "1 of them reach that point (the send, or the phase's end) after they began"
+                )),
+        "{:?}",
+        imported.notes
+    );
+    let t = &imported.trace;
+    assert_split_at_390_us(t);
+    let (work, tail) = (t.block(trace::BlockId(2)), t.block(trace::BlockId(3)));
+    // A[1]'s sync point is the tail, which ends its piece; both parts are in phase 0.
+    assert!(!work.lb_sync && tail.lb_sync && t.block(trace::BlockId(1)).lb_sync);
+    assert_eq!((work.iteration, tail.iteration), (Some(0), Some(0)));
+    let sends = t.sends(trace::BlockId(3));
+    assert_eq!(sends.len(), 1);
+    assert_eq!(sends[0].offset, SimDuration::from_us(5));
+    let resume = t.block(trace::BlockId(4));
+    assert_eq!(t.entries[resume.entry.index()].name, "Main::resume");
+    assert_eq!(
+        (resume.trigger, resume.iteration),
+        (Some(sends[0].msg), Some(1))
+    );
+    // Round-robin on 2 PEs (A[0] alone on PE 1): A[1]'s work runs 90-180 us beside A[0]'s
+    // 0-200 us; the tail 200-210 us, Main::resume 210-220 us. Held as a whole, A[1]'s piece
+    // would run 200-300 us and Main::resume 300-310 us.
+    let r = run_with(t, "latency:lat=1us", &two_pes_round_robin());
+    assert_eq!(r.makespan, SimTime::from_ps(220_000_000));
+    // The recorded order at the recorded delays ends where the recording did.
+    assert_eq!(faithful_miss_ps(t), 0);
 }
 
 /// On one PE a section reduction's contribution is neither packed nor remote: the untraced
@@ -2305,7 +2367,7 @@ fn projections_a_reduction_waits_at_the_contribution_not_before_the_work() {
         imported
             .notes
             .iter()
-            .any(|n| n.contains("104 of them send after they began and are split there")),
+            .any(|n| n.contains("104 of them reach that point (the send, or the phase's end) after they began and are split there")),
         "{:?}",
         imported.notes
     );

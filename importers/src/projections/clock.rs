@@ -169,6 +169,9 @@ pub(crate) fn shift(logs: &mut Logs, by: &[u64]) {
             *t = t.saturating_add(s);
         }
     }
+    for (&i, t) in &mut logs.phase_ends {
+        *t = t.saturating_add(by[logs.pieces[i].pe as usize]);
+    }
     for c in &mut logs.creations {
         c.time_ps = c.time_ps.saturating_add(by[c.pe as usize]);
     }

@@ -68,11 +68,11 @@
 //!   `CkReductionMsg`: a `redn_wrapper_*`, or a plain entry named by the callback, such as
 //!   kNeighbor's `Main::nextStep(CkReductionMsg*)`), or in which a phase ends, therefore
 //!   depends on the latest earlier piece of every array element on its PE. A contribution
-//!   is where its send is, usually at the end of the contributor's piece: a piece that sends
-//!   for a reduction after it began is split there ([`Tail`]), and only its tail (that send
-//!   on) waits for the others, so its own work before it does not (the fourth Charm++
-//!   check: AMPI ranks on 2 PEs each computing before an `MPI_Allreduce` ran one after the
-//!   other's end). A piece that ends a phase waits as a whole.
+//!   is where its send is, usually at the end of the contributor's piece, and `AtSync()`
+//!   where the phase ends (END_PHASE): a piece whose collective point comes after it began
+//!   is split there ([`Tail`]), and only its tail (from that point on) waits for the others,
+//!   so its own work before it does not (the fourth Charm++ check: AMPI ranks on 2 PEs each
+//!   computing before an `MPI_Allreduce` ran one after the other's end).
 //! * **Load-balancing steps.** Charm++ ends a trace phase (END_PHASE) at every load-balancing
 //!   step. Pieces are labelled with their phase (the trace's iterations), and each array
 //!   element's last piece of a phase that ended on its PE is its sync point (`lb_sync`).
@@ -196,8 +196,8 @@ pub(crate) struct Linked {
     pub(crate) obj: Vec<Obj>,
     pub(crate) trigger: Vec<Option<usize>>,
     pub(crate) deps: Vec<Vec<usize>>,
-    /// Pieces that send for a collective point after they began, by piece: from that send
-    /// on, a piece of its own (the tail) waits for the other local elements' latest pieces.
+    /// Pieces whose collective point comes after they began, by piece: from that point on,
+    /// a block of its own (the tail) waits for the other local elements' latest pieces.
     pub(crate) tails: HashMap<usize, Tail>,
     pub(crate) lb_sync: Vec<bool>,
     /// Whether the logs mark phases (then every piece's iteration is its phase).
@@ -205,12 +205,12 @@ pub(crate) struct Linked {
     pub(crate) stats: Stats,
 }
 
-/// The part of a piece from its first send for a collective point (a reduction's partial
-/// or result) to its end. The local contributions are complete only there, so the tail, not
+/// The part of a piece from its collective point (its first send for a reduction's partial
+/// or result, or the end of a phase: `AtSync()`) to its end. The local contributions are complete only there, so the tail, not
 /// the whole piece, waits for every other local element's latest piece: the work before the
 /// contribution is the element's own.
 pub(crate) struct Tail {
-    /// Where the tail begins: the first such send's time.
+    /// Where the tail begins: the first such send's time, or the phase's end.
     pub(crate) at_ps: u64,
     /// The other local elements' latest pieces.
     pub(crate) deps: Vec<usize>,
@@ -598,7 +598,12 @@ pub(crate) fn link(sts: &Sts, logs: &Logs) -> Linked {
                     .min()
             })
             .flatten();
-        if p.ends_phase || first_collective_ps.is_some() {
+        // The collective point: its first such send, or where the phase ended.
+        let point_ps = match (first_collective_ps, logs.phase_ends.get(&i).copied()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        if let Some(at_ps) = point_ps.map(|t| t.min(p.end_ps)) {
             let mut extra: Vec<usize> = latest
                 .iter()
                 .filter(|(o, _)| **o != obj[i])
@@ -609,13 +614,12 @@ pub(crate) fn link(sts: &Sts, logs: &Logs) -> Linked {
             if !extra.is_empty() {
                 collective += 1;
             }
-            match first_collective_ps {
-                // The contribution is made where the send is: what came before it in the
-                // piece is the element's own work.
-                Some(at_ps) if !p.ends_phase && at_ps > p.begin_ps && !extra.is_empty() => {
-                    tails.push((i, Tail { at_ps, deps: extra }));
-                }
-                _ => deps[i].extend(extra),
+            // The contribution (or `AtSync()`) is made there: what came before it in the
+            // piece is the element's own work.
+            if at_ps > p.begin_ps && !extra.is_empty() {
+                tails.push((i, Tail { at_ps, deps: extra }));
+            } else {
+                deps[i].extend(extra);
             }
         }
         // An AMPI rank's message handler contributes nothing (its rank's pieces do).

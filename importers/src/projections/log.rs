@@ -71,8 +71,6 @@ pub(crate) struct Piece {
     pub(crate) after: Option<usize>,
     /// END_PHASE records seen on its PE before it began.
     pub(crate) phase: u32,
-    /// An END_PHASE record was written while it ran.
-    pub(crate) ends_phase: bool,
     /// Log-flush time inside it, taken out of its times after the flush (its end on the
     /// log's clock is `end_ps + paused_ps`).
     pub(crate) paused_ps: u64,
@@ -113,7 +111,6 @@ impl Piece {
             cause: None,
             after: None,
             phase,
-            ends_phase: false,
             paused_ps: 0,
             cpu_begin_ps: None,
             cpu_end_ps: None,
@@ -139,6 +136,9 @@ pub(crate) struct Logs {
     pub(crate) creations: Vec<Creation>,
     /// END_PHASE records per PE.
     pub(crate) phases: Vec<u32>,
+    /// Pieces in which a phase ended, and when (the first END_PHASE, if several). Few: one
+    /// per PE and load-balancing step.
+    pub(crate) phase_ends: std::collections::BTreeMap<usize, u64>,
     /// Per file: its name and record count.
     pub(crate) files: Vec<(String, usize)>,
     pub(crate) stray_ends: usize,
@@ -430,10 +430,11 @@ impl Logs {
                 30 => {
                     // END_PHASE: `30 <phase> <time>`; Charm++ ends a phase at every
                     // load-balancing step.
-                    num(2, "time")?;
+                    let at = us(num(2, "time")?).saturating_sub(paused_ps);
                     phase = phase.saturating_add(1);
                     if let Some(b) = open {
-                        self.pieces[b].ends_phase = true;
+                        let begin_ps = self.pieces[b].begin_ps;
+                        self.phase_ends.entry(b).or_insert(at.max(begin_ps));
                     }
                 }
                 16 => {

@@ -473,7 +473,7 @@ fn notes(
     }
     if st.collective > 0 {
         notes.push(format!(
-            "{} blocks send for a reduction or a load-balancing step (or end a phase): each waits for the latest block of every array element on its PE (contributions and AtSync are local calls, not messages); {} of them send after they began and are split there: only the part from that send on waits, the element's own work before it does not",
+            "{} blocks send for a reduction or a load-balancing step (or end a phase): each waits for the latest block of every array element on its PE (contributions and AtSync are local calls, not messages); {} of them reach that point (the send, or the phase's end) after they began and are split there: only the part from that point on waits, the element's own work before it does not",
             st.collective, st.collective_split
         ));
     }
