@@ -178,7 +178,7 @@ pub(crate) struct Stats {
     pub(crate) sdag_buffered: usize,
     pub(crate) sync_blocks: usize,
     pub(crate) collective: usize,
-    /// Collective points split at their send ([`Tail`]).
+    /// Collective points split where they are reached ([`Tail`]).
     pub(crate) collective_split: usize,
     pub(crate) skewed: usize,
     pub(crate) worst_skew_ps: u64,
@@ -206,9 +206,9 @@ pub(crate) struct Linked {
 }
 
 /// The part of a piece from its collective point (its first send for a reduction's partial
-/// or result, or the end of a phase: `AtSync()`) to its end. The local contributions are complete only there, so the tail, not
-/// the whole piece, waits for every other local element's latest piece: the work before the
-/// contribution is the element's own.
+/// or result, or the end of a phase: `AtSync()`) to its end. The local contributions are
+/// complete only there, so the tail, not the whole piece, waits for every other local
+/// element's latest piece: the work before that point is the element's own.
 pub(crate) struct Tail {
     /// Where the tail begins: the first such send's time, or the phase's end.
     pub(crate) at_ps: u64,
@@ -582,7 +582,7 @@ pub(crate) fn link(sts: &Sts, logs: &Logs) -> Linked {
     let mut latest: HashMap<Obj, usize> = HashMap::new();
     let mut pe_now = u32::MAX;
     let mut collective = 0usize;
-    let mut tails = Vec::new();
+    let mut tails = HashMap::new();
     for (i, p) in logs.pieces.iter().enumerate() {
         if p.pe != pe_now {
             latest.clear();
@@ -617,7 +617,7 @@ pub(crate) fn link(sts: &Sts, logs: &Logs) -> Linked {
             // The contribution (or `AtSync()`) is made there: what came before it in the
             // piece is the element's own work.
             if at_ps > p.begin_ps && !extra.is_empty() {
-                tails.push((i, Tail { at_ps, deps: extra }));
+                tails.insert(i, Tail { at_ps, deps: extra });
             } else {
                 deps[i].extend(extra);
             }
@@ -651,7 +651,7 @@ pub(crate) fn link(sts: &Sts, logs: &Logs) -> Linked {
         obj,
         trigger,
         deps,
-        tails: tails.into_iter().collect(),
+        tails,
         lb_sync,
         phased,
         stats: st,

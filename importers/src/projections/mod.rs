@@ -40,7 +40,7 @@
 //! | `BEGIN_UNPACK` outside any block and not followed by a `BEGIN_PROCESSING` | a `(runtime)` block: the handler of a message to an untraced (`[notrace]`) entry, up to the next record not its own; triggered by a send inferred from a `BEGIN_PACK` on another PE, or after the piece on its PE that sent it ([`untraced`]) |
 //! | `BEGIN_PROCESSING` `(srcPe, event)` | trigger = its creation ([`link`]: same PE and entry, else an array broadcast's creation on another PE, else the runtime's forwarding); `recorded_arrival` = `recvTime` (11.0, when above 0) or the begin time |
 //! | SDAG `serial` / `SDAG_RTS` (event -1) | depends on the piece before it on its PE (the invocation it runs in) and, for a `when` that found its message buffered, on that message's delivery |
-//! | `END_PHASE` (each load-balancing step) | iterations = phases; each element's last block of a phase is its `lb_sync` point |
+//! | `END_PHASE` (each load-balancing step) | iterations = phases; each element's last block of a phase is its `lb_sync` point; the piece it falls in is split there (`link::Tail`) |
 //!
 //! A message consumed by several objects (broadcasts) is addressed to a group of them. When
 //! one object consumes the same message more than once (a `[threaded]` entry resumed, or an
